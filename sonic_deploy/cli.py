@@ -1,0 +1,36 @@
+"""The `sonic-deploy` command line: operator tools that never import aws_cdk."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from sonic_deploy import __version__
+from sonic_deploy.config import ConfigError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sonic-deploy",
+        description="Choose, check and operate a Cartesia Sonic deployment in your AWS account.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as error:
+        print(f"sonic-deploy: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

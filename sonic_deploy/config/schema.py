@@ -1,0 +1,107 @@
+"""The shape of the committed TOML files in config/, as pydantic models.
+
+Structure (types, ranges, unknown keys) is checked here; rules that need more than one field or more than
+one file (an ARN for the Region, min <= max, a GPU instance type) are checked in `loader.py`, where the
+error can name the exact field and file.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Route = Literal["sagemaker", "ecs"]
+Percent = Annotated[float, Field(gt=0, le=100)]
+Ratio = Annotated[float, Field(gt=0, le=1)]
+
+# CloudWatch Logs accepts only these retention periods (days).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
+                      2922, 3288, 3653)
+
+
+class Strict(BaseModel):
+    """Unknown keys are typos: refuse them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExistingVpc(Strict):
+    """Use a VPC you already have instead of creating one (no lookup at synth: name its parts)."""
+
+    vpc_id: str
+    vpc_cidr: str
+    private_subnet_ids: list[str]
+    availability_zones: list[str]
+    private_route_table_ids: list[str] = []
+
+
+class NetworkConfig(Strict):
+    availability_zones: list[str] = Field(
+        description="At least two AZs; SageMaker's VpcConfig needs subnets in two different AZs.")
+    cidr: str = "10.60.0.0/16"
+    existing_vpc: ExistingVpc | None = None
+    flow_log_retention_days: int = 90
+
+
+class AlarmConfig(Strict):
+    email: list[str] = []
+    errors_5xx_per_5min: Annotated[int, Field(ge=1)] = 1
+    errors_4xx_per_5min: Annotated[int, Field(ge=1)] = 5
+    model_latency_p95_ms: Annotated[float, Field(gt=0)] = 500.0
+    gpu_pinned_percent: Percent = 95.0
+    gpu_pinned_minutes: Annotated[int, Field(ge=1, le=1440)] = 15
+
+
+class SageMakerConfig(Strict):
+    instance_type: str = "ml.g6e.xlarge"
+    min_instances: Annotated[int, Field(ge=0)] = 2
+    max_instances: Annotated[int, Field(ge=0)] = 4
+    streams_per_instance: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="Concurrent streams one instance serves; default: the instance catalogue's.")
+    target_utilisation: Ratio = 0.8
+    startup_health_check_timeout_s: Annotated[int, Field(ge=60, le=3600)] = 900
+    model_data_download_timeout_s: Annotated[int, Field(ge=60, le=3600)] = 1200
+    endpoint_name: str | None = None
+    scale_out_cooldown_s: Annotated[int, Field(ge=0)] = 30
+    scale_in_cooldown_s: Annotated[int, Field(ge=0)] = 900
+    alarms: AlarmConfig = AlarmConfig()
+
+
+class EnvironmentConfig(Strict):
+    """One file in config/environments/: where and how to deploy."""
+
+    account: Annotated[str, Field(pattern=r"^\d{12}$")] | None = None
+    region: str
+    routes: list[Route] = Field(min_length=1)
+    sonic_version: str
+    log_retention_days: int = 90
+    tags: dict[str, str] = {}
+    network: NetworkConfig
+    sagemaker: SageMakerConfig = SageMakerConfig()
+
+
+class InstanceType(Strict):
+    """One row of config/instance_types.toml."""
+
+    gpus: Annotated[int, Field(ge=1)]
+    gpu: str
+    vcpus: Annotated[int, Field(ge=1)]
+    memory_gib: Annotated[float, Field(gt=0)]
+
+
+class GpuModel(Strict):
+    memory_gib: Annotated[float, Field(gt=0)]
+    streams_per_gpu: Annotated[int, Field(ge=1)]
+    source: str
+
+
+class InstanceCatalogue(Strict):
+    gpus: dict[str, GpuModel]
+    instance_types: dict[str, InstanceType]
+
+
+class ModelPackages(Strict):
+    """config/model_packages.toml: `[versions."<sonic version>"]` with one `<region> = "<arn>"` per line."""
+
+    versions: dict[str, dict[str, str]]
