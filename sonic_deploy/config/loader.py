@@ -92,15 +92,24 @@ def load_settings(config_dir: Path, environment_name: str | None = None) -> Sett
 
 def _read_toml(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise ConfigError(file=path, field="(file)", value=MISSING, problem="file not found",
-                          fix=f"restore {path.name} from the repository")
+        raise ConfigError(
+            file=path,
+            field="(file)",
+            value=MISSING,
+            problem="file not found",
+            fix=f"restore {path.name} from the repository",
+        )
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(file=path, field="(syntax)", value=MISSING, problem=f"not valid TOML: {error}",
-                          fix="correct the syntax at that line (strings need quotes, tables [brackets])"
-                          ) from None
+        raise ConfigError(
+            file=path,
+            field="(syntax)",
+            value=MISSING,
+            problem=f"not valid TOML: {error}",
+            fix="correct the syntax at that line (strings need quotes, tables [brackets])",
+        ) from None
 
 
 def _parse(path: Path, model: type[M]) -> M:
@@ -108,13 +117,14 @@ def _parse(path: Path, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise _config_error(path, model, data, error) from None
+        raise _config_error(path, model, error) from None
 
 
-def _config_error(path: Path, model: type[BaseModel], data: dict[str, Any], error: ValidationError
-                  ) -> ConfigError:
-    """The first validation error, rewritten in the user's terms."""
-    first = error.errors()[0]
+def _config_error(path: Path, model: type[BaseModel], error: ValidationError) -> ConfigError:
+    """The first validation error, rewritten in the user's terms. An unknown key comes first: a misspelt
+    key also makes the key it was meant to be look missing."""
+    errors = error.errors()
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = [str(part) for part in first["loc"]]
     field = ".".join(loc)
     kind = first["type"]
@@ -122,13 +132,28 @@ def _config_error(path: Path, model: type[BaseModel], data: dict[str, Any], erro
         known = _known_keys(model, loc[:-1])
         guess = difflib.get_close_matches(loc[-1], known, n=1)
         hint = f"did you mean '{guess[0]}'? " if guess else ""
-        return ConfigError(file=path, field=field, value=first["input"], problem="unknown key",
-                           fix=f"{hint}remove or rename it; known keys here: {', '.join(known)}")
+        return ConfigError(
+            file=path,
+            field=field,
+            value=first["input"],
+            problem="unknown key",
+            fix=f"{hint}remove or rename it; known keys here: {', '.join(known)}",
+        )
     if kind == "missing":
-        return ConfigError(file=path, field=field, value=MISSING, problem="required key is missing",
-                           fix=f"add `{loc[-1]} = ...` to {path.name}")
-    return ConfigError(file=path, field=field, value=first["input"], problem=first["msg"].rstrip("."),
-                       fix=f"write a value for {field} that satisfies this ({_describe(model, loc)})")
+        return ConfigError(
+            file=path,
+            field=field,
+            value=MISSING,
+            problem="required key is missing",
+            fix=f"add `{loc[-1]} = ...` to {path.name}",
+        )
+    return ConfigError(
+        file=path,
+        field=field,
+        value=first["input"],
+        problem=first["msg"].rstrip("."),
+        fix=f"write a value for {field} that satisfies this ({_describe(model, loc)})",
+    )
 
 
 def _field_model(model: type[BaseModel], loc: list[str]) -> type[BaseModel] | None:
@@ -159,9 +184,13 @@ def _describe(model: type[BaseModel], loc: list[str]) -> str:
 def _check_catalogue(path: Path, catalogue: InstanceCatalogue) -> None:
     for name, row in catalogue.instance_types.items():
         if row.gpu not in catalogue.gpus:
-            raise ConfigError(file=path, field=f"instance_types.{name}.gpu", value=row.gpu,
-                              problem="GPU model not described under [gpus]",
-                              fix=f"add a [gpus.{row.gpu}] table or use one of {', '.join(catalogue.gpus)}")
+            raise ConfigError(
+                file=path,
+                field=f"instance_types.{name}.gpu",
+                value=row.gpu,
+                problem="GPU model not described under [gpus]",
+                fix=f"add a [gpus.{row.gpu}] table or use one of {', '.join(catalogue.gpus)}",
+            )
 
 
 def _check_packages(path: Path, packages: ModelPackages) -> None:
@@ -171,13 +200,21 @@ def _check_packages(path: Path, packages: ModelPackages) -> None:
             match = MODEL_PACKAGE_ARN.match(arn)
             if match is None:
                 raise ConfigError(
-                    file=path, field=field, value=arn, problem="not a SageMaker model-package ARN",
+                    file=path,
+                    field=field,
+                    value=arn,
+                    problem="not a SageMaker model-package ARN",
                     fix="copy the ARN from SageMaker AI > Model packages > My subscriptions; it looks like "
-                    "arn:aws:sagemaker:<region>:<12-digit account>:model-package/<name>")
+                    "arn:aws:sagemaker:<region>:<12-digit account>:model-package/<name>",
+                )
             if match["region"] != region:
-                raise ConfigError(file=path, field=field, value=arn,
-                                  problem=f"the ARN is for {match['region']}, not {region}",
-                                  fix=f"move it under `{match['region']} = ...` or use the {region} ARN")
+                raise ConfigError(
+                    file=path,
+                    field=field,
+                    value=arn,
+                    problem=f"the ARN is for {match['region']}, not {region}",
+                    fix=f"move it under `{match['region']} = ...` or use the {region} ARN",
+                )
 
 
 def _check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
@@ -185,33 +222,60 @@ def _check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue:
         raise ConfigError(file=path, field=field, value=value, problem=problem, fix=fix)
 
     if env.account is None and name != DEFAULT_ENVIRONMENT:
-        fail("account", MISSING, f"only the default environment ({DEFAULT_ENVIRONMENT}) may leave the "
-             "account out", 'add `account = "<12-digit AWS account id>"`')
+        fail(
+            "account",
+            MISSING,
+            f"only the default environment ({DEFAULT_ENVIRONMENT}) may leave the account out",
+            'add `account = "<12-digit AWS account id>"`',
+        )
     if not REGION.match(env.region):
         fail("region", env.region, "not an AWS Region name", 'write a Region such as "us-east-2"')
     if len(set(env.routes)) != len(env.routes):
         fail("routes", env.routes, "a route is listed twice", "list each route once")
     if env.log_retention_days not in LOG_RETENTION_DAYS:
-        fail("log_retention_days", env.log_retention_days, "CloudWatch Logs does not offer this retention",
-             f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}")
+        fail(
+            "log_retention_days",
+            env.log_retention_days,
+            "CloudWatch Logs does not offer this retention",
+            f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}",
+        )
     if env.network.flow_log_retention_days not in LOG_RETENTION_DAYS:
-        fail("network.flow_log_retention_days", env.network.flow_log_retention_days,
-             "CloudWatch Logs does not offer this retention", f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}")
+        fail(
+            "network.flow_log_retention_days",
+            env.network.flow_log_retention_days,
+            "CloudWatch Logs does not offer this retention",
+            f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}",
+        )
 
     net = env.network
     zones = net.existing_vpc.availability_zones if net.existing_vpc else net.availability_zones
-    zones_field = "network.existing_vpc.availability_zones" if net.existing_vpc else "network.availability_zones"
+    zones_field = (
+        "network.existing_vpc.availability_zones" if net.existing_vpc else "network.availability_zones"
+    )
     if len(set(zones)) < 2:
-        fail(zones_field, zones, "fewer than two distinct Availability Zones (SageMaker's VpcConfig needs "
-             "subnets in two AZs)", f'name two or more, e.g. ["{env.region}a", "{env.region}b"]')
+        fail(
+            zones_field,
+            zones,
+            "fewer than two distinct Availability Zones (SageMaker's VpcConfig needs subnets in two AZs)",
+            f'name two or more, e.g. ["{env.region}a", "{env.region}b"]',
+        )
     for zone in zones:
         if not (zone.startswith(env.region) and len(zone) == len(env.region) + 1):
-            fail(zones_field, zone, f"not an Availability Zone of {env.region}",
-                 f'use zones named like "{env.region}a"')
-    if net.existing_vpc and len(net.existing_vpc.private_subnet_ids) != len(net.existing_vpc.availability_zones):
-        fail("network.existing_vpc.private_subnet_ids", net.existing_vpc.private_subnet_ids,
-             "needs one private subnet per Availability Zone, in the same order",
-             "list as many subnet ids as availability_zones")
+            fail(
+                zones_field,
+                zone,
+                f"not an Availability Zone of {env.region}",
+                f'use zones named like "{env.region}a"',
+            )
+    if net.existing_vpc and len(net.existing_vpc.private_subnet_ids) != len(
+        net.existing_vpc.availability_zones
+    ):
+        fail(
+            "network.existing_vpc.private_subnet_ids",
+            net.existing_vpc.private_subnet_ids,
+            "needs one private subnet per Availability Zone, in the same order",
+            "list as many subnet ids as availability_zones",
+        )
 
     if "sagemaker" in env.routes:
         _check_sagemaker(fail, env, catalogue)
@@ -221,34 +285,60 @@ def _check_sagemaker(fail: Any, env: EnvironmentConfig, catalogue: InstanceCatal
     sm = env.sagemaker
     gpu_ml_types = sorted(t for t in catalogue.instance_types if t.startswith("ml."))
     if sm.instance_type not in gpu_ml_types:
-        fail("sagemaker.instance_type", sm.instance_type, "not a GPU SageMaker (ml.) instance type",
-             f"use one of {', '.join(gpu_ml_types)}, or describe it in config/{INSTANCE_TYPES_FILE}")
+        fail(
+            "sagemaker.instance_type",
+            sm.instance_type,
+            "not a GPU SageMaker (ml.) instance type",
+            f"use one of {', '.join(gpu_ml_types)}, or describe it in config/{INSTANCE_TYPES_FILE}",
+        )
     if sm.min_instances < 2:
-        fail("sagemaker.min_instances", sm.min_instances, "fewer than 2 instances (the SageMaker SLA covers "
-             "only endpoints with more than one instance)", "set sagemaker.min_instances to 2 or more")
+        fail(
+            "sagemaker.min_instances",
+            sm.min_instances,
+            "fewer than 2 instances (the SageMaker SLA covers only endpoints with more than one instance)",
+            "set sagemaker.min_instances to 2 or more",
+        )
     if sm.min_instances > sm.max_instances:
-        fail("sagemaker.max_instances", sm.max_instances, f"below min_instances ({sm.min_instances})",
-             f"set sagemaker.max_instances to {sm.min_instances} or more")
-    if sm.endpoint_name is not None and not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", sm.endpoint_name):
-        fail("sagemaker.endpoint_name", sm.endpoint_name, "not a valid SageMaker endpoint name",
-             "use up to 63 letters, digits and hyphens, starting with a letter or digit")
+        fail(
+            "sagemaker.max_instances",
+            sm.max_instances,
+            f"below min_instances ({sm.min_instances})",
+            f"set sagemaker.max_instances to {sm.min_instances} or more",
+        )
+    if sm.endpoint_name is not None and not re.fullmatch(
+        r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", sm.endpoint_name
+    ):
+        fail(
+            "sagemaker.endpoint_name",
+            sm.endpoint_name,
+            "not a valid SageMaker endpoint name",
+            "use up to 63 letters, digits and hyphens, starting with a letter or digit",
+        )
 
 
-def _model_package_arn(env_file: Path, packages_file: Path, env: EnvironmentConfig,
-                       packages: ModelPackages) -> str | None:
+def _model_package_arn(
+    env_file: Path, packages_file: Path, env: EnvironmentConfig, packages: ModelPackages
+) -> str | None:
     if "sagemaker" not in env.routes:
         return None
     by_region = packages.versions.get(env.sonic_version)
     if by_region is None:
-        raise ConfigError(file=env_file, field="sonic_version", value=env.sonic_version,
-                          problem=f"no model packages listed for this version in {packages_file.name}",
-                          fix=f"use one of {', '.join(sorted(packages.versions))}, or add "
-                          f'[versions."{env.sonic_version}"] to {packages_file}')
+        raise ConfigError(
+            file=env_file,
+            field="sonic_version",
+            value=env.sonic_version,
+            problem=f"no model packages listed for this version in {packages_file.name}",
+            fix=f"use one of {', '.join(sorted(packages.versions))}, or add "
+            f'[versions."{env.sonic_version}"] to {packages_file}',
+        )
     arn = by_region.get(env.region)
     if arn is None:
         raise ConfigError(
-            file=packages_file, field=f'versions."{env.sonic_version}".{env.region}', value=MISSING,
+            file=packages_file,
+            field=f'versions."{env.sonic_version}".{env.region}',
+            value=MISSING,
             problem=f"no model-package ARN for {env.sonic_version} in {env.region} (needed by {env_file})",
             fix=f'subscribe on AWS Marketplace, then add `{env.region} = "<ARN from SageMaker AI > Model '
-            f'packages > My subscriptions>"`, or deploy to one of: {", ".join(sorted(by_region))}')
+            f'packages > My subscriptions>"`, or deploy to one of: {", ".join(sorted(by_region))}',
+        )
     return arn

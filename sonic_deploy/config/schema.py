@@ -16,8 +16,30 @@ Percent = Annotated[float, Field(gt=0, le=100)]
 Ratio = Annotated[float, Field(gt=0, le=1)]
 
 # CloudWatch Logs accepts only these retention periods (days).
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
-                      2922, 3288, 3653)
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 
 
 class Strict(BaseModel):
@@ -38,7 +60,8 @@ class ExistingVpc(Strict):
 
 class NetworkConfig(Strict):
     availability_zones: list[str] = Field(
-        description="At least two AZs; SageMaker's VpcConfig needs subnets in two different AZs.")
+        description="At least two AZs; SageMaker's VpcConfig needs subnets in two different AZs."
+    )
     cidr: str = "10.60.0.0/16"
     existing_vpc: ExistingVpc | None = None
     flow_log_retention_days: int = 90
@@ -58,7 +81,8 @@ class SageMakerConfig(Strict):
     min_instances: Annotated[int, Field(ge=0)] = 2
     max_instances: Annotated[int, Field(ge=0)] = 4
     streams_per_instance: Annotated[int, Field(ge=1)] | None = Field(
-        default=None, description="Concurrent streams one instance serves; default: the instance catalogue's.")
+        default=None, description="Concurrent streams one instance serves; default: the instance catalogue's."
+    )
     target_utilisation: Ratio = 0.8
     startup_health_check_timeout_s: Annotated[int, Field(ge=60, le=3600)] = 900
     model_data_download_timeout_s: Annotated[int, Field(ge=60, le=3600)] = 1200
@@ -88,6 +112,7 @@ class InstanceType(Strict):
     gpu: str
     vcpus: Annotated[int, Field(ge=1)]
     memory_gib: Annotated[float, Field(gt=0)]
+    local_storage: bool = Field(description="local NVMe instance storage (SageMaker then refuses a KmsKeyId)")
 
 
 class GpuModel(Strict):

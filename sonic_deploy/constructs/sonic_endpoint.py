@@ -1,0 +1,176 @@
+"""Sonic from its AWS Marketplace model package, as a private SageMaker real-time endpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+VARIANT_NAME = "AllTraffic"
+INVOCATION_NAMESPACE = "AWS/SageMaker"
+INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
+ONE_MINUTE = Duration.minutes(1)
+
+
+class SonicEndpoint(Construct):
+    """Model (network-isolated, in the VPC) -> endpoint config (one variant, least-outstanding-requests
+    routing) -> endpoint, with an execution role that can do only what the endpoint needs.
+
+    `volume_key`: the key for the instance's storage volume. Leave it out for instance types with local NVMe
+    storage (g5, g6, g6e): SageMaker refuses a KmsKeyId for them, and their local volumes are encrypted by
+    the instance's hardware module.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        model_package_arn: str,
+        endpoint_name: str,
+        instance_type: str,
+        instance_count: int,
+        vpc: ec2.IVpc,
+        subnets: Sequence[ec2.ISubnet],
+        log_key: kms.IKey,
+        log_retention: logs.RetentionDays,
+        volume_key: kms.IKey | None,
+        startup_health_check_timeout: Duration,
+        model_data_download_timeout: Duration,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.endpoint_name = endpoint_name
+        self.variant_name = VARIANT_NAME
+
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=vpc,
+            description="Sonic endpoint ENIs: no ingress; the container is network-isolated",
+            allow_all_outbound=False,
+        )
+        # SageMaker writes to this group; made here so it is encrypted and expires. Named, so not retained:
+        # a retained group would block the next deploy of the same endpoint name.
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"{INSTANCE_NAMESPACE}/{endpoint_name}",
+            encryption_key=log_key,
+            retention=log_retention,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.role = self._execution_role(volume_key)
+
+        self.model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=self.role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                model_package_name=model_package_arn
+            ),
+            # Marketplace model packages require it, and CloudFormation does not set it for you.
+            enable_network_isolation=True,
+            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                security_group_ids=[self.security_group.security_group_id],
+                subnets=[subnet.subnet_id for subnet in subnets],
+            ),
+        )
+        # CreateModel checks that the role can create ENIs: wait for the role's policy.
+        self.model.node.add_dependency(self.role, self.log_group)
+
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "EndpointConfig",
+            kms_key_id=volume_key.key_arn if volume_key else None,
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=VARIANT_NAME,
+                    model_name=self.model.attr_model_name,
+                    instance_type=instance_type,
+                    initial_instance_count=instance_count,
+                    initial_variant_weight=1.0,
+                    container_startup_health_check_timeout_in_seconds=int(
+                        startup_health_check_timeout.to_seconds()
+                    ),
+                    model_data_download_timeout_in_seconds=int(model_data_download_timeout.to_seconds()),
+                    routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
+                        routing_strategy="LEAST_OUTSTANDING_REQUESTS"
+                    ),
+                )
+            ],
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+        )
+
+    def _execution_role(self, volume_key: kms.IKey | None) -> iam.Role:
+        role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="Sonic endpoint: VPC ENIs, its own log group, metrics; nothing else",
+        )
+        # SageMaker creates ENIs in the VPC for the instances. EC2 does not scope Describe* to resources.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "ec2:CreateNetworkInterface",
+                    "ec2:CreateNetworkInterfacePermission",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:DeleteNetworkInterfacePermission",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeVpcs",
+                    "ec2:DescribeDhcpOptions",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeSecurityGroups",
+                ],
+                resources=["*"],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={
+                    "StringEquals": {"cloudwatch:namespace": [INVOCATION_NAMESPACE, INSTANCE_NAMESPACE]}
+                },
+            )
+        )
+        if volume_key is not None:
+            volume_key.grant(role, "kms:CreateGrant", "kms:DescribeKey")
+            volume_key.grant_encrypt_decrypt(role)
+        return role
+
+    def metric(
+        self,
+        name: str,
+        *,
+        statistic: str = "Average",
+        period: Duration = ONE_MINUTE,
+        instance_metric: bool = False,
+    ) -> cloudwatch.Metric:
+        """A metric of this endpoint's variant: invocation metrics (AWS/SageMaker) or, with
+        `instance_metric`, per-instance ones such as GPUUtilization (/aws/sagemaker/Endpoints)."""
+        return cloudwatch.Metric(
+            namespace=INSTANCE_NAMESPACE if instance_metric else INVOCATION_NAMESPACE,
+            metric_name=name,
+            dimensions_map={"EndpointName": self.endpoint.attr_endpoint_name, "VariantName": VARIANT_NAME},
+            statistic=statistic,
+            period=period,
+        )

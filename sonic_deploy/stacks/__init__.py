@@ -1,0 +1,37 @@
+"""Stacks compose constructs; `add_stacks` is what app.py and the tests call."""
+
+from __future__ import annotations
+
+from aws_cdk import App, Environment, Stack, Tags
+
+from sonic_deploy.config import Settings
+from sonic_deploy.stacks.sagemaker import SageMakerStack
+
+STACK_IDS = {"sagemaker": "SonicSageMaker", "ecs": "SonicEcs"}
+
+
+def stack_name(settings: Settings, route: str) -> str:
+    return f"sonic-{settings.environment_name}-{route}"
+
+
+def add_stacks(app: App, settings: Settings, *, default_account: str | None = None) -> dict[str, Stack]:
+    """One stack per route the environment deploys. `default_account` is the CLI's account, used only
+    when the environment does not name one."""
+    env = settings.environment
+    where = Environment(account=env.account or default_account, region=env.region)
+    stacks: dict[str, Stack] = {}
+    for route in env.routes:
+        description = f"sonic-deploy {settings.environment_name}: Cartesia Sonic, {route} route"
+        if route == "sagemaker":
+            stacks[route] = SageMakerStack(
+                app,
+                STACK_IDS[route],
+                settings=settings,
+                env=where,
+                stack_name=stack_name(settings, route),
+                description=description,
+            )
+    for stack in stacks.values():
+        for key, value in env.tags.items():
+            Tags.of(stack).add(key, value)
+    return stacks

@@ -1,0 +1,131 @@
+"""The managed route: Sonic's Marketplace model package as a private, autoscaled SageMaker endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Duration, Fn, Stack
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from sonic_deploy.config import Settings
+from sonic_deploy.constructs.alerting import Alerting
+from sonic_deploy.constructs.encryption import EncryptionKey
+from sonic_deploy.constructs.network import Network
+from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
+from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
+from sonic_deploy.stacks.common import log_retention, network_props
+
+# Includes queued requests; a streaming request counts until its last byte. High resolution (10 s).
+CONCURRENCY_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+
+
+class SageMakerStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        env = settings.environment
+        sm = env.sagemaker
+        instance = settings.sagemaker_instance
+        assert settings.model_package_arn is not None  # the loader guarantees it for this route
+
+        key = EncryptionKey(
+            self, "Encryption", alias=f"alias/sonic-{settings.environment_name}-sagemaker"
+        ).key
+        network = Network(
+            self,
+            "Network",
+            key=key,
+            flow_log_retention=log_retention(env.network.flow_log_retention_days),
+            interface_services=[ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_RUNTIME],
+            **network_props(self, settings),
+        )
+
+        endpoint = SonicEndpoint(
+            self,
+            "Sonic",
+            model_package_arn=settings.model_package_arn,
+            endpoint_name=settings.endpoint_name,
+            instance_type=sm.instance_type,
+            instance_count=sm.min_instances,
+            vpc=network.vpc,
+            subnets=network.private_subnets,
+            log_key=key,
+            log_retention=log_retention(env.log_retention_days),
+            volume_key=None if instance.local_storage else key,
+            startup_health_check_timeout=Duration.seconds(sm.startup_health_check_timeout_s),
+            model_data_download_timeout=Duration.seconds(sm.model_data_download_timeout_s),
+        )
+
+        target = appscaling.ScalableTarget(
+            self,
+            "ScalableTarget",
+            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=f"endpoint/{endpoint.endpoint.attr_endpoint_name}/variant/{endpoint.variant_name}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            min_capacity=sm.min_instances,
+            max_capacity=sm.max_instances,
+        )
+        StreamScaling(
+            self,
+            "Scaling",
+            target=target,
+            streams=TrackedMetric.predefined_metric(CONCURRENCY_METRIC),
+            streams_target=settings.sagemaker_streams_per_instance * sm.target_utilisation,
+            gpu=TrackedMetric.single(endpoint.metric("GPUUtilization", instance_metric=True)),
+            # GPUUtilization is 0-100 per GPU, summed over the instance's GPUs.
+            gpu_target_percent=round(100 * sm.target_utilisation * instance.gpus, 1),
+            scale_out_cooldown=Duration.seconds(sm.scale_out_cooldown_s),
+            scale_in_cooldown=Duration.seconds(sm.scale_in_cooldown_s),
+        )
+
+        self._alarms(endpoint, settings, key)
+
+        runtime = network.endpoints["sagemaker.runtime"]
+        CfnOutput(self, "EndpointName", value=endpoint.endpoint.attr_endpoint_name)
+        CfnOutput(self, "VariantName", value=endpoint.variant_name)
+        # DnsEntries are "hostedzoneid:dnsname"; the first is the Regional name.
+        CfnOutput(
+            self,
+            "RuntimeVpcEndpointDns",
+            value=Fn.select(1, Fn.split(":", Fn.select(0, runtime.vpc_endpoint_dns_entries))),
+        )
+        CfnOutput(self, "Region", value=self.region)
+
+    def _alarms(self, endpoint: SonicEndpoint, settings: Settings, key: Any) -> None:
+        alarms = settings.environment.sagemaker.alarms
+        gpus = settings.sagemaker_instance.gpus
+        alerting = Alerting(self, "Alerting", key=key, emails=alarms.email)
+        five_minutes = Duration.minutes(5)
+        alerting.alarm(
+            "Errors5xx",
+            metric=endpoint.metric("Invocation5XXErrors", statistic="Sum", period=five_minutes),
+            threshold=alarms.errors_5xx_per_5min,
+            description="Sonic endpoint returned 5XX errors: the model container failed requests.",
+        )
+        alerting.alarm(
+            "Errors4xx",
+            metric=endpoint.metric("Invocation4XXErrors", statistic="Sum", period=five_minutes),
+            threshold=alarms.errors_4xx_per_5min,
+            description="Sonic endpoint returned 4XX errors; 429 means no free capacity (raise max_instances "
+            "or lower target_utilisation), 422 means bad input from a client.",
+        )
+        alerting.alarm(
+            "ModelLatencyP95",
+            # ModelLatency is reported in microseconds.
+            metric=endpoint.metric("ModelLatency", statistic="p95", period=five_minutes),
+            threshold=alarms.model_latency_p95_ms * 1000,
+            evaluation_periods=2,
+            description=f"Sonic p95 model latency above {alarms.model_latency_p95_ms:g} ms for 10 minutes.",
+        )
+        minutes = alarms.gpu_pinned_minutes
+        alerting.alarm(
+            "GpuPinned",
+            metric=endpoint.metric("GPUUtilization", instance_metric=True, period=Duration.minutes(1)),
+            threshold=alarms.gpu_pinned_percent * gpus,
+            evaluation_periods=minutes,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            description=f"GPU utilisation above {alarms.gpu_pinned_percent:g}% for {minutes} minutes: "
+            "scaling is not keeping up (check max_instances and the instance quota).",
+        )

@@ -1,0 +1,174 @@
+"""Every bad input the loader must catch, with the exact message a user sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sonic_deploy.config import ConfigError, load_settings
+from tests.conftest import CONFIG_DIR, EditConfig
+
+DEV = "environments/dev.toml"
+
+
+def error_for(config_dir: Path, env: str = "dev") -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config_dir, env)
+    return str(caught.value)
+
+
+def test_shipped_environments_load() -> None:
+    dev = load_settings(CONFIG_DIR, "dev")
+    assert (
+        dev.model_package_arn == "arn:aws:sagemaker:us-east-2:570011132906:model-package/Sonic3-Sagemaker-V5"
+    )
+    assert dev.sagemaker_streams_per_instance == 8  # one L40S x 8 streams per GPU
+    assert dev.endpoint_name == "sonic-dev"
+    assert load_settings(CONFIG_DIR, "prod").environment.account == "123456789012"
+
+
+def test_default_environment_is_dev() -> None:
+    assert load_settings(CONFIG_DIR).environment_name == "dev"
+
+
+def test_unknown_environment() -> None:
+    assert error_for(CONFIG_DIR, "staging") == (
+        f"{CONFIG_DIR}/environments: env = 'staging': unknown environment. Fix: use one of dev, prod "
+        f"(`cdk synth -c env=NAME`), or create {CONFIG_DIR}/environments/staging.toml"
+    )
+
+
+def test_region_without_model_package(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, 'region = "us-east-2"', 'region = "eu-west-1"')
+    config = edit_config(DEV, '["us-east-2a", "us-east-2b"]', '["eu-west-1a", "eu-west-1b"]')
+    assert error_for(config) == (
+        f'{config}/model_packages.toml: versions."sonic-3".eu-west-1 = (missing): no model-package ARN for '
+        f"sonic-3 in eu-west-1 (needed by {config}/environments/dev.toml). Fix: subscribe on AWS Marketplace, "
+        'then add `eu-west-1 = "<ARN from SageMaker AI > Model packages > My subscriptions>"`, or deploy to '
+        "one of: us-east-2"
+    )
+
+
+def test_unknown_sonic_version(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, 'sonic_version = "sonic-3"', 'sonic_version = "sonic-9"')
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: sonic_version = 'sonic-9': no model packages listed for this version "
+        f'in model_packages.toml. Fix: use one of sonic-3, or add [versions."sonic-9"] to '
+        f"{config}/model_packages.toml"
+    )
+
+
+def test_instance_type_not_gpu_ml(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, 'instance_type = "ml.g6e.xlarge"', 'instance_type = "ml.m5.xlarge"')
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: sagemaker.instance_type = 'ml.m5.xlarge': not a GPU SageMaker (ml.) "
+        "instance type. Fix: use one of ml.g5.xlarge, ml.g6.2xlarge, ml.g6.xlarge, ml.g6e.2xlarge, "
+        "ml.g6e.xlarge, or describe it in config/instance_types.toml"
+    )
+
+
+def test_ec2_type_is_not_a_sagemaker_type(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, 'instance_type = "ml.g6e.xlarge"', 'instance_type = "g6e.xlarge"')
+    assert "sagemaker.instance_type = 'g6e.xlarge': not a GPU SageMaker (ml.) instance type" in error_for(
+        config
+    )
+
+
+def test_min_above_max(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "max_instances = 4", "max_instances = 3")
+    config = edit_config(DEV, "min_instances = 2", "min_instances = 5")
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: sagemaker.max_instances = 3: below min_instances (5). "
+        "Fix: set sagemaker.max_instances to 5 or more"
+    )
+
+
+def test_fewer_than_two_instances(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "min_instances = 2", "min_instances = 1")
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: sagemaker.min_instances = 1: fewer than 2 instances (the SageMaker "
+        "SLA covers only endpoints with more than one instance). Fix: set sagemaker.min_instances to 2 or more"
+    )
+
+
+def test_malformed_arn(edit_config: EditConfig) -> None:
+    config = edit_config("model_packages.toml", "model-package/Sonic3-Sagemaker-V5", "modelpackage/Sonic3")
+    assert error_for(config) == (
+        f'{config}/model_packages.toml: versions."sonic-3".us-east-2 = '
+        "'arn:aws:sagemaker:us-east-2:570011132906:modelpackage/Sonic3': not a SageMaker model-package ARN. "
+        "Fix: copy the ARN from SageMaker AI > Model packages > My subscriptions; it looks like "
+        "arn:aws:sagemaker:<region>:<12-digit account>:model-package/<name>"
+    )
+
+
+def test_arn_for_another_region(edit_config: EditConfig) -> None:
+    config = edit_config("model_packages.toml", "sagemaker:us-east-2:", "sagemaker:us-west-2:")
+    assert "the ARN is for us-west-2, not us-east-2. Fix: move it under `us-west-2 = ...`" in error_for(
+        config
+    )
+
+
+def test_unknown_key_suggests_the_right_one(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "max_instances = 4", "max_instance = 4")
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: sagemaker.max_instance = 4: unknown key. Fix: did you mean "
+        "'max_instances'? remove or rename it; known keys here: alarms, endpoint_name, instance_type, "
+        "max_instances, min_instances, model_data_download_timeout_s, scale_in_cooldown_s, scale_out_cooldown_s, "
+        "startup_health_check_timeout_s, streams_per_instance, target_utilisation"
+    )
+
+
+def test_unknown_top_level_key(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, 'region = "us-east-2"', 'regoin = "us-east-2"')
+    message = error_for(config)
+    assert message.startswith(
+        f"{config}/environments/dev.toml: regoin = 'us-east-2': unknown key. Fix: did you mean 'region'?"
+    )
+
+
+def test_wrong_type_names_field_and_value(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "target_utilisation = 0.8", "target_utilisation = 1.5")
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: sagemaker.target_utilisation = 1.5: Input should be less than or "
+        "equal to 1. Fix: write a value for sagemaker.target_utilisation that satisfies this (default 0.8)"
+    )
+
+
+def test_toml_syntax_error(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, 'region = "us-east-2"', "region = us-east-2")
+    assert error_for(config).startswith(
+        f"{config}/environments/dev.toml: (syntax) = (missing): not valid TOML:"
+    )
+
+
+def test_one_availability_zone(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, '["us-east-2a", "us-east-2b"]', '["us-east-2a"]')
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: network.availability_zones = ['us-east-2a']: fewer than two distinct "
+        "Availability Zones (SageMaker's VpcConfig needs subnets in two AZs). Fix: name two or more, e.g. "
+        '["us-east-2a", "us-east-2b"]'
+    )
+
+
+def test_zone_of_another_region(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, '"us-east-2b"]', '"us-west-2b"]')
+    assert "network.availability_zones = 'us-west-2b': not an Availability Zone of us-east-2" in error_for(
+        config
+    )
+
+
+def test_non_default_environment_needs_account(edit_config: EditConfig) -> None:
+    config = edit_config("environments/prod.toml", 'account = "123456789012"\n', "")
+    assert error_for(config, "prod") == (
+        f"{config}/environments/prod.toml: account = (missing): only the default environment (dev) may leave "
+        'the account out. Fix: add `account = "<12-digit AWS account id>"`'
+    )
+
+
+def test_bad_log_retention(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "log_retention_days = 30", "log_retention_days = 31")
+    assert (
+        "log_retention_days = 31: CloudWatch Logs does not offer this retention. Fix: use one of 1, 3, 5"
+        in (error_for(config))
+    )

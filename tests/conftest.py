@@ -1,0 +1,82 @@
+"""Synthesize each environment's stacks once per test session, with the CLI's context."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk.assertions import Template
+
+from sonic_deploy.config import Settings, load_settings
+from sonic_deploy.stacks import add_stacks
+from tests.cdk_context import ROOT, cli_context
+
+CONFIG_DIR = ROOT / "config"
+
+
+@cache
+def synthesized(env_name: str) -> tuple[Settings, dict[str, Stack]]:
+    settings = load_settings(CONFIG_DIR, env_name)
+    app = App(context=cli_context())
+    stacks = add_stacks(app, settings)
+    app.synth()
+    return settings, stacks
+
+
+@cache
+def template(env_name: str, route: str) -> Template:
+    return Template.from_stack(synthesized(env_name)[1][route])
+
+
+@pytest.fixture(scope="session")
+def dev_settings() -> Settings:
+    return synthesized("dev")[0]
+
+
+@pytest.fixture(scope="session")
+def sagemaker_template() -> Template:
+    return template("dev", "sagemaker")
+
+
+@pytest.fixture(scope="session")
+def sagemaker_stack() -> Stack:
+    return synthesized("dev")[1]["sagemaker"]
+
+
+@pytest.fixture
+def test_app() -> App:
+    """For construct tests that need a stack of their own (variants the shipped config does not use)."""
+    return App(context=cli_context())
+
+
+def resources_of(template: Template, type_name: str) -> dict[str, Any]:
+    return dict(template.find_resources(type_name))
+
+
+EditConfig = Callable[[str, str, str], Path]
+
+
+@pytest.fixture
+def edit_config(tmp_path: Path) -> EditConfig:
+    """A copy of config/ in tmp_path; `edit_config(file, old, new)` replaces text in one of its files
+    (old="" appends new) and returns the copy's directory."""
+    copy = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, copy)
+
+    def edit(file: str, old: str, new: str) -> Path:
+        path = copy / file
+        text = path.read_text()
+        if old:
+            assert old in text, f"{old!r} not in {file}"
+            text = text.replace(old, new, 1)
+        else:
+            text += new
+        path.write_text(text)
+        return copy
+
+    return edit

@@ -1,0 +1,51 @@
+"""Alerting and the SageMaker alarms: encrypted topic, alarm and OK actions, the four alarms."""
+
+from __future__ import annotations
+
+from aws_cdk.assertions import Match, Template
+
+from tests.conftest import resources_of
+
+
+def test_topic_is_encrypted(sagemaker_template: Template) -> None:
+    sagemaker_template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
+
+
+def _alarm(template: Template, metric: str) -> dict[str, object]:
+    props: dict[str, object] = next(
+        a["Properties"]
+        for a in resources_of(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == metric
+    )
+    return props
+
+
+def test_every_alarm_notifies_on_alarm_and_recovery(sagemaker_template: Template) -> None:
+    alarms = resources_of(sagemaker_template, "AWS::CloudWatch::Alarm").values()
+    assert len(alarms) == 4
+    for alarm in alarms:
+        assert alarm["Properties"]["AlarmActions"] == alarm["Properties"]["OKActions"]
+        assert alarm["Properties"]["AlarmActions"][0]["Ref"].startswith("AlertingTopic")
+
+
+def test_error_alarms(sagemaker_template: Template) -> None:
+    five_xx = _alarm(sagemaker_template, "Invocation5XXErrors")
+    assert (five_xx["Statistic"], five_xx["Period"], five_xx["Threshold"]) == ("Sum", 300, 1)
+    four_xx = _alarm(sagemaker_template, "Invocation4XXErrors")
+    assert (four_xx["Statistic"], four_xx["Threshold"]) == ("Sum", 5)
+    assert "429" in str(four_xx["AlarmDescription"])
+
+
+def test_model_latency_p95_in_microseconds(sagemaker_template: Template) -> None:
+    latency = _alarm(sagemaker_template, "ModelLatency")
+    assert (latency["ExtendedStatistic"], latency["Threshold"]) == ("p95", 500_000)
+
+
+def test_gpu_pinned(sagemaker_template: Template) -> None:
+    gpu = _alarm(sagemaker_template, "GPUUtilization")
+    assert (gpu["Namespace"], gpu["Threshold"], gpu["EvaluationPeriods"]) == (
+        "/aws/sagemaker/Endpoints",
+        95,
+        15,
+    )
+    assert gpu["ComparisonOperator"] == "GreaterThanThreshold"

@@ -1,0 +1,147 @@
+"""SonicEndpoint: model, endpoint config, endpoint, execution role."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import App, Duration, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk.assertions import Capture, Match, Template
+
+from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
+from tests.conftest import resources_of
+
+ARN = "arn:aws:sagemaker:us-east-2:570011132906:model-package/Sonic3-Sagemaker-V5"
+
+
+def test_model_uses_package_with_network_isolation_in_two_azs(sagemaker_template: Template) -> None:
+    subnets = Capture()
+    sagemaker_template.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "PrimaryContainer": {"ModelPackageName": ARN},
+            "EnableNetworkIsolation": True,
+            "VpcConfig": {"Subnets": subnets, "SecurityGroupIds": Match.any_value()},
+        },
+    )
+    refs = [s["Ref"] for s in subnets.as_array()]
+    zones = {
+        resources_of(sagemaker_template, "AWS::EC2::Subnet")[r]["Properties"]["AvailabilityZone"]
+        for r in refs
+    }
+    assert zones == {"us-east-2a", "us-east-2b"}
+
+
+def test_endpoint_config_variant(sagemaker_template: Template) -> None:
+    sagemaker_template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like(
+                    {
+                        "VariantName": "AllTraffic",
+                        "InstanceType": "ml.g6e.xlarge",
+                        "InitialInstanceCount": 2,
+                        "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+                        "ContainerStartupHealthCheckTimeoutInSeconds": 900,
+                    }
+                )
+            ],
+        },
+    )
+
+
+def test_no_volume_key_for_local_nvme_instance(sagemaker_template: Template) -> None:
+    # ml.g6e.xlarge has local NVMe storage: SageMaker refuses a KmsKeyId for it.
+    config = next(iter(resources_of(sagemaker_template, "AWS::SageMaker::EndpointConfig").values()))
+    assert "KmsKeyId" not in config["Properties"]
+
+
+def _endpoint_stack(*, volume_key: bool) -> Template:
+    stack = Stack(App(), "Test")
+    vpc = ec2.Vpc(
+        stack,
+        "Vpc",
+        availability_zones=["us-east-2a", "us-east-2b"],
+        nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="P", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )
+    key = kms.Key(stack, "Key")
+    SonicEndpoint(
+        stack,
+        "Sonic",
+        model_package_arn=ARN,
+        endpoint_name="sonic-test",
+        instance_type="ml.p4d.24xlarge",
+        instance_count=2,
+        vpc=vpc,
+        subnets=vpc.isolated_subnets,
+        log_key=key,
+        log_retention=logs.RetentionDays.ONE_WEEK,
+        volume_key=key if volume_key else None,
+        startup_health_check_timeout=Duration.minutes(10),
+        model_data_download_timeout=Duration.minutes(20),
+    )
+    return Template.from_stack(stack)
+
+
+def test_volume_key_when_instance_has_no_local_storage() -> None:
+    template = _endpoint_stack(volume_key=True)
+    template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "KmsKeyId": {"Fn::GetAtt": [Match.string_like_regexp("^Key"), "Arn"]},
+        },
+    )
+    statements = json.dumps(template.find_resources("AWS::IAM::Policy"))
+    assert "kms:CreateGrant" in statements
+
+
+def test_security_group_has_no_ingress(sagemaker_template: Template) -> None:
+    groups = resources_of(sagemaker_template, "AWS::EC2::SecurityGroup")
+    endpoint_group = next(g for k, g in groups.items() if k.startswith("SonicSecurityGroup"))
+    assert "SecurityGroupIngress" not in endpoint_group["Properties"]
+    assert resources_of(sagemaker_template, "AWS::EC2::SecurityGroupIngress") == {}
+
+
+def test_no_ingress_from_outside_the_vpc(sagemaker_template: Template) -> None:
+    for group in resources_of(sagemaker_template, "AWS::EC2::SecurityGroup").values():
+        for rule in group["Properties"].get("SecurityGroupIngress", []):
+            assert rule.get("CidrIp") != "0.0.0.0/0"
+            assert "CidrIp" not in rule or rule["CidrIp"] == {
+                "Fn::GetAtt": ["NetworkVpc7FB7348F", "CidrBlock"]
+            }
+
+
+def test_execution_role_is_least_privilege(sagemaker_template: Template) -> None:
+    roles = resources_of(sagemaker_template, "AWS::IAM::Role")
+    execution = next(r for k, r in roles.items() if k.startswith("SonicExecutionRole"))
+    assert "ManagedPolicyArns" not in execution["Properties"]  # no AmazonSageMakerFullAccess
+    policies = resources_of(sagemaker_template, "AWS::IAM::Policy")
+    policy = next(p for k, p in policies.items() if k.startswith("SonicExecutionRoleDefaultPolicy"))
+    actions = {
+        a
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert not any(a.endswith("*") and ":" in a and a.split(":")[1] == "*" for a in actions)
+    assert "logs:CreateLogGroup" not in actions  # the stack makes the group, encrypted
+    assert {"ec2:CreateNetworkInterface", "logs:PutLogEvents"} <= actions
+
+
+def test_model_waits_for_role_policy(sagemaker_template: Template) -> None:
+    model = next(iter(resources_of(sagemaker_template, "AWS::SageMaker::Model").values()))
+    assert any(d.startswith("SonicExecutionRoleDefaultPolicy") for d in model["DependsOn"])
+
+
+def test_endpoint_log_group_encrypted_with_retention(sagemaker_template: Template) -> None:
+    sagemaker_template.has_resource_properties(
+        "AWS::Logs::LogGroup",
+        {
+            "LogGroupName": "/aws/sagemaker/Endpoints/sonic-dev",
+            "KmsKeyId": Match.any_value(),
+            "RetentionInDays": 30,
+        },
+    )

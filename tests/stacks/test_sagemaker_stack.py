@@ -1,0 +1,56 @@
+"""The SageMaker stack as a whole: snapshot, outputs, determinism, and no synth warnings."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk import App, Stack
+from aws_cdk.assertions import Annotations, Match, Template
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from sonic_deploy.config import Settings
+from sonic_deploy.stacks import add_stacks
+from tests.cdk_context import cli_context
+from tests.snapshot import scrubbed
+
+
+def test_snapshot(sagemaker_template: Template, snapshot: SnapshotAssertion) -> None:
+    assert scrubbed(sagemaker_template.to_json()) == snapshot(extension_class=JSONSnapshotExtension)
+
+
+def test_outputs(sagemaker_template: Template) -> None:
+    outputs = sagemaker_template.to_json()["Outputs"]
+    assert set(outputs) == {"EndpointName", "VariantName", "RuntimeVpcEndpointDns", "Region"}
+    assert outputs["VariantName"]["Value"] == "AllTraffic"
+    assert outputs["Region"]["Value"] == "us-east-2"
+
+
+def test_stack_is_named_for_environment_and_route(sagemaker_stack: Stack) -> None:
+    assert sagemaker_stack.stack_name == "sonic-dev-sagemaker"
+    assert sagemaker_stack.region == "us-east-2"
+
+
+def test_no_warnings_or_errors(sagemaker_stack: Stack) -> None:
+    annotations = Annotations.from_stack(sagemaker_stack)
+    assert annotations.find_warning("*", Match.any_value()) == []
+    assert annotations.find_error("*", Match.any_value()) == []
+
+
+def test_environment_tags_on_resources(sagemaker_template: Template) -> None:
+    sagemaker_template.has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {
+            "Tags": Match.array_with([{"Key": "environment", "Value": "dev"}]),
+        },
+    )
+
+
+def test_synthesizing_twice_gives_identical_templates(dev_settings: Settings) -> None:
+    def once() -> Any:
+        app = App(context=cli_context())
+        stack = add_stacks(app, dev_settings)["sagemaker"]
+        return json.dumps(Template.from_stack(stack).to_json(), sort_keys=True)
+
+    assert once() == once()
