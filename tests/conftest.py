@@ -48,10 +48,22 @@ def sagemaker_stack() -> Stack:
     return synthesized("dev")[1]["sagemaker"]
 
 
-@pytest.fixture
-def test_app() -> App:
-    """For construct tests that need a stack of their own (variants the shipped config does not use)."""
-    return App(context=cli_context())
+@pytest.fixture(scope="session")
+def ecs_template() -> Template:
+    return template("dev", "ecs")
+
+
+@pytest.fixture(scope="session")
+def ecs_stack() -> Stack:
+    return synthesized("dev")[1]["ecs"]
+
+
+def synthesize_from(config_dir: Path, env_name: str = "dev") -> dict[str, Stack]:
+    """Stacks from another config directory (variants the shipped config does not use)."""
+    app = App(context=cli_context())
+    stacks = add_stacks(app, load_settings(config_dir, env_name))
+    app.synth()
+    return stacks
 
 
 def resources_of(template: Template, type_name: str) -> dict[str, Any]:

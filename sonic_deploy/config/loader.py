@@ -139,6 +139,18 @@ def _config_error(path: Path, model: type[BaseModel], error: ValidationError) ->
             problem="unknown key",
             fix=f"{hint}remove or rename it; known keys here: {', '.join(known)}",
         )
+    if loc[-1] == "[key]":  # a table keyed by fixed names (e.g. ecs.services): the name is the typo
+        field = ".".join(loc[:-1])
+        allowed = re.findall(r"'([^']+)'", str(first.get("ctx", {}).get("expected", "")))
+        guess = difflib.get_close_matches(str(first["input"]), allowed, n=1)
+        hint = f"did you mean '{guess[0]}'? " if guess else ""
+        return ConfigError(
+            file=path,
+            field=field,
+            value=first["input"],
+            problem="unknown name",
+            fix=f"{hint}use one of {', '.join(allowed)}",
+        )
     if kind == "missing":
         return ConfigError(
             file=path,
@@ -279,6 +291,8 @@ def _check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue:
 
     if "sagemaker" in env.routes:
         _check_sagemaker(fail, env, catalogue)
+    if "ecs" in env.routes:
+        _check_ecs(fail, env, catalogue, zones)
 
 
 def _check_sagemaker(fail: Any, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
@@ -313,6 +327,142 @@ def _check_sagemaker(fail: Any, env: EnvironmentConfig, catalogue: InstanceCatal
             sm.endpoint_name,
             "not a valid SageMaker endpoint name",
             "use up to 63 letters, digits and hyphens, starting with a letter or digit",
+        )
+
+
+ECS_GPU_FAMILIES = ("g6", "g6e")
+SERVICES = ("api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent")
+FARGATE_SERVICES = ("api_server", "licence_proxy", "nats")
+GPU_AGENT_CPU, GPU_AGENT_MEMORY_MIB = 128, 256  # the metrics daemon beside each worker (SonicMetrics)
+# Fargate's CPU units -> allowed memory (MiB): min, max, step.
+FARGATE_SIZES = {
+    256: (512, 2048, 512),
+    512: (1024, 4096, 1024),
+    1024: (2048, 8192, 1024),
+    2048: (4096, 16384, 1024),
+    4096: (8192, 30720, 1024),
+    8192: (16384, 61440, 4096),
+    16384: (32768, 122880, 8192),
+}
+
+
+def _check_fargate_size(fail: Any, field: str, cpu: int, memory_mib: int) -> None:
+    if cpu not in FARGATE_SIZES:
+        fail(
+            f"{field}.cpu", cpu, "not a Fargate CPU size", f"use one of {', '.join(map(str, FARGATE_SIZES))}"
+        )
+    low, high, step = FARGATE_SIZES[cpu]
+    if not (low <= memory_mib <= high and memory_mib % step == 0):
+        fail(
+            f"{field}.memory_mib",
+            memory_mib,
+            f"Fargate does not offer this memory with {cpu} CPU units",
+            f"use {low} to {high} in steps of {step}",
+        )
+
+
+def _check_ecs(fail: Any, env: EnvironmentConfig, catalogue: InstanceCatalogue, zones: list[str]) -> None:
+    ecs = env.ecs
+    if ecs is None:
+        fail(
+            "ecs",
+            MISSING,
+            'routes include "ecs" but there is no [ecs] table',
+            'add an [ecs] table (see config/environments/dev.toml) or remove "ecs" from routes',
+        )
+        return
+    ec2_types = sorted(
+        t for t in catalogue.instance_types if not t.startswith("ml.") and t.split(".")[0] in ECS_GPU_FAMILIES
+    )
+    if ecs.instance_type.split(".")[0] not in ECS_GPU_FAMILIES or ecs.instance_type not in ec2_types:
+        fail(
+            "ecs.instance_type",
+            ecs.instance_type,
+            f"not a GPU instance type of a family the ECS route supports ({', '.join(ECS_GPU_FAMILIES)})",
+            f"use one of {', '.join(ec2_types)}, or describe it in config/{INSTANCE_TYPES_FILE}",
+        )
+    if ecs.availability_zone not in zones:
+        fail(
+            "ecs.availability_zone",
+            ecs.availability_zone,
+            "not one of the VPC's Availability Zones",
+            f"use one of {', '.join(zones)}",
+        )
+    if ecs.min_workers < 2:
+        fail(
+            "ecs.min_workers",
+            ecs.min_workers,
+            "fewer than 2 GPU workers (one failure would stop all speech)",
+            "set ecs.min_workers to 2 or more",
+        )
+    if ecs.min_workers > ecs.max_workers:
+        fail(
+            "ecs.max_workers",
+            ecs.max_workers,
+            f"below min_workers ({ecs.min_workers})",
+            f"set ecs.max_workers to {ecs.min_workers} or more",
+        )
+    if ecs.api_server_tasks < 2:
+        fail(
+            "ecs.api_server_tasks",
+            ecs.api_server_tasks,
+            "fewer than 2 API server tasks",
+            "set ecs.api_server_tasks to 2 or more",
+        )
+    for service in SERVICES:
+        if service not in ecs.services:
+            fail(
+                f"ecs.services.{service}",
+                MISSING,
+                "no image configured for this service",
+                f"add an [ecs.services.{service}] table with source, tag and port (from Cartesia's bundle)",
+            )
+    for name, spec in ecs.services.items():
+        if name in FARGATE_SERVICES:
+            _check_fargate_size(fail, f"ecs.services.{name}", spec.cpu, spec.memory_mib)
+    instance = catalogue.instance_types.get(ecs.instance_type)
+    worker, agent = ecs.services.get("gpu_worker"), ecs.services.get("cloudwatch_agent")
+    if instance and worker and agent:
+        # ECS keeps some memory for the OS and agent; leave ~6% of the instance free.
+        usable_mib = int(instance.memory_gib * 1024 * 0.94)
+        if worker.memory_mib + GPU_AGENT_MEMORY_MIB > usable_mib:
+            fail(
+                "ecs.services.gpu_worker.memory_mib",
+                worker.memory_mib,
+                f"with the metrics agent ({GPU_AGENT_MEMORY_MIB} MiB) it does not fit a {ecs.instance_type} "
+                f"({usable_mib} MiB usable)",
+                f"set it to {usable_mib - GPU_AGENT_MEMORY_MIB} or less, or use a larger instance type",
+            )
+        if worker.cpu + GPU_AGENT_CPU > instance.vcpus * 1024:
+            fail(
+                "ecs.services.gpu_worker.cpu",
+                worker.cpu,
+                f"with the metrics agent ({GPU_AGENT_CPU} units) it exceeds a {ecs.instance_type}'s "
+                f"{instance.vcpus * 1024} CPU units",
+                f"set it to {instance.vcpus * 1024 - GPU_AGENT_CPU} or less",
+            )
+    if ecs.licence_mode == "air-gapped" and ecs.nat_gateways > 0:
+        fail(
+            "ecs.nat_gateways",
+            ecs.nat_gateways,
+            "air-gapped mode must have no egress, but a NAT gateway gives the containers a way out",
+            'set ecs.nat_gateways = 0, or licence_mode = "connected"',
+        )
+    if ecs.licence_mode == "connected" and ecs.nat_gateways == 0:
+        fail(
+            "ecs.nat_gateways",
+            0,
+            "connected mode needs HTTPS egress for licensing and model artifacts",
+            'set ecs.nat_gateways = 1, or licence_mode = "air-gapped"',
+        )
+    if ecs.secrets.create and ecs.copy_images:
+        fail(
+            "ecs.secrets.create",
+            True,
+            "the image copy would run before you can store the registry "
+            "credentials in the secrets the stack creates",
+            "create the secrets first and import them by name "
+            "(create = false), or deploy once with copy_images = false, store the secrets, then enable it",
         )
 
 

@@ -92,6 +92,79 @@ class SageMakerConfig(Strict):
     alarms: AlarmConfig = AlarmConfig()
 
 
+ServiceName = Literal["api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent"]
+SecretRef = Literal["api_key", "registry_credentials"]
+
+
+class ServiceConfig(Strict):
+    """One container of the self-hosted product. Image names, tags and most settings are Cartesia's and
+    are not public: they come from your deployment bundle, into config, never into code."""
+
+    source: str = Field(description="image to copy from, without tag, e.g. <registry>/<path>/<name>")
+    tag: str
+    port: Annotated[int, Field(ge=1, le=65535)]
+    cpu: Annotated[int, Field(ge=128)] = 1024
+    memory_mib: Annotated[int, Field(ge=256)] = 2048
+    environment: dict[str, str] = {}
+    secrets: dict[str, SecretRef] = Field(
+        default={}, description="environment variable -> which secret (api_key or registry_credentials)"
+    )
+    command: list[str] = []
+    metrics_port: Annotated[int, Field(ge=1, le=65535)] | None = Field(
+        default=None, description="port of a Prometheus /metrics endpoint to scrape into CloudWatch"
+    )
+    health_check: list[str] = Field(
+        default=[], description='container health check, e.g. ["CMD-SHELL", "curl -sf localhost:5000/status"]'
+    )
+    private_registry: bool = Field(
+        default=True, description="pull with the registry credentials (false for public images)"
+    )
+
+
+class SecretsConfig(Strict):
+    api_key: str = Field(description="Secrets Manager name of the Cartesia API key")
+    registry_credentials: str = Field(
+        description='Secrets Manager name of {"username": "_json_key", "password": "<service-account JSON>"}'
+    )
+    create: bool = Field(
+        default=False, description="create both secrets (placeholder values) instead of importing"
+    )
+
+
+class EcsAlarmConfig(Strict):
+    email: list[str] = []
+    worker_ttfa_p95_ms: Annotated[float, Field(gt=0)] = 200.0
+    gpu_pinned_percent: Percent = 95.0
+    gpu_pinned_minutes: Annotated[int, Field(ge=1, le=1440)] = 15
+
+
+class EcsConfig(Strict):
+    instance_type: str = "g6e.xlarge"
+    availability_zone: str = Field(description="the one AZ of the GPU instances, placement group and NLB")
+    licence_mode: Literal["connected", "air-gapped"] = "connected"
+    nat_gateways: Annotated[int, Field(ge=0, le=1)] = 1
+    min_workers: Annotated[int, Field(ge=0)] = 2
+    max_workers: Annotated[int, Field(ge=0)] = 6
+    api_server_tasks: Annotated[int, Field(ge=0)] = 2
+    target_utilisation: Ratio = 0.8
+    scale_out_cooldown_s: Annotated[int, Field(ge=0)] = 30
+    scale_in_cooldown_s: Annotated[int, Field(ge=0)] = 900
+    instance_warmup_s: Annotated[int, Field(ge=0, le=10000)] = 300
+    root_volume_gib: Annotated[int, Field(ge=30, le=16384)] = 200
+    worker_start_period_s: Annotated[int, Field(ge=0, le=300)] = 300
+    worker_health_retries: Annotated[int, Field(ge=1, le=10)] = 10
+    listener_port: Annotated[int, Field(ge=1, le=65535)] = 80
+    nlb_idle_timeout_s: Annotated[int, Field(ge=60, le=6000)] = 3600
+    deregistration_delay_s: Annotated[int, Field(ge=0, le=3600)] = 300
+    licence_data_path: str = Field(
+        default="/data", description="where the licence proxy keeps its offline licence (air-gapped mode)"
+    )
+    copy_images: bool = Field(default=True, description="copy images from Cartesia's registry at deploy time")
+    secrets: SecretsConfig
+    services: dict[ServiceName, ServiceConfig]
+    alarms: EcsAlarmConfig = EcsAlarmConfig()
+
+
 class EnvironmentConfig(Strict):
     """One file in config/environments/: where and how to deploy."""
 
@@ -103,6 +176,7 @@ class EnvironmentConfig(Strict):
     tags: dict[str, str] = {}
     network: NetworkConfig
     sagemaker: SageMakerConfig = SageMakerConfig()
+    ecs: EcsConfig | None = None
 
 
 class InstanceType(Strict):

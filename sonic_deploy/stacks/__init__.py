@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_cdk import App, Environment, Stack, Tags
 
 from sonic_deploy.config import Settings
+from sonic_deploy.stacks.ecs import EcsStack
 from sonic_deploy.stacks.sagemaker import SageMakerStack
 
 STACK_IDS = {"sagemaker": "SonicSageMaker", "ecs": "SonicEcs"}
@@ -22,15 +23,15 @@ def add_stacks(app: App, settings: Settings, *, default_account: str | None = No
     stacks: dict[str, Stack] = {}
     for route in env.routes:
         description = f"sonic-deploy {settings.environment_name}: Cartesia Sonic, {route} route"
-        if route == "sagemaker":
-            stacks[route] = SageMakerStack(
-                app,
-                STACK_IDS[route],
-                settings=settings,
-                env=where,
-                stack_name=stack_name(settings, route),
-                description=description,
-            )
+        stack_class = SageMakerStack if route == "sagemaker" else EcsStack
+        stacks[route] = stack_class(
+            app,
+            STACK_IDS[route],
+            settings=settings,
+            env=where,
+            stack_name=stack_name(settings, route),
+            description=description,
+        )
     for stack in stacks.values():
         for key, value in env.tags.items():
             Tags.of(stack).add(key, value)

@@ -42,6 +42,7 @@ def test_unknown_environment() -> None:
 def test_region_without_model_package(edit_config: EditConfig) -> None:
     config = edit_config(DEV, 'region = "us-east-2"', 'region = "eu-west-1"')
     config = edit_config(DEV, '["us-east-2a", "us-east-2b"]', '["eu-west-1a", "eu-west-1b"]')
+    config = edit_config(DEV, 'availability_zone = "us-east-2a"', 'availability_zone = "eu-west-1a"')
     assert error_for(config) == (
         f'{config}/model_packages.toml: versions."sonic-3".eu-west-1 = (missing): no model-package ARN for '
         f"sonic-3 in eu-west-1 (needed by {config}/environments/dev.toml). Fix: subscribe on AWS Marketplace, "

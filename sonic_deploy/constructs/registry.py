@@ -1,0 +1,93 @@
+"""ECR repositories for Cartesia's images, and their copy from Cartesia's registry at deploy time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import cdk_ecr_deployment as ecr_deployment
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+KEEP_TAGGED_IMAGES = 10
+EXPIRE_UNTAGGED_AFTER = Duration.days(7)
+
+
+@dataclass(frozen=True)
+class ImageSource:
+    """Where one service's image comes from. `private`: pull with the registry credentials."""
+
+    source: str
+    tag: str
+    private: bool = True
+
+
+class ImageRegistry(Construct):
+    """One repository per image: immutable tags, scan on push, KMS encryption, lifecycle rules, kept when
+    the stack is deleted (images are slow to copy back). With `copy_images`, a custom resource copies each
+    `source:tag` into its repository during the deploy, reading the registry login from Secrets Manager."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        prefix: str,
+        images: Mapping[str, ImageSource],
+        key: kms.IKey,
+        registry_credentials: secretsmanager.ISecret,
+        copy_images: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.repositories: dict[str, ecr.Repository] = {}
+        self.copies: dict[str, ecr_deployment.ECRDeployment] = {}
+        self._tags = {name: image.tag for name, image in images.items()}
+        for name, image in images.items():
+            construct_name = "".join(part.capitalize() for part in name.split("_"))
+            repository = ecr.Repository(
+                self,
+                construct_name,
+                repository_name=f"{prefix}/{name.replace('_', '-')}",
+                image_tag_mutability=ecr.TagMutability.IMMUTABLE,
+                image_scan_on_push=True,
+                encryption=ecr.RepositoryEncryption.KMS,
+                encryption_key=key,
+                removal_policy=RemovalPolicy.RETAIN,
+                lifecycle_rules=[
+                    ecr.LifecycleRule(
+                        rule_priority=1,
+                        description="drop untagged layers",
+                        tag_status=ecr.TagStatus.UNTAGGED,
+                        max_image_age=EXPIRE_UNTAGGED_AFTER,
+                    ),
+                    ecr.LifecycleRule(
+                        rule_priority=2,
+                        description=f"keep the newest {KEEP_TAGGED_IMAGES} images",
+                        tag_status=ecr.TagStatus.ANY,
+                        max_image_count=KEEP_TAGGED_IMAGES,
+                    ),
+                ],
+            )
+            self.repositories[name] = repository
+            if copy_images:
+                self.copies[name] = ecr_deployment.ECRDeployment(
+                    self,
+                    f"{construct_name}Copy",
+                    src=ecr_deployment.DockerImageName(
+                        f"{image.source}:{image.tag}",
+                        registry_credentials.secret_arn if image.private else None,
+                    ),
+                    dest=ecr_deployment.DockerImageName(repository.repository_uri_for_tag(image.tag)),
+                )
+
+    def before_use(self, name: str, consumer: Construct) -> None:
+        """Make `consumer` wait for the copy of image `name`, so that no task starts before its image."""
+        if name in self.copies:
+            consumer.node.add_dependency(self.copies[name])
+
+    def image(self, name: str) -> ecs.ContainerImage:
+        return ecs.ContainerImage.from_ecr_repository(self.repositories[name], self._tags[name])

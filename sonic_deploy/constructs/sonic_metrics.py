@@ -1,0 +1,252 @@
+"""CloudWatch metrics for scaling and alarms on the ECS route: GPU use from every GPU instance, and the
+workers' and API server's Prometheus metrics, both through the CloudWatch agent with generated configs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from sonic_deploy.config.loader import GPU_AGENT_CPU, GPU_AGENT_MEMORY_MIB
+from sonic_deploy.constructs.sonic_service import PROMETHEUS_JOB_LABEL, PROMETHEUS_PORT_LABEL
+
+GPU_NAMESPACE = "CWAgent"
+SONIC_NAMESPACE = "Sonic/ECS"
+WORKER_METRICS = (
+    "inferno_worker_load",
+    "inferno_worker_capacity",
+    "inferno_worker_ttfa",
+    "inferno_worker_rtf",
+)
+API_METRICS = ("api_queue_size", "api_unserviceable_requests_size")
+COLLECTION_INTERVAL_S = 10
+ONE_MINUTE = Duration.minutes(1)
+
+
+def gpu_agent_config() -> dict[str, Any]:
+    """Agent config for the daemon on each GPU instance: nvidia_gpu, aggregated per Auto Scaling group."""
+    return {
+        "agent": {"metrics_collection_interval": COLLECTION_INTERVAL_S},
+        "metrics": {
+            "namespace": GPU_NAMESPACE,
+            "append_dimensions": {
+                "AutoScalingGroupName": "${aws:AutoScalingGroupName}",
+                "InstanceId": "${aws:InstanceId}",
+            },
+            "aggregation_dimensions": [["AutoScalingGroupName"]],
+            "metrics_collected": {
+                "nvidia_gpu": {
+                    "measurement": [
+                        "utilization_gpu",
+                        "utilization_memory",
+                        "memory_used",
+                        "memory_total",
+                        "temperature_gpu",
+                        "power_draw",
+                    ],
+                    "metrics_collection_interval": COLLECTION_INTERVAL_S,
+                }
+            },
+        },
+    }
+
+
+def scraper_agent_config(
+    *, cluster_name: str, log_group_name: str, worker_job: str, api_job: str
+) -> dict[str, Any]:
+    """Agent config for the one scraper: discover tasks by docker label, publish chosen series as EMF."""
+    return {
+        "agent": {"metrics_collection_interval": COLLECTION_INTERVAL_S},
+        "logs": {
+            "metrics_collected": {
+                "prometheus": {
+                    "cluster_name": cluster_name,
+                    "log_group_name": log_group_name,
+                    "prometheus_config_path": "env:PROMETHEUS_CONFIG_CONTENT",
+                    "ecs_service_discovery": {
+                        "sd_frequency": "30s",
+                        "sd_result_file": "/tmp/cwagent_ecs_auto_sd.yaml",
+                        "docker_label": {
+                            "sd_port_label": PROMETHEUS_PORT_LABEL,
+                            "sd_job_name_label": PROMETHEUS_JOB_LABEL,
+                        },
+                    },
+                    "emf_processor": {
+                        "metric_namespace": SONIC_NAMESPACE,
+                        "metric_declaration": [
+                            {
+                                "source_labels": ["job"],
+                                "label_matcher": f"^{worker_job}$",
+                                "dimensions": [["ClusterName"]],
+                                "metric_selectors": [f"^{name}$" for name in WORKER_METRICS],
+                            },
+                            {
+                                "source_labels": ["job"],
+                                "label_matcher": f"^{api_job}$",
+                                "dimensions": [["ClusterName"]],
+                                "metric_selectors": [f"^{name}$" for name in API_METRICS],
+                            },
+                        ],
+                    },
+                }
+            },
+            "force_flush_interval": 5,
+        },
+    }
+
+
+def prometheus_config() -> str:
+    """The scrape settings; targets come from the agent's ECS service discovery file."""
+    interval = f"{COLLECTION_INTERVAL_S}s"
+    return (
+        f"global:\n  scrape_interval: {interval}\n  scrape_timeout: 5s\n"
+        "scrape_configs:\n  - job_name: cwagent-ecs-file-sd-config\n"
+        "    file_sd_configs:\n      - files: [/tmp/cwagent_ecs_auto_sd.yaml]\n"
+    )
+
+
+class SonicMetrics(Construct):
+    """The CloudWatch agent twice: a daemon on every GPU instance (GPU figures need the host's driver) and
+    one scraper task (a scraper per instance would publish every worker's series once per instance)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: ecs.Cluster,
+        agent_image: ecs.ContainerImage,
+        subnets: ec2.SubnetSelection,
+        auto_scaling_group_name: str,
+        log_key: kms.IKey,
+        log_retention: logs.RetentionDays,
+        worker_job: str,
+        api_job: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.cluster_name = cluster.cluster_name
+        self.auto_scaling_group_name = auto_scaling_group_name
+        agent_logs = logs.LogGroup(
+            self,
+            "AgentLogs",
+            encryption_key=log_key,
+            retention=log_retention,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        metric_logs = logs.LogGroup(
+            self,
+            "PrometheusLogs",
+            encryption_key=log_key,
+            retention=log_retention,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        agent_policy = iam.ManagedPolicy.from_aws_managed_policy_name("CloudWatchAgentServerPolicy")
+
+        gpu_task = ecs.Ec2TaskDefinition(self, "GpuAgentTask", network_mode=ecs.NetworkMode.HOST)
+        gpu_task.task_role.add_managed_policy(agent_policy)
+        gpu_task.add_container(
+            "cloudwatch-agent",
+            image=agent_image,
+            cpu=GPU_AGENT_CPU,
+            memory_reservation_mib=GPU_AGENT_MEMORY_MIB,
+            environment={
+                "CW_CONFIG_CONTENT": json.dumps(gpu_agent_config(), sort_keys=True),
+                # The NVIDIA runtime mounts nvidia-smi for these without reserving a GPU from the worker.
+                "NVIDIA_VISIBLE_DEVICES": "all",
+                "NVIDIA_DRIVER_CAPABILITIES": "utility",
+            },
+            logging=ecs.LogDriver.aws_logs(stream_prefix="gpu-agent", log_group=agent_logs),
+        )
+        Validations.of(gpu_task).acknowledge(
+            Acknowledgment(
+                id="CloudFormation-Validate::E1029",
+                reason="${aws:...} in the agent config are the CloudWatch agent's placeholders, not CloudFormation's",
+            )
+        )
+        # A daemon replaces its task in place on each instance: GPU figures pause briefly during a deploy.
+        self.gpu_agent = ecs.Ec2Service(
+            self,
+            "GpuAgent",
+            cluster=cluster,
+            task_definition=gpu_task,
+            daemon=True,
+            min_healthy_percent=0,
+            max_healthy_percent=100,
+            circuit_breaker=ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
+        )
+
+        scraper_task = ecs.FargateTaskDefinition(self, "ScraperTask", cpu=256, memory_limit_mib=512)
+        scraper_task.task_role.add_managed_policy(agent_policy)
+        scraper_task.add_to_task_role_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "ecs:ListTasks",
+                    "ecs:DescribeTasks",
+                    "ecs:DescribeContainerInstances",
+                    "ecs:DescribeTaskDefinition",
+                    "ec2:DescribeInstances",
+                ],
+                resources=["*"],  # ECS service discovery: describe/list calls are not resource-scoped
+            )
+        )
+        scraper_task.add_container(
+            "cloudwatch-agent",
+            image=agent_image,
+            environment={
+                "CW_CONFIG_CONTENT": json.dumps(
+                    scraper_agent_config(
+                        cluster_name=cluster.cluster_name,
+                        log_group_name=metric_logs.log_group_name,
+                        worker_job=worker_job,
+                        api_job=api_job,
+                    ),
+                    sort_keys=True,
+                ),
+                "PROMETHEUS_CONFIG_CONTENT": prometheus_config(),
+            },
+            logging=ecs.LogDriver.aws_logs(stream_prefix="scraper", log_group=agent_logs),
+        )
+        self.security_group = ec2.SecurityGroup(
+            self, "ScraperSecurityGroup", vpc=cluster.vpc, description="Prometheus scraper: no ingress"
+        )
+        self.scraper = ecs.FargateService(
+            self,
+            "Scraper",
+            cluster=cluster,
+            task_definition=scraper_task,
+            desired_count=1,
+            vpc_subnets=subnets,
+            security_groups=[self.security_group],
+            assign_public_ip=False,
+            min_healthy_percent=100,
+            max_healthy_percent=200,
+            circuit_breaker=ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
+        )
+
+    def sonic_metric(
+        self, name: str, *, statistic: str = "Sum", period: Duration = ONE_MINUTE
+    ) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=SONIC_NAMESPACE,
+            metric_name=name,
+            statistic=statistic,
+            period=period,
+            dimensions_map={"ClusterName": self.cluster_name},
+        )
+
+    def gpu_utilisation(self, *, period: Duration = ONE_MINUTE) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=GPU_NAMESPACE,
+            metric_name="nvidia_smi_utilization_gpu",
+            statistic="Average",
+            period=period,
+            dimensions_map={"AutoScalingGroupName": self.auto_scaling_group_name},
+        )

@@ -1,0 +1,161 @@
+"""One of Cartesia's self-hosted services on ECS: task definition, logs, security group, service."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+PROMETHEUS_PORT_LABEL = "ECS_PROMETHEUS_EXPORTER_PORT"
+PROMETHEUS_JOB_LABEL = "ECS_PROMETHEUS_JOB_NAME"
+DEFAULT_START_PERIOD = Duration.seconds(60)
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """What runs in the task. Secrets are injected by ECS from Secrets Manager, never as plain values."""
+
+    image: ecs.ContainerImage
+    port: int
+    cpu: int
+    memory_mib: int
+    environment: Mapping[str, str] = field(default_factory=dict)
+    secrets: Mapping[str, ecs.Secret] = field(default_factory=dict)
+    command: Sequence[str] = ()
+    health_check: Sequence[str] = ()
+    health_start_period: Duration = DEFAULT_START_PERIOD
+    health_retries: int = 3
+    metrics_port: int | None = None
+    gpu: bool = False
+
+
+@dataclass(frozen=True)
+class GpuPlacement:
+    """Run on the GPU capacity provider, one task per instance."""
+
+    capacity_provider: ecs.AsgCapacityProvider
+
+
+class SonicService(Construct):
+    """A service in the placement's one subnet, on Fargate or (with `gpu_placement`) on the GPU instances,
+    with Cloud Map discovery as `<discovery_name>.<namespace>`, circuit breaker with rollback, 100% minimum
+    healthy, and an encrypted log group."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: ecs.Cluster,
+        discovery_name: str,
+        container: ContainerSpec,
+        desired_count: int,
+        subnets: ec2.SubnetSelection,
+        log_key: kms.IKey,
+        log_retention: logs.RetentionDays,
+        gpu_placement: GpuPlacement | None = None,
+        deployment_alarms: Sequence[cloudwatch.IAlarm] = (),
+        volume: tuple[ecs.Volume, str] | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.discovery_name = discovery_name
+        self.port = container.port
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=cluster.vpc,
+            description=f"{discovery_name}: ingress from named peers only",
+        )
+        self.log_group = logs.LogGroup(
+            self, "Logs", encryption_key=log_key, retention=log_retention, removal_policy=RemovalPolicy.RETAIN
+        )
+        self.task_definition: ecs.TaskDefinition
+        if gpu_placement is None:
+            self.task_definition = ecs.FargateTaskDefinition(
+                self, "Task", cpu=container.cpu, memory_limit_mib=container.memory_mib
+            )
+        else:
+            self.task_definition = ecs.Ec2TaskDefinition(self, "Task", network_mode=ecs.NetworkMode.AWS_VPC)
+        self.container = self.task_definition.add_container(
+            discovery_name,
+            image=container.image,
+            cpu=container.cpu if gpu_placement else None,
+            memory_reservation_mib=container.memory_mib if gpu_placement else None,
+            gpu_count=1 if container.gpu else None,
+            environment=dict(container.environment),
+            secrets=dict(container.secrets),
+            command=list(container.command) or None,
+            port_mappings=[ecs.PortMapping(container_port=container.port, name=discovery_name)],
+            logging=ecs.LogDriver.aws_logs(stream_prefix=discovery_name, log_group=self.log_group),
+            health_check=ecs.HealthCheck(
+                command=list(container.health_check),
+                start_period=container.health_start_period,
+                retries=container.health_retries,
+                interval=Duration.seconds(30),
+                timeout=Duration.seconds(5),
+            )
+            if container.health_check
+            else None,
+            docker_labels={
+                PROMETHEUS_PORT_LABEL: str(container.metrics_port),
+                PROMETHEUS_JOB_LABEL: discovery_name,
+            }
+            if container.metrics_port
+            else None,
+        )
+        if volume is not None:
+            self.task_definition.add_volume(
+                name=volume[0].name, efs_volume_configuration=volume[0].efs_volume_configuration
+            )
+            self.container.add_mount_points(
+                ecs.MountPoint(source_volume=volume[0].name, container_path=volume[1], read_only=False)
+            )
+
+        common: dict[str, Any] = {
+            "cluster": cluster,
+            "task_definition": self.task_definition,
+            "desired_count": desired_count,
+            "vpc_subnets": subnets,
+            "security_groups": [self.security_group],
+            "min_healthy_percent": 100,
+            "max_healthy_percent": 200,
+            "circuit_breaker": ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
+            "cloud_map_options": ecs.CloudMapOptions(name=discovery_name, dns_ttl=Duration.seconds(10)),
+            "deployment_alarms": ecs.DeploymentAlarmConfig(
+                alarm_names=[alarm.alarm_name for alarm in deployment_alarms],
+                behavior=ecs.AlarmBehavior.ROLLBACK_ON_ALARM,
+            )
+            if deployment_alarms
+            else None,
+            "propagate_tags": ecs.PropagatedTagSource.SERVICE,
+        }
+        self.service: ecs.BaseService
+        if gpu_placement is None:
+            self.service = ecs.FargateService(self, "Service", assign_public_ip=False, **common)
+        else:
+            self.service = ecs.Ec2Service(
+                self,
+                "Service",
+                capacity_provider_strategies=[
+                    ecs.CapacityProviderStrategy(
+                        capacity_provider=gpu_placement.capacity_provider.capacity_provider_name, weight=1
+                    )
+                ],
+                placement_constraints=[ecs.PlacementConstraint.distinct_instances()],
+                **common,
+            )
+        # The capacity provider must be associated with the cluster before the service names it.
+        if gpu_placement is not None:
+            self.service.node.add_dependency(cluster)
+
+    def allow_from(self, peer: SonicService | ec2.ISecurityGroup, description: str) -> None:
+        group = peer.security_group if isinstance(peer, SonicService) else peer
+        self.security_group.add_ingress_rule(group, ec2.Port.tcp(self.port), description)

@@ -1,0 +1,290 @@
+"""The self-managed route: Cartesia's services on ECS, GPU workers in one AZ behind a private NLB."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from constructs import Construct
+
+from sonic_deploy.config import Settings
+from sonic_deploy.config.schema import EcsConfig
+from sonic_deploy.constructs.alerting import Alerting
+from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
+from sonic_deploy.constructs.encryption import EncryptionKey
+from sonic_deploy.constructs.gpu_capacity import GpuCapacity
+from sonic_deploy.constructs.licence_store import LicenceStore
+from sonic_deploy.constructs.network import Network
+from sonic_deploy.constructs.placement import SingleAzPlacement
+from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
+from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
+from sonic_deploy.constructs.sonic_metrics import SonicMetrics
+from sonic_deploy.constructs.sonic_secrets import SonicSecrets
+from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
+from sonic_deploy.stacks.common import log_retention, network_props
+
+NAMESPACE = "sonic.internal"
+# AWS service endpoints the tasks need without internet (and, in air-gapped mode, with no egress at all).
+ECS_ENDPOINTS = [
+    ec2.InterfaceVpcEndpointAwsService.ECR,
+    ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
+    ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+    ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_MONITORING,
+    ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+    ec2.InterfaceVpcEndpointAwsService.ECS,
+    ec2.InterfaceVpcEndpointAwsService.ECS_AGENT,
+    ec2.InterfaceVpcEndpointAwsService.ECS_TELEMETRY,
+]
+
+
+class EcsStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        env = settings.environment
+        cfg = env.ecs
+        assert cfg is not None  # the loader guarantees it for this route
+        retention = log_retention(env.log_retention_days)
+        prefix = f"sonic-{settings.environment_name}"
+
+        key = EncryptionKey(self, "Encryption", alias=f"alias/{prefix}-ecs").key
+        network = Network(
+            self,
+            "Network",
+            key=key,
+            flow_log_retention=log_retention(env.network.flow_log_retention_days),
+            interface_services=ECS_ENDPOINTS,
+            egress=cfg.licence_mode == "connected",
+            nat_gateways=cfg.nat_gateways,
+            **network_props(self, settings),
+        )
+        ec2.GatewayVpcEndpoint(
+            self,
+            "S3Endpoint",
+            vpc=network.vpc,
+            service=ec2.GatewayVpcEndpointAwsService.S3,
+            subnets=[ec2.SubnetSelection(subnets=network.private_subnets)],
+        )
+        placement = SingleAzPlacement(
+            self, "Placement", subnets=network.private_subnets, availability_zone=cfg.availability_zone
+        )
+        secrets = SonicSecrets(
+            self,
+            "Secrets",
+            api_key_name=cfg.secrets.api_key,
+            registry_credentials_name=cfg.secrets.registry_credentials,
+            create=cfg.secrets.create,
+            key=key,
+        )
+        registry = ImageRegistry(
+            self,
+            "Registry",
+            prefix=prefix,
+            key=key,
+            registry_credentials=secrets.registry_credentials,
+            copy_images=cfg.copy_images,
+            images={
+                name: ImageSource(s.source, s.tag, s.private_registry) for name, s in cfg.services.items()
+            },
+        )
+
+        cluster = ecs.Cluster(
+            self, "Cluster", vpc=network.vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
+        )
+        cluster.add_default_cloud_map_namespace(name=NAMESPACE, vpc=network.vpc)
+        capacity = GpuCapacity(
+            self,
+            "GpuCapacity",
+            cluster=cluster,
+            vpc=network.vpc,
+            placement=placement,
+            instance_type=cfg.instance_type,
+            min_instances=cfg.min_workers,
+            max_instances=cfg.max_workers,
+            root_volume_gib=cfg.root_volume_gib,
+            instance_warmup=Duration.seconds(cfg.instance_warmup_s),
+        )
+
+        metrics = SonicMetrics(
+            self,
+            "Metrics",
+            cluster=cluster,
+            agent_image=registry.image("cloudwatch_agent"),
+            subnets=placement.subnets,
+            auto_scaling_group_name=capacity.auto_scaling_group.auto_scaling_group_name,
+            log_key=key,
+            log_retention=retention,
+            worker_job="gpu-worker",
+            api_job="api-server",
+        )
+        registry.before_use("cloudwatch_agent", metrics)
+        alerting = Alerting(self, "Alerting", key=key, emails=cfg.alarms.email)
+        alarms = self._alarms(cfg, alerting, metrics)
+
+        def service(name: str, discovery: str, desired: int, **extra: Any) -> SonicService:
+            spec = cfg.services[name]  # type: ignore[index]
+            container = ContainerSpec(
+                image=registry.image(name),
+                port=spec.port,
+                cpu=spec.cpu,
+                memory_mib=spec.memory_mib,
+                environment=spec.environment,
+                secrets={var: secrets.for_task(ref) for var, ref in spec.secrets.items()},
+                command=spec.command,
+                health_check=spec.health_check,
+                metrics_port=spec.metrics_port,
+                **extra.pop("container", {}),
+            )
+            built = SonicService(
+                self,
+                name.title().replace("_", ""),
+                cluster=cluster,
+                discovery_name=discovery,
+                container=container,
+                desired_count=desired,
+                subnets=placement.subnets,
+                log_key=key,
+                log_retention=retention,
+                **extra,
+            )
+            registry.before_use(name, built)
+            return built
+
+        nats = service("nats", "nats", 1)
+        licence_volume = None
+        if cfg.licence_mode == "air-gapped":
+            store = LicenceStore(self, "LicenceStore", vpc=network.vpc, placement=placement, key=key)
+            licence_volume = (store.volume, cfg.licence_data_path)
+        licence = service("licence_proxy", "licence-proxy", 1, volume=licence_volume)
+        if licence_volume is not None:
+            store.allow_from(licence.security_group)
+        api = service(
+            "api_server",
+            "api-server",
+            cfg.api_server_tasks,
+            deployment_alarms=[alarms["UnserviceableRequests"]],
+        )
+        workers = service(
+            "gpu_worker",
+            "gpu-worker",
+            cfg.min_workers,
+            gpu_placement=GpuPlacement(capacity.capacity_provider),
+            container={
+                "gpu": True,
+                "health_start_period": Duration.seconds(cfg.worker_start_period_s),
+                "health_retries": cfg.worker_health_retries,
+            },
+            deployment_alarms=[alarms["WorkerTtfaP95"], alarms["UnserviceableRequests"]],
+        )
+
+        for client in (api, workers):
+            nats.allow_from(client, f"NATS from {client.discovery_name}")
+            licence.allow_from(client, f"licence checks from {client.discovery_name}")
+        workers.allow_from(metrics.security_group, "Prometheus scrape")
+        api.allow_from(metrics.security_group, "Prometheus scrape")
+
+        lb = ApiLoadBalancer(
+            self,
+            "Api",
+            vpc=network.vpc,
+            placement=placement,
+            api=api,
+            listener_port=cfg.listener_port,
+            idle_timeout=Duration.seconds(cfg.nlb_idle_timeout_s),
+            deregistration_delay=Duration.seconds(cfg.deregistration_delay_s),
+        )
+
+        self._scaling(cfg, cluster, workers, metrics)
+        alerting.alarm(
+            "UnhealthyApiTargets",
+            metric=lb.unhealthy_targets(),
+            threshold=0,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=2,
+            description="API server targets behind the load balancer are failing GET /status.",
+        )
+
+        CfnOutput(
+            self,
+            "ApiUrl",
+            value=f"ws://{lb.load_balancer.load_balancer_dns_name}:{cfg.listener_port}/tts/websocket",
+        )
+        CfnOutput(self, "ClusterName", value=cluster.cluster_name)
+        CfnOutput(self, "AvailabilityZone", value=placement.availability_zone)
+        for name, repository in registry.repositories.items():
+            CfnOutput(self, f"{name.title().replace('_', '')}Repository", value=repository.repository_uri)
+
+    def _scaling(
+        self, cfg: EcsConfig, cluster: ecs.Cluster, workers: SonicService, metrics: SonicMetrics
+    ) -> None:
+        target = appscaling.ScalableTarget(
+            self,
+            "WorkerScalableTarget",
+            service_namespace=appscaling.ServiceNamespace.ECS,
+            resource_id=f"service/{cluster.cluster_name}/{workers.service.service_name}",
+            scalable_dimension="ecs:service:DesiredCount",
+            min_capacity=cfg.min_workers,
+            max_capacity=cfg.max_workers,
+        )
+        StreamScaling(
+            self,
+            "WorkerScaling",
+            target=target,
+            # Cartesia's own signal: chunks in progress over chunks the workers can take.
+            streams=TrackedMetric.math(
+                "load / capacity",
+                {
+                    "load": metrics.sonic_metric("inferno_worker_load"),
+                    "capacity": metrics.sonic_metric("inferno_worker_capacity"),
+                },
+            ),
+            streams_target=cfg.target_utilisation,
+            gpu=TrackedMetric.single(metrics.gpu_utilisation()),
+            gpu_target_percent=round(100 * cfg.target_utilisation, 1),
+            scale_out_cooldown=Duration.seconds(cfg.scale_out_cooldown_s),
+            scale_in_cooldown=Duration.seconds(cfg.scale_in_cooldown_s),
+        )
+
+    def _alarms(
+        self, cfg: EcsConfig, alerting: Alerting, metrics: SonicMetrics
+    ) -> dict[str, cloudwatch.Alarm]:
+        alarms = cfg.alarms
+        return {
+            "NoWorkerCapacity": alerting.alarm(
+                "NoWorkerCapacity",
+                metric=metrics.sonic_metric("inferno_worker_capacity"),
+                threshold=1,
+                evaluation_periods=3,
+                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                missing_data=cloudwatch.TreatMissingData.BREACHING,
+                description="No GPU worker reports capacity: every request will queue or fail.",
+            ),
+            "UnserviceableRequests": alerting.alarm(
+                "UnserviceableRequests",
+                metric=metrics.sonic_metric("api_unserviceable_requests_size", statistic="Maximum"),
+                threshold=0,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                description="The API server is refusing requests it cannot serve: add workers or raise max_workers.",
+            ),
+            "WorkerTtfaP95": alerting.alarm(
+                "WorkerTtfaP95",
+                metric=metrics.sonic_metric(
+                    "inferno_worker_ttfa", statistic="p95", period=Duration.minutes(5)
+                ),
+                threshold=alarms.worker_ttfa_p95_ms,
+                evaluation_periods=2,
+                description=f"Worker time to first audio p95 above {alarms.worker_ttfa_p95_ms:g} ms for 10 minutes.",
+            ),
+            "GpuPinned": alerting.alarm(
+                "GpuPinned",
+                metric=metrics.gpu_utilisation(),
+                threshold=alarms.gpu_pinned_percent,
+                evaluation_periods=alarms.gpu_pinned_minutes,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                description=f"GPU utilisation above {alarms.gpu_pinned_percent:g}% for {alarms.gpu_pinned_minutes} "
+                "minutes: scaling is not keeping up (max_workers, the G and VT instance quota, or AZ capacity).",
+            ),
+        }

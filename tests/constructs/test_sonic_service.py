@@ -1,0 +1,170 @@
+"""SonicService, SonicSecrets, ApiLoadBalancer, ImageRegistry as the ECS stack uses them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Match, Template
+
+from tests.conftest import resources_of
+
+
+def _task(template: Template, container: str) -> dict[str, Any]:
+    for task in resources_of(template, "AWS::ECS::TaskDefinition").values():
+        for definition in task["Properties"]["ContainerDefinitions"]:
+            if definition["Name"] == container:
+                return dict(task["Properties"]) | {"container": definition}
+    raise AssertionError(f"no container {container}")
+
+
+def _service_of(template: Template, prefix: str) -> dict[str, Any]:
+    return next(
+        s["Properties"]
+        for k, s in resources_of(template, "AWS::ECS::Service").items()
+        if k.startswith(prefix)
+    )
+
+
+def test_gpu_worker_one_gpu_per_task_one_task_per_instance(ecs_template: Template) -> None:
+    worker = _task(ecs_template, "gpu-worker")
+    assert worker["container"]["ResourceRequirements"] == [{"Type": "GPU", "Value": "1"}]
+    assert worker["RequiresCompatibilities"] == ["EC2"]
+    service = _service_of(ecs_template, "GpuWorker")
+    assert service["PlacementConstraints"] == [{"Type": "distinctInstance"}]
+    assert service["DesiredCount"] == 2
+    assert service["CapacityProviderStrategy"][0]["CapacityProvider"]["Ref"].startswith(
+        "GpuCapacityCapacityProvider"
+    )
+
+
+def test_worker_health_check_waits_for_model_load(ecs_template: Template) -> None:
+    check = _task(ecs_template, "gpu-worker")["container"]["HealthCheck"]
+    assert "inferno_worker_capacity" in check["Command"][1]
+    assert (check["StartPeriod"], check["Retries"], check["Interval"]) == (300, 10, 30)
+
+
+def test_api_server_two_tasks_same_az_as_workers(ecs_template: Template) -> None:
+    api, worker = _service_of(ecs_template, "ApiServer"), _service_of(ecs_template, "GpuWorker")
+    assert api["DesiredCount"] == 2
+    subnets = api["NetworkConfiguration"]["AwsvpcConfiguration"]["Subnets"]
+    assert subnets == worker["NetworkConfiguration"]["AwsvpcConfiguration"]["Subnets"]
+    assert len(subnets) == 1
+
+
+def test_rolling_deployments_with_circuit_breaker_and_alarms(ecs_template: Template) -> None:
+    for prefix in ("ApiServer", "GpuWorker", "Nats", "LicenceProxy"):
+        config = _service_of(ecs_template, prefix)["DeploymentConfiguration"]
+        assert config["DeploymentCircuitBreaker"] == {"Enable": True, "Rollback": True}
+        assert config["MinimumHealthyPercent"] == 100
+    alarms = _service_of(ecs_template, "GpuWorker")["DeploymentConfiguration"]["Alarms"]
+    assert alarms["Enable"] is True and alarms["Rollback"] is True and len(alarms["AlarmNames"]) == 2
+
+
+def test_secrets_injected_not_in_environment(ecs_template: Template) -> None:
+    for task in resources_of(ecs_template, "AWS::ECS::TaskDefinition").values():
+        for definition in task["Properties"]["ContainerDefinitions"]:
+            names = {e["Name"] for e in definition.get("Environment", [])}
+            assert not names & {"CARTESIA_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS_JSON"}
+    worker = _task(ecs_template, "gpu-worker")["container"]
+    assert {s["Name"] for s in worker["Secrets"]} == {
+        "CARTESIA_API_KEY",
+        "GOOGLE_APPLICATION_CREDENTIALS_JSON",
+    }
+    # Imported by name; nothing secret is written into the template.
+    ecs_template.resource_count_is("AWS::SecretsManager::Secret", 0)
+    assert "sonic/dev/cartesia-api-key" in json.dumps(worker["Secrets"])
+
+
+def test_no_public_ingress(ecs_template: Template) -> None:
+    rules = [
+        rule
+        for group in resources_of(ecs_template, "AWS::EC2::SecurityGroup").values()
+        for rule in group["Properties"].get("SecurityGroupIngress", [])
+    ]
+    rules += [r["Properties"] for r in resources_of(ecs_template, "AWS::EC2::SecurityGroupIngress").values()]
+    assert rules
+    for rule in rules:
+        assert rule.get("CidrIp") not in ("0.0.0.0/0",) and rule.get("CidrIpv6") != "::/0"
+    ecs_template.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::LoadBalancer",
+        {
+            "Scheme": "internal",
+            "Type": "network",
+        },
+    )
+
+
+def test_nlb_single_az_tcp_to_api_with_stream_friendly_timeouts(ecs_template: Template) -> None:
+    lb = next(iter(resources_of(ecs_template, "AWS::ElasticLoadBalancingV2::LoadBalancer").values()))[
+        "Properties"
+    ]
+    assert len(lb["Subnets"]) == 1
+    ecs_template.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::Listener",
+        {
+            "Protocol": "TCP",
+            "Port": 80,
+            "ListenerAttributes": [{"Key": "tcp.idle_timeout.seconds", "Value": "3600"}],
+        },
+    )
+    ecs_template.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::TargetGroup",
+        {
+            "Port": 5000,
+            "Protocol": "TCP",
+            "TargetType": "ip",
+            "HealthCheckProtocol": "HTTP",
+            "HealthCheckPath": "/status",
+            "TargetGroupAttributes": Match.array_with(
+                [{"Key": "deregistration_delay.timeout_seconds", "Value": "300"}]
+            ),
+        },
+    )
+
+
+def test_ecr_repositories(ecs_template: Template) -> None:
+    repositories = resources_of(ecs_template, "AWS::ECR::Repository")
+    assert {r["Properties"]["RepositoryName"] for r in repositories.values()} == {
+        f"sonic-dev/{n}" for n in ("api-server", "gpu-worker", "licence-proxy", "nats", "cloudwatch-agent")
+    }
+    for repository in repositories.values():
+        props = repository["Properties"]
+        assert repository["DeletionPolicy"] == "Retain"
+        assert props["ImageTagMutability"] == "IMMUTABLE"
+        assert props["ImageScanningConfiguration"] == {"ScanOnPush": True}
+        assert props["EncryptionConfiguration"]["EncryptionType"] == "KMS"
+        assert "LifecyclePolicy" in props
+
+
+def test_images_copied_with_registry_credentials_before_services(ecs_template: Template) -> None:
+    copies = resources_of(ecs_template, "Custom::CDKECRDeployment")
+    assert len(copies) == 5
+    worker_copy = next(c for k, c in copies.items() if k.startswith("RegistryGpuWorkerCopy"))
+    assert "REPLACE-ME.pkg.dev/cartesia/self-hosted/gpu-worker:REPLACE-ME" in json.dumps(worker_copy)
+    assert "cartesia-registry" in json.dumps(worker_copy["Properties"].get("SrcCreds", ""))
+    worker = next(
+        s for k, s in resources_of(ecs_template, "AWS::ECS::Service").items() if k.startswith("GpuWorker")
+    )
+    assert any(d.startswith("RegistryGpuWorkerCopy") for d in worker["DependsOn"])
+
+
+def test_logs_encrypted_with_retention_and_container_insights(ecs_template: Template) -> None:
+    groups = resources_of(ecs_template, "AWS::Logs::LogGroup").values()
+    # The image-copy Lambda's own group is made by cdk-ecr-deployment; every service's group is ours.
+    ours = [g for g in groups if "/aws/lambda/" not in json.dumps(g["Properties"].get("LogGroupName", ""))]
+    assert len(ours) == 7  # flow logs, 4 services, 2 agent groups
+    for group in ours:
+        assert "KmsKeyId" in group["Properties"] and "RetentionInDays" in group["Properties"]
+    ecs_template.has_resource_properties(
+        "AWS::ECS::Cluster",
+        {
+            "ClusterSettings": [{"Name": "containerInsights", "Value": "enabled"}],
+        },
+    )
+    worker = _task(ecs_template, "gpu-worker")["container"]
+    assert worker["LogConfiguration"]["LogDriver"] == "awslogs"
+
+
+def test_connected_mode_has_nat_egress(ecs_template: Template) -> None:
+    ecs_template.resource_count_is("AWS::EC2::NatGateway", 1)

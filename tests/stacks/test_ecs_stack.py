@@ -1,0 +1,56 @@
+"""The ECS stack as a whole: snapshot, outputs, no warnings; and the air-gapped variant."""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk.assertions import Annotations, Match, Template
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from tests.conftest import EditConfig, resources_of, synthesize_from
+from tests.snapshot import scrubbed
+
+
+def test_snapshot(ecs_template: Template, snapshot: SnapshotAssertion) -> None:
+    assert scrubbed(ecs_template.to_json()) == snapshot(extension_class=JSONSnapshotExtension)
+
+
+def test_no_warnings_or_errors(ecs_stack: Stack) -> None:
+    annotations = Annotations.from_stack(ecs_stack)
+    assert annotations.find_warning("*", Match.any_value()) == []
+    assert annotations.find_error("*", Match.any_value()) == []
+
+
+def test_outputs(ecs_template: Template) -> None:
+    outputs = ecs_template.to_json()["Outputs"]
+    assert {"ApiUrl", "ClusterName", "AvailabilityZone", "GpuWorkerRepository"} <= set(outputs)
+    assert outputs["AvailabilityZone"]["Value"] == "us-east-2a"
+
+
+def test_air_gapped_has_no_egress_and_keeps_the_licence(edit_config: EditConfig) -> None:
+    edit_config("environments/dev.toml", 'licence_mode = "connected"', 'licence_mode = "air-gapped"')
+    config = edit_config("environments/dev.toml", "nat_gateways = 1", "nat_gateways = 0")
+    template = Template.from_stack(synthesize_from(config)["ecs"])
+    template.resource_count_is("AWS::EC2::NatGateway", 0)
+    template.resource_count_is("AWS::EC2::InternetGateway", 0)
+    template.has_resource(
+        "AWS::EFS::FileSystem",
+        {
+            "Properties": Match.object_like({"Encrypted": True, "KmsKeyId": Match.any_value()}),
+            "DeletionPolicy": "Retain",
+        },
+    )
+    licence = next(
+        t["Properties"]
+        for k, t in resources_of(template, "AWS::ECS::TaskDefinition").items()
+        if k.startswith("LicenceProxy")
+    )
+    assert licence["Volumes"][0]["EFSVolumeConfiguration"]["TransitEncryption"] == "ENABLED"
+    assert licence["ContainerDefinitions"][0]["MountPoints"] == [
+        {"ContainerPath": "/data", "ReadOnly": False, "SourceVolume": "licence"}
+    ]
+    # Without NAT, AWS services are reached through endpoints only.
+    services = {
+        str(e["Properties"]["ServiceName"]) for e in resources_of(template, "AWS::EC2::VPCEndpoint").values()
+    }
+    assert any("ecr.dkr" in s for s in services) and any("secretsmanager" in s for s in services)
