@@ -1,6 +1,7 @@
 """Typed, validated settings from the committed TOML files in config/ (no aws_cdk here)."""
 
 from sonic_deploy.config.errors import ConfigError
-from sonic_deploy.config.loader import DEFAULT_ENVIRONMENT, Settings, environment_names, load_settings
+from sonic_deploy.config.loader import Settings, environment_names, load_settings
+from sonic_deploy.config.rules import DEFAULT_ENVIRONMENT
 
 __all__ = ["DEFAULT_ENVIRONMENT", "ConfigError", "Settings", "environment_names", "load_settings"]

@@ -15,7 +15,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from sonic_deploy.config.loader import GPU_AGENT_CPU, GPU_AGENT_MEMORY_MIB
+from sonic_deploy.config.rules import GPU_AGENT_CPU, GPU_AGENT_MEMORY_MIB
 from sonic_deploy.constructs.sonic_service import PROMETHEUS_JOB_LABEL, PROMETHEUS_PORT_LABEL
 
 GPU_NAMESPACE = "CWAgent"

@@ -1,0 +1,84 @@
+"""Pydantic's validation errors, rewritten in the user's terms: file, field, value, problem, fix."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from sonic_deploy.config.errors import MISSING, ConfigError
+
+
+def explain(path: Path, model: type[BaseModel], error: ValidationError) -> ConfigError:
+    """The first validation error, rewritten in the user's terms. An unknown key comes first: a misspelt
+    key also makes the key it was meant to be look missing."""
+    errors = error.errors()
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = [str(part) for part in first["loc"]]
+    field = ".".join(loc)
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        known = known_keys(model, loc[:-1])
+        guess = difflib.get_close_matches(loc[-1], known, n=1)
+        hint = f"did you mean '{guess[0]}'? " if guess else ""
+        return ConfigError(
+            file=path,
+            field=field,
+            value=first["input"],
+            problem="unknown key",
+            fix=f"{hint}remove or rename it; known keys here: {', '.join(known)}",
+        )
+    if loc[-1] == "[key]":  # a table keyed by fixed names (e.g. ecs.services): the name is the typo
+        field = ".".join(loc[:-1])
+        allowed = re.findall(r"'([^']+)'", str(first.get("ctx", {}).get("expected", "")))
+        guess = difflib.get_close_matches(str(first["input"]), allowed, n=1)
+        hint = f"did you mean '{guess[0]}'? " if guess else ""
+        return ConfigError(
+            file=path,
+            field=field,
+            value=first["input"],
+            problem="unknown name",
+            fix=f"{hint}use one of {', '.join(allowed)}",
+        )
+    if kind == "missing":
+        return ConfigError(
+            file=path,
+            field=field,
+            value=MISSING,
+            problem="required key is missing",
+            fix=f"add `{loc[-1]} = ...` to {path.name}",
+        )
+    return ConfigError(
+        file=path,
+        field=field,
+        value=first["input"],
+        problem=first["msg"].rstrip("."),
+        fix=f"write a value for {field} that satisfies this ({describe(model, loc)})",
+    )
+
+
+def field_model(model: type[BaseModel], loc: list[str]) -> type[BaseModel] | None:
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if current is None or part not in current.model_fields:
+            return None
+        annotation = current.model_fields[part].annotation
+        candidates = [annotation, *getattr(annotation, "__args__", ())]
+        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+    return current
+
+
+def known_keys(model: type[BaseModel], loc: list[str]) -> list[str]:
+    target = field_model(model, loc)
+    return sorted(target.model_fields) if target else []
+
+
+def describe(model: type[BaseModel], loc: list[str]) -> str:
+    parent = field_model(model, loc[:-1])
+    if parent is None or loc[-1] not in parent.model_fields:
+        return "see the comments in the shipped file"
+    info = parent.model_fields[loc[-1]]
+    default = "required" if info.is_required() else f"default {info.default!r}"
+    return f"{default}; {info.description}" if info.description else default

@@ -1,0 +1,294 @@
+"""Rules that need more than one field or file; each failure names the exact field and its fix."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import NoReturn, Protocol
+
+from sonic_deploy.config.errors import MISSING, ConfigError
+from sonic_deploy.config.schema import LOG_RETENTION_DAYS, EnvironmentConfig, InstanceCatalogue, ModelPackages
+
+DEFAULT_ENVIRONMENT = "dev"
+INSTANCE_TYPES_FILE = "instance_types.toml"
+MODEL_PACKAGE_ARN = re.compile(
+    r"^arn:aws(?:-[a-z]+)*:sagemaker:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d):(?P<account>\d{12}):"
+    r"model-package/[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:/\d+)?$"
+)
+REGION = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d$")
+
+
+class Fail(Protocol):
+    def __call__(self, field: str, value: object, problem: str, fix: str) -> NoReturn: ...
+
+
+def check_catalogue(path: Path, catalogue: InstanceCatalogue) -> None:
+    for name, row in catalogue.instance_types.items():
+        if row.gpu not in catalogue.gpus:
+            raise ConfigError(
+                file=path,
+                field=f"instance_types.{name}.gpu",
+                value=row.gpu,
+                problem="GPU model not described under [gpus]",
+                fix=f"add a [gpus.{row.gpu}] table or use one of {', '.join(catalogue.gpus)}",
+            )
+
+
+def check_packages(path: Path, packages: ModelPackages) -> None:
+    for version, by_region in packages.versions.items():
+        for region, arn in by_region.items():
+            field = f'versions."{version}".{region}'
+            match = MODEL_PACKAGE_ARN.match(arn)
+            if match is None:
+                raise ConfigError(
+                    file=path,
+                    field=field,
+                    value=arn,
+                    problem="not a SageMaker model-package ARN",
+                    fix="copy the ARN from SageMaker AI > Model packages > My subscriptions; it looks like "
+                    "arn:aws:sagemaker:<region>:<12-digit account>:model-package/<name>",
+                )
+            if match["region"] != region:
+                raise ConfigError(
+                    file=path,
+                    field=field,
+                    value=arn,
+                    problem=f"the ARN is for {match['region']}, not {region}",
+                    fix=f"move it under `{match['region']} = ...` or use the {region} ARN",
+                )
+
+
+def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
+    def fail(field: str, value: object, problem: str, fix: str) -> NoReturn:
+        raise ConfigError(file=path, field=field, value=value, problem=problem, fix=fix)
+
+    if env.account is None and name != DEFAULT_ENVIRONMENT:
+        fail(
+            "account",
+            MISSING,
+            f"only the default environment ({DEFAULT_ENVIRONMENT}) may leave the account out",
+            'add `account = "<12-digit AWS account id>"`',
+        )
+    if not REGION.match(env.region):
+        fail("region", env.region, "not an AWS Region name", 'write a Region such as "us-east-2"')
+    if len(set(env.routes)) != len(env.routes):
+        fail("routes", env.routes, "a route is listed twice", "list each route once")
+    if env.log_retention_days not in LOG_RETENTION_DAYS:
+        fail(
+            "log_retention_days",
+            env.log_retention_days,
+            "CloudWatch Logs does not offer this retention",
+            f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}",
+        )
+    if env.network.flow_log_retention_days not in LOG_RETENTION_DAYS:
+        fail(
+            "network.flow_log_retention_days",
+            env.network.flow_log_retention_days,
+            "CloudWatch Logs does not offer this retention",
+            f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}",
+        )
+
+    net = env.network
+    zones = net.existing_vpc.availability_zones if net.existing_vpc else net.availability_zones
+    zones_field = (
+        "network.existing_vpc.availability_zones" if net.existing_vpc else "network.availability_zones"
+    )
+    if len(set(zones)) < 2:
+        fail(
+            zones_field,
+            zones,
+            "fewer than two distinct Availability Zones (SageMaker's VpcConfig needs subnets in two AZs)",
+            f'name two or more, e.g. ["{env.region}a", "{env.region}b"]',
+        )
+    for zone in zones:
+        if not (zone.startswith(env.region) and len(zone) == len(env.region) + 1):
+            fail(
+                zones_field,
+                zone,
+                f"not an Availability Zone of {env.region}",
+                f'use zones named like "{env.region}a"',
+            )
+    if net.existing_vpc and len(net.existing_vpc.private_subnet_ids) != len(
+        net.existing_vpc.availability_zones
+    ):
+        fail(
+            "network.existing_vpc.private_subnet_ids",
+            net.existing_vpc.private_subnet_ids,
+            "needs one private subnet per Availability Zone, in the same order",
+            "list as many subnet ids as availability_zones",
+        )
+
+    if "sagemaker" in env.routes:
+        _check_sagemaker(fail, env, catalogue)
+    if "ecs" in env.routes:
+        _check_ecs(fail, env, catalogue, zones)
+
+
+def _check_sagemaker(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
+    sm = env.sagemaker
+    gpu_ml_types = sorted(t for t in catalogue.instance_types if t.startswith("ml."))
+    if sm.instance_type not in gpu_ml_types:
+        fail(
+            "sagemaker.instance_type",
+            sm.instance_type,
+            "not a GPU SageMaker (ml.) instance type",
+            f"use one of {', '.join(gpu_ml_types)}, or describe it in config/{INSTANCE_TYPES_FILE}",
+        )
+    if sm.min_instances < 2:
+        fail(
+            "sagemaker.min_instances",
+            sm.min_instances,
+            "fewer than 2 instances (the SageMaker SLA covers only endpoints with more than one instance)",
+            "set sagemaker.min_instances to 2 or more",
+        )
+    if sm.min_instances > sm.max_instances:
+        fail(
+            "sagemaker.max_instances",
+            sm.max_instances,
+            f"below min_instances ({sm.min_instances})",
+            f"set sagemaker.max_instances to {sm.min_instances} or more",
+        )
+    if sm.endpoint_name is not None and not re.fullmatch(
+        r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", sm.endpoint_name
+    ):
+        fail(
+            "sagemaker.endpoint_name",
+            sm.endpoint_name,
+            "not a valid SageMaker endpoint name",
+            "use up to 63 letters, digits and hyphens, starting with a letter or digit",
+        )
+
+
+ECS_GPU_FAMILIES = ("g6", "g6e")
+SERVICES = ("api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent")
+FARGATE_SERVICES = ("api_server", "licence_proxy", "nats")
+GPU_AGENT_CPU, GPU_AGENT_MEMORY_MIB = 128, 256  # the metrics daemon beside each worker (SonicMetrics)
+# Fargate's CPU units -> allowed memory (MiB): min, max, step.
+FARGATE_SIZES = {
+    256: (512, 2048, 512),
+    512: (1024, 4096, 1024),
+    1024: (2048, 8192, 1024),
+    2048: (4096, 16384, 1024),
+    4096: (8192, 30720, 1024),
+    8192: (16384, 61440, 4096),
+    16384: (32768, 122880, 8192),
+}
+
+
+def _check_fargate_size(fail: Fail, field: str, cpu: int, memory_mib: int) -> None:
+    if cpu not in FARGATE_SIZES:
+        fail(
+            f"{field}.cpu", cpu, "not a Fargate CPU size", f"use one of {', '.join(map(str, FARGATE_SIZES))}"
+        )
+    low, high, step = FARGATE_SIZES[cpu]
+    if not (low <= memory_mib <= high and memory_mib % step == 0):
+        fail(
+            f"{field}.memory_mib",
+            memory_mib,
+            f"Fargate does not offer this memory with {cpu} CPU units",
+            f"use {low} to {high} in steps of {step}",
+        )
+
+
+def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue, zones: list[str]) -> None:
+    ecs = env.ecs
+    if ecs is None:
+        fail(
+            "ecs",
+            MISSING,
+            'routes include "ecs" but there is no [ecs] table',
+            'add an [ecs] table (see config/environments/dev.toml) or remove "ecs" from routes',
+        )
+    ec2_types = sorted(
+        t for t in catalogue.instance_types if not t.startswith("ml.") and t.split(".")[0] in ECS_GPU_FAMILIES
+    )
+    if ecs.instance_type.split(".")[0] not in ECS_GPU_FAMILIES or ecs.instance_type not in ec2_types:
+        fail(
+            "ecs.instance_type",
+            ecs.instance_type,
+            f"not a GPU instance type of a family the ECS route supports ({', '.join(ECS_GPU_FAMILIES)})",
+            f"use one of {', '.join(ec2_types)}, or describe it in config/{INSTANCE_TYPES_FILE}",
+        )
+    if ecs.availability_zone not in zones:
+        fail(
+            "ecs.availability_zone",
+            ecs.availability_zone,
+            "not one of the VPC's Availability Zones",
+            f"use one of {', '.join(zones)}",
+        )
+    if ecs.min_workers < 2:
+        fail(
+            "ecs.min_workers",
+            ecs.min_workers,
+            "fewer than 2 GPU workers (one failure would stop all speech)",
+            "set ecs.min_workers to 2 or more",
+        )
+    if ecs.min_workers > ecs.max_workers:
+        fail(
+            "ecs.max_workers",
+            ecs.max_workers,
+            f"below min_workers ({ecs.min_workers})",
+            f"set ecs.max_workers to {ecs.min_workers} or more",
+        )
+    if ecs.api_server_tasks < 2:
+        fail(
+            "ecs.api_server_tasks",
+            ecs.api_server_tasks,
+            "fewer than 2 API server tasks",
+            "set ecs.api_server_tasks to 2 or more",
+        )
+    for service in SERVICES:
+        if service not in ecs.services:
+            fail(
+                f"ecs.services.{service}",
+                MISSING,
+                "no image configured for this service",
+                f"add an [ecs.services.{service}] table with source, tag and port (from Cartesia's bundle)",
+            )
+    for name, spec in ecs.services.items():
+        if name in FARGATE_SERVICES:
+            _check_fargate_size(fail, f"ecs.services.{name}", spec.cpu, spec.memory_mib)
+    instance = catalogue.instance_types.get(ecs.instance_type)
+    worker, agent = ecs.services.get("gpu_worker"), ecs.services.get("cloudwatch_agent")
+    if instance and worker and agent:
+        # ECS keeps some memory for the OS and agent; leave ~6% of the instance free.
+        usable_mib = int(instance.memory_gib * 1024 * 0.94)
+        if worker.memory_mib + GPU_AGENT_MEMORY_MIB > usable_mib:
+            fail(
+                "ecs.services.gpu_worker.memory_mib",
+                worker.memory_mib,
+                f"with the metrics agent ({GPU_AGENT_MEMORY_MIB} MiB) it does not fit a {ecs.instance_type} "
+                f"({usable_mib} MiB usable)",
+                f"set it to {usable_mib - GPU_AGENT_MEMORY_MIB} or less, or use a larger instance type",
+            )
+        if worker.cpu + GPU_AGENT_CPU > instance.vcpus * 1024:
+            fail(
+                "ecs.services.gpu_worker.cpu",
+                worker.cpu,
+                f"with the metrics agent ({GPU_AGENT_CPU} units) it exceeds a {ecs.instance_type}'s "
+                f"{instance.vcpus * 1024} CPU units",
+                f"set it to {instance.vcpus * 1024 - GPU_AGENT_CPU} or less",
+            )
+    if ecs.licence_mode == "air-gapped" and ecs.nat_gateways > 0:
+        fail(
+            "ecs.nat_gateways",
+            ecs.nat_gateways,
+            "air-gapped mode must have no egress, but a NAT gateway gives the containers a way out",
+            'set ecs.nat_gateways = 0, or licence_mode = "connected"',
+        )
+    if ecs.licence_mode == "connected" and ecs.nat_gateways == 0:
+        fail(
+            "ecs.nat_gateways",
+            0,
+            "connected mode needs HTTPS egress for licensing and model artifacts",
+            'set ecs.nat_gateways = 1, or licence_mode = "air-gapped"',
+        )
+    if ecs.secrets.create and ecs.copy_images:
+        fail(
+            "ecs.secrets.create",
+            True,
+            "the image copy would run before you can store the registry "
+            "credentials in the secrets the stack creates",
+            "create the secrets first and import them by name "
+            "(create = false), or deploy once with copy_images = false, store the secrets, then enable it",
+        )
