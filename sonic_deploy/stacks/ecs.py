@@ -22,9 +22,11 @@ from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
+from sonic_deploy.constructs.self_hosted_sonic import SelfHostedSonic
 from sonic_deploy.constructs.sonic_metrics import SonicMetrics
 from sonic_deploy.constructs.sonic_secrets import SonicSecrets
 from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
+from sonic_deploy.constructs.worker_alarms import WorkerAlarms
 from sonic_deploy.stacks.common import log_retention, network_props
 
 NAMESPACE = "sonic.internal"
@@ -122,82 +124,53 @@ class EcsStack(Stack):
         )
         registry.before_use("cloudwatch_agent", metrics)
         alerting = Alerting(self, "Alerting", key=key, emails=cfg.alarms.email)
-        alarms = self._alarms(cfg, alerting, metrics)
+        alarms = WorkerAlarms(
+            self,
+            "Alarms",
+            alerting=alerting,
+            metrics=metrics,
+            ttfa_p95_ms=cfg.alarms.worker_ttfa_p95_ms,
+            gpu_pinned_percent=cfg.alarms.gpu_pinned_percent,
+            gpu_pinned_minutes=cfg.alarms.gpu_pinned_minutes,
+        )
 
-        def service(name: str, discovery: str, desired: int, **extra: Any) -> SonicService:
-            spec = cfg.services[name]  # type: ignore[index]
-            container = ContainerSpec(
-                image=registry.image(name),
-                port=spec.port,
-                cpu=spec.cpu,
-                memory_mib=spec.memory_mib,
-                environment=spec.environment,
-                secrets={var: secrets.for_task(ref) for var, ref in spec.secrets.items()},
-                command=spec.command,
-                health_check=spec.health_check,
-                metrics_port=spec.metrics_port,
-                **extra.pop("container", {}),
-            )
-            built = SonicService(
-                self,
-                name.title().replace("_", ""),
-                cluster=cluster,
-                discovery_name=discovery,
-                container=container,
-                desired_count=desired,
-                subnets=placement.subnets,
-                log_key=key,
-                log_retention=retention,
-                **extra,
-            )
-            registry.before_use(name, built)
-            return built
-
-        nats = service("nats", "nats", 1)
         licence_volume = None
         if cfg.licence_mode == "air-gapped":
             store = LicenceStore(self, "LicenceStore", vpc=network.vpc, placement=placement, key=key)
             licence_volume = (store.volume, cfg.licence_data_path)
-        licence = service("licence_proxy", "licence-proxy", 1, volume=licence_volume)
-        if licence_volume is not None:
-            store.allow_from(licence.security_group)
-        api = service(
-            "api_server",
-            "api-server",
-            cfg.api_server_tasks,
-            deployment_alarms=[alarms["UnserviceableRequests"]],
-        )
-        workers = service(
-            "gpu_worker",
-            "gpu-worker",
-            cfg.min_workers,
+        sonic = SelfHostedSonic(
+            self,
+            "Sonic",
+            cluster=cluster,
+            subnets=placement.subnets,
+            registry=registry,
+            containers=_containers(cfg, registry, secrets),
+            api_tasks=cfg.api_server_tasks,
+            workers=cfg.min_workers,
             gpu_placement=GpuPlacement(capacity.capacity_provider),
-            container={
-                "gpu": True,
-                "health_start_period": Duration.seconds(cfg.worker_start_period_s),
-                "health_retries": cfg.worker_health_retries,
-            },
-            deployment_alarms=[alarms["WorkerTtfaP95"], alarms["UnserviceableRequests"]],
+            log_key=key,
+            log_retention=retention,
+            api_deployment_alarms=[alarms.unserviceable],
+            worker_deployment_alarms=[alarms.ttfa, alarms.unserviceable],
+            licence_volume=licence_volume,
         )
-
-        for client in (api, workers):
-            nats.allow_from(client, f"NATS from {client.discovery_name}")
-            licence.allow_from(client, f"licence checks from {client.discovery_name}")
-        workers.allow_from(metrics.security_group, "Prometheus scrape")
-        api.allow_from(metrics.security_group, "Prometheus scrape")
+        if licence_volume is not None:
+            store.allow_from(sonic.licence_proxy.security_group)
+        sonic.workers.allow_from(metrics.security_group, "Prometheus scrape")
+        sonic.api_server.allow_from(metrics.security_group, "Prometheus scrape")
 
         lb = ApiLoadBalancer(
             self,
             "Api",
             vpc=network.vpc,
             placement=placement,
-            api=api,
+            api=sonic.api_server,
             listener_port=cfg.listener_port,
             idle_timeout=Duration.seconds(cfg.nlb_idle_timeout_s),
             deregistration_delay=Duration.seconds(cfg.deregistration_delay_s),
         )
 
-        self._scaling(cfg, cluster, workers, metrics)
+        self._scaling(cfg, cluster, sonic.workers, metrics)
         alerting.alarm(
             "UnhealthyApiTargets",
             metric=lb.unhealthy_targets(),
@@ -248,43 +221,24 @@ class EcsStack(Stack):
             scale_in_cooldown=Duration.seconds(cfg.scale_in_cooldown_s),
         )
 
-    def _alarms(
-        self, cfg: EcsConfig, alerting: Alerting, metrics: SonicMetrics
-    ) -> dict[str, cloudwatch.Alarm]:
-        alarms = cfg.alarms
-        return {
-            "NoWorkerCapacity": alerting.alarm(
-                "NoWorkerCapacity",
-                metric=metrics.sonic_metric("inferno_worker_capacity"),
-                threshold=1,
-                evaluation_periods=3,
-                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-                missing_data=cloudwatch.TreatMissingData.BREACHING,
-                description="No GPU worker reports capacity: every request will queue or fail.",
-            ),
-            "UnserviceableRequests": alerting.alarm(
-                "UnserviceableRequests",
-                metric=metrics.sonic_metric("api_unserviceable_requests_size", statistic="Maximum"),
-                threshold=0,
-                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                description="The API server is refusing requests it cannot serve: add workers or raise max_workers.",
-            ),
-            "WorkerTtfaP95": alerting.alarm(
-                "WorkerTtfaP95",
-                metric=metrics.sonic_metric(
-                    "inferno_worker_ttfa", statistic="p95", period=Duration.minutes(5)
-                ),
-                threshold=alarms.worker_ttfa_p95_ms,
-                evaluation_periods=2,
-                description=f"Worker time to first audio p95 above {alarms.worker_ttfa_p95_ms:g} ms for 10 minutes.",
-            ),
-            "GpuPinned": alerting.alarm(
-                "GpuPinned",
-                metric=metrics.gpu_utilisation(),
-                threshold=alarms.gpu_pinned_percent,
-                evaluation_periods=alarms.gpu_pinned_minutes,
-                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                description=f"GPU utilisation above {alarms.gpu_pinned_percent:g}% for {alarms.gpu_pinned_minutes} "
-                "minutes: scaling is not keeping up (max_workers, the G and VT instance quota, or AZ capacity).",
-            ),
-        }
+
+def _containers(cfg: EcsConfig, registry: ImageRegistry, secrets: SonicSecrets) -> dict[str, ContainerSpec]:
+    """Each service's container from config; the GPU worker also gets its GPU and a long health grace."""
+    containers: dict[str, ContainerSpec] = {}
+    for name, spec in cfg.services.items():
+        worker = name == "gpu_worker"
+        containers[name] = ContainerSpec(
+            image=registry.image(name),
+            port=spec.port,
+            cpu=spec.cpu,
+            memory_mib=spec.memory_mib,
+            environment=spec.environment,
+            secrets={variable: secrets.for_task(ref) for variable, ref in spec.secrets.items()},
+            command=spec.command,
+            health_check=spec.health_check,
+            metrics_port=spec.metrics_port,
+            gpu=worker,
+            health_start_period=Duration.seconds(cfg.worker_start_period_s if worker else 60),
+            health_retries=cfg.worker_health_retries if worker else 3,
+        )
+    return containers

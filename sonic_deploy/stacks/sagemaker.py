@@ -6,13 +6,13 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Duration, Fn, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.encryption import EncryptionKey
+from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
@@ -80,7 +80,19 @@ class SageMakerStack(Stack):
             scale_in_cooldown=Duration.seconds(sm.scale_in_cooldown_s),
         )
 
-        self._alarms(endpoint, settings, key)
+        alarms = sm.alarms
+        EndpointAlarms(
+            self,
+            "Alarms",
+            alerting=Alerting(self, "Alerting", key=key, emails=alarms.email),
+            endpoint=endpoint,
+            errors_5xx_per_5min=alarms.errors_5xx_per_5min,
+            errors_4xx_per_5min=alarms.errors_4xx_per_5min,
+            model_latency_p95_ms=alarms.model_latency_p95_ms,
+            gpu_pinned_percent=alarms.gpu_pinned_percent,
+            gpu_pinned_minutes=alarms.gpu_pinned_minutes,
+            gpus_per_instance=instance.gpus,
+        )
 
         runtime = network.endpoints["sagemaker.runtime"]
         CfnOutput(self, "EndpointName", value=endpoint.endpoint.attr_endpoint_name)
@@ -92,40 +104,3 @@ class SageMakerStack(Stack):
             value=Fn.select(1, Fn.split(":", Fn.select(0, runtime.vpc_endpoint_dns_entries))),
         )
         CfnOutput(self, "Region", value=self.region)
-
-    def _alarms(self, endpoint: SonicEndpoint, settings: Settings, key: Any) -> None:
-        alarms = settings.environment.sagemaker.alarms
-        gpus = settings.sagemaker_instance.gpus
-        alerting = Alerting(self, "Alerting", key=key, emails=alarms.email)
-        five_minutes = Duration.minutes(5)
-        alerting.alarm(
-            "Errors5xx",
-            metric=endpoint.metric("Invocation5XXErrors", statistic="Sum", period=five_minutes),
-            threshold=alarms.errors_5xx_per_5min,
-            description="Sonic endpoint returned 5XX errors: the model container failed requests.",
-        )
-        alerting.alarm(
-            "Errors4xx",
-            metric=endpoint.metric("Invocation4XXErrors", statistic="Sum", period=five_minutes),
-            threshold=alarms.errors_4xx_per_5min,
-            description="Sonic endpoint returned 4XX errors; 429 means no free capacity (raise max_instances "
-            "or lower target_utilisation), 422 means bad input from a client.",
-        )
-        alerting.alarm(
-            "ModelLatencyP95",
-            # ModelLatency is reported in microseconds.
-            metric=endpoint.metric("ModelLatency", statistic="p95", period=five_minutes),
-            threshold=alarms.model_latency_p95_ms * 1000,
-            evaluation_periods=2,
-            description=f"Sonic p95 model latency above {alarms.model_latency_p95_ms:g} ms for 10 minutes.",
-        )
-        minutes = alarms.gpu_pinned_minutes
-        alerting.alarm(
-            "GpuPinned",
-            metric=endpoint.metric("GPUUtilization", instance_metric=True, period=Duration.minutes(1)),
-            threshold=alarms.gpu_pinned_percent * gpus,
-            evaluation_periods=minutes,
-            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"GPU utilisation above {alarms.gpu_pinned_percent:g}% for {minutes} minutes: "
-            "scaling is not keeping up (check max_instances and the instance quota).",
-        )

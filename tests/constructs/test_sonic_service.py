@@ -30,7 +30,7 @@ def test_gpu_worker_one_gpu_per_task_one_task_per_instance(ecs_template: Templat
     worker = _task(ecs_template, "gpu-worker")
     assert worker["container"]["ResourceRequirements"] == [{"Type": "GPU", "Value": "1"}]
     assert worker["RequiresCompatibilities"] == ["EC2"]
-    service = _service_of(ecs_template, "GpuWorker")
+    service = _service_of(ecs_template, "SonicGpuWorker")
     assert service["PlacementConstraints"] == [{"Type": "distinctInstance"}]
     assert service["DesiredCount"] == 2
     assert service["CapacityProviderStrategy"][0]["CapacityProvider"]["Ref"].startswith(
@@ -45,7 +45,7 @@ def test_worker_health_check_waits_for_model_load(ecs_template: Template) -> Non
 
 
 def test_api_server_two_tasks_same_az_as_workers(ecs_template: Template) -> None:
-    api, worker = _service_of(ecs_template, "ApiServer"), _service_of(ecs_template, "GpuWorker")
+    api, worker = _service_of(ecs_template, "SonicApiServer"), _service_of(ecs_template, "SonicGpuWorker")
     assert api["DesiredCount"] == 2
     subnets = api["NetworkConfiguration"]["AwsvpcConfiguration"]["Subnets"]
     assert subnets == worker["NetworkConfiguration"]["AwsvpcConfiguration"]["Subnets"]
@@ -53,11 +53,11 @@ def test_api_server_two_tasks_same_az_as_workers(ecs_template: Template) -> None
 
 
 def test_rolling_deployments_with_circuit_breaker_and_alarms(ecs_template: Template) -> None:
-    for prefix in ("ApiServer", "GpuWorker", "Nats", "LicenceProxy"):
+    for prefix in ("SonicApiServer", "SonicGpuWorker", "SonicNats", "SonicLicenceProxy"):
         config = _service_of(ecs_template, prefix)["DeploymentConfiguration"]
         assert config["DeploymentCircuitBreaker"] == {"Enable": True, "Rollback": True}
         assert config["MinimumHealthyPercent"] == 100
-    alarms = _service_of(ecs_template, "GpuWorker")["DeploymentConfiguration"]["Alarms"]
+    alarms = _service_of(ecs_template, "SonicGpuWorker")["DeploymentConfiguration"]["Alarms"]
     assert alarms["Enable"] is True and alarms["Rollback"] is True and len(alarms["AlarmNames"]) == 2
 
 
@@ -144,7 +144,9 @@ def test_images_copied_with_registry_credentials_before_services(ecs_template: T
     assert "REPLACE-ME.pkg.dev/cartesia/self-hosted/gpu-worker:REPLACE-ME" in json.dumps(worker_copy)
     assert "cartesia-registry" in json.dumps(worker_copy["Properties"].get("SrcCreds", ""))
     worker = next(
-        s for k, s in resources_of(ecs_template, "AWS::ECS::Service").items() if k.startswith("GpuWorker")
+        s
+        for k, s in resources_of(ecs_template, "AWS::ECS::Service").items()
+        if k.startswith("SonicGpuWorker")
     )
     assert any(d.startswith("RegistryGpuWorkerCopy") for d in worker["DependsOn"])
 

@@ -43,7 +43,7 @@ def test_air_gapped_has_no_egress_and_keeps_the_licence(edit_config: EditConfig)
     licence = next(
         t["Properties"]
         for k, t in resources_of(template, "AWS::ECS::TaskDefinition").items()
-        if k.startswith("LicenceProxy")
+        if k.startswith("SonicLicenceProxy")
     )
     assert licence["Volumes"][0]["EFSVolumeConfiguration"]["TransitEncryption"] == "ENABLED"
     assert licence["ContainerDefinitions"][0]["MountPoints"] == [

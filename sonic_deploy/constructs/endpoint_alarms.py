@@ -1,0 +1,63 @@
+"""Alarms of the SageMaker route on the endpoint's own metrics."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from sonic_deploy.constructs.alerting import Alerting
+from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
+
+FIVE_MINUTES = Duration.minutes(5)
+
+
+class EndpointAlarms(Construct):
+    """5XX and 4XX errors (429 = no free capacity), ModelLatency p95, GPU utilisation pinned high."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        alerting: Alerting,
+        endpoint: SonicEndpoint,
+        errors_5xx_per_5min: int,
+        errors_4xx_per_5min: int,
+        model_latency_p95_ms: float,
+        gpu_pinned_percent: float,
+        gpu_pinned_minutes: int,
+        gpus_per_instance: int,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.errors_5xx = alerting.alarm(
+            "Errors5xx",
+            metric=endpoint.metric("Invocation5XXErrors", statistic="Sum", period=FIVE_MINUTES),
+            threshold=errors_5xx_per_5min,
+            description="Sonic endpoint returned 5XX errors: the model container failed requests.",
+        )
+        self.errors_4xx = alerting.alarm(
+            "Errors4xx",
+            metric=endpoint.metric("Invocation4XXErrors", statistic="Sum", period=FIVE_MINUTES),
+            threshold=errors_4xx_per_5min,
+            description="Sonic endpoint returned 4XX errors; 429 means no free capacity (raise max_instances "
+            "or lower target_utilisation), 422 means bad input from a client.",
+        )
+        self.model_latency = alerting.alarm(
+            "ModelLatencyP95",
+            # ModelLatency is reported in microseconds.
+            metric=endpoint.metric("ModelLatency", statistic="p95", period=FIVE_MINUTES),
+            threshold=model_latency_p95_ms * 1000,
+            evaluation_periods=2,
+            description=f"Sonic p95 model latency above {model_latency_p95_ms:g} ms for 10 minutes.",
+        )
+        self.gpu_pinned = alerting.alarm(
+            "GpuPinned",
+            # GPUUtilization is 0-100 per GPU, summed over the instance's GPUs.
+            metric=endpoint.metric("GPUUtilization", instance_metric=True),
+            threshold=gpu_pinned_percent * gpus_per_instance,
+            evaluation_periods=gpu_pinned_minutes,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            description=f"GPU utilisation above {gpu_pinned_percent:g}% for {gpu_pinned_minutes} minutes: "
+            "scaling is not keeping up (check max_instances and the instance quota).",
+        )

@@ -1,0 +1,82 @@
+"""Cartesia's self-hosted product as four ECS services wired to each other, in one AZ."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from sonic_deploy.constructs.registry import ImageRegistry
+from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
+
+
+class SelfHostedSonic(Construct):
+    """NATS and the licence proxy (one task each), the API server and the GPU workers; the API server and
+    workers may reach NATS and the licence proxy, nothing else may. Each service waits for its image."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: ecs.Cluster,
+        subnets: ec2.SubnetSelection,
+        registry: ImageRegistry,
+        containers: Mapping[str, ContainerSpec],
+        api_tasks: int,
+        workers: int,
+        gpu_placement: GpuPlacement,
+        log_key: kms.IKey,
+        log_retention: logs.RetentionDays,
+        api_deployment_alarms: Sequence[cloudwatch.IAlarm],
+        worker_deployment_alarms: Sequence[cloudwatch.IAlarm],
+        licence_volume: tuple[ecs.Volume, str] | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        def service(
+            name: str,
+            discovery: str,
+            desired: int,
+            *,
+            volume: tuple[ecs.Volume, str] | None = None,
+            deployment_alarms: Sequence[cloudwatch.IAlarm] = (),
+            placement: GpuPlacement | None = None,
+        ) -> SonicService:
+            built = SonicService(
+                self,
+                "".join(part.capitalize() for part in name.split("_")),
+                cluster=cluster,
+                discovery_name=discovery,
+                container=containers[name],
+                desired_count=desired,
+                subnets=subnets,
+                log_key=log_key,
+                log_retention=log_retention,
+                volume=volume,
+                deployment_alarms=deployment_alarms,
+                gpu_placement=placement,
+            )
+            registry.before_use(name, built)
+            return built
+
+        self.nats = service("nats", "nats", 1)
+        self.licence_proxy = service("licence_proxy", "licence-proxy", 1, volume=licence_volume)
+        self.api_server = service(
+            "api_server", "api-server", api_tasks, deployment_alarms=api_deployment_alarms
+        )
+        self.workers = service(
+            "gpu_worker",
+            "gpu-worker",
+            workers,
+            placement=gpu_placement,
+            deployment_alarms=worker_deployment_alarms,
+        )
+        for client in (self.api_server, self.workers):
+            self.nats.allow_from(client, f"NATS from {client.discovery_name}")
+            self.licence_proxy.allow_from(client, f"licence checks from {client.discovery_name}")

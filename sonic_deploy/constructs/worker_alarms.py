@@ -1,0 +1,62 @@
+"""Alarms of the ECS route on the metrics SonicMetrics publishes."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from sonic_deploy.constructs.alerting import Alerting
+from sonic_deploy.constructs.sonic_metrics import SonicMetrics
+
+ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
+
+
+class WorkerAlarms(Construct):
+    """No worker capacity, unserviceable requests, worker TTFA p95 and GPU pinned. The unserviceable and
+    TTFA alarms double as deployment alarms: they do not depend on the services they guard."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        alerting: Alerting,
+        metrics: SonicMetrics,
+        ttfa_p95_ms: float,
+        gpu_pinned_percent: float,
+        gpu_pinned_minutes: int,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.no_capacity = alerting.alarm(
+            "NoWorkerCapacity",
+            metric=metrics.sonic_metric("inferno_worker_capacity"),
+            threshold=1,
+            evaluation_periods=3,
+            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            missing_data=cloudwatch.TreatMissingData.BREACHING,
+            description="No GPU worker reports capacity: every request will queue or fail.",
+        )
+        self.unserviceable = alerting.alarm(
+            "UnserviceableRequests",
+            metric=metrics.sonic_metric("api_unserviceable_requests_size", statistic="Maximum"),
+            threshold=0,
+            comparison=ABOVE,
+            description="The API server is refusing requests it cannot serve: add workers or raise max_workers.",
+        )
+        self.ttfa = alerting.alarm(
+            "WorkerTtfaP95",
+            metric=metrics.sonic_metric("inferno_worker_ttfa", statistic="p95", period=Duration.minutes(5)),
+            threshold=ttfa_p95_ms,
+            evaluation_periods=2,
+            description=f"Worker time to first audio p95 above {ttfa_p95_ms:g} ms for 10 minutes.",
+        )
+        self.gpu_pinned = alerting.alarm(
+            "GpuPinned",
+            metric=metrics.gpu_utilisation(),
+            threshold=gpu_pinned_percent,
+            evaluation_periods=gpu_pinned_minutes,
+            comparison=ABOVE,
+            description=f"GPU utilisation above {gpu_pinned_percent:g}% for {gpu_pinned_minutes} minutes: scaling "
+            "is not keeping up (max_workers, the G and VT instance quota, or capacity in the AZ).",
+        )
