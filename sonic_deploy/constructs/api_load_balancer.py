@@ -8,6 +8,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
+from sonic_deploy.constructs.findings import acknowledge
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.sonic_service import SonicService
 
@@ -51,6 +52,16 @@ class ApiLoadBalancer(Construct):
             vpc_subnets=placement.subnets,
             security_groups=[self.security_group],
             cross_zone_enabled=False,
+        )
+        acknowledge(
+            self.security_group,
+            "AwsSolutions-EC23",
+            reason="ingress is the listener port from this VPC's own CIDR (a token), not 0.0.0.0/0",
+        )
+        acknowledge(
+            self.load_balancer,
+            "AwsSolutions-ELB2",
+            reason="NLB access logs cover TLS listeners only; this listener is TCP (streams pass through)",
         )
         self.target_group = elbv2.NetworkTargetGroup(
             self,

@@ -10,6 +10,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from sonic_deploy.constructs.findings import acknowledge
 from sonic_deploy.constructs.placement import SingleAzPlacement
 
 
@@ -77,6 +78,19 @@ class GpuCapacity(Construct):
             # One spare instance so a rolling deploy at 100% minimum healthy has room for a new task.
             max_capacity=max_instances + 1,
             new_instances_protected_from_scale_in=False,
+        )
+        acknowledge(
+            self.auto_scaling_group,
+            "AwsSolutions-AS3",
+            reason="the capacity provider drives this group; scaling shows in ECS events and Container "
+            "Insights, and GPU saturation alarms to the stack's topic",
+        )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Action::ecs:Submit*]",
+            "AwsSolutions-IAM5[Resource::*]",
+            reason="the ECS container-instance policy CDK writes for the ECS agent (register, poll, "
+            "submit state); those calls are not resource-scoped",
         )
         self.capacity_provider = ecs.AsgCapacityProvider(
             self,

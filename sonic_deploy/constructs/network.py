@@ -10,6 +10,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from sonic_deploy.constructs.findings import acknowledge
+
 PRIVATE_SUBNET_MASK = 20  # 4,091 addresses per AZ: room for endpoint ENIs and many GPU tasks
 
 
@@ -87,6 +89,11 @@ class Network(Construct):
         )
         self.endpoint_security_group.add_ingress_rule(
             ec2.Peer.ipv4(self.vpc.vpc_cidr_block), ec2.Port.tcp(443), "HTTPS from the VPC"
+        )
+        acknowledge(
+            self.endpoint_security_group,
+            "AwsSolutions-EC23",
+            reason="ingress is HTTPS from this VPC's own CIDR (a token the rule cannot read), not 0.0.0.0/0",
         )
         self.endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
         for service in interface_services:

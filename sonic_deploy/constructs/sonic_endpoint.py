@@ -13,6 +13,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from sonic_deploy.constructs.findings import acknowledge
+
 VARIANT_NAME = "AllTraffic"
 INVOCATION_NAMESPACE = "AWS/SageMaker"
 INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
@@ -151,6 +153,12 @@ class SonicEndpoint(Construct):
                     "StringEquals": {"cloudwatch:namespace": [INVOCATION_NAMESPACE, INSTANCE_NAMESPACE]}
                 },
             )
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            reason="EC2 network-interface and Describe calls are not resource-scoped; PutMetricData is "
+            "limited by its namespace condition",
         )
         if volume_key is not None:
             volume_key.grant(role, "kms:CreateGrant", "kms:DescribeKey")

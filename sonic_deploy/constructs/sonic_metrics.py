@@ -16,6 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.config.rules import GPU_AGENT_CPU, GPU_AGENT_MEMORY_MIB
+from sonic_deploy.constructs.findings import acknowledge
 from sonic_deploy.constructs.sonic_service import PROMETHEUS_JOB_LABEL, PROMETHEUS_PORT_LABEL
 
 GPU_NAMESPACE = "CWAgent"
@@ -213,6 +214,25 @@ class SonicMetrics(Construct):
                 "PROMETHEUS_CONFIG_CONTENT": prometheus_config(),
             },
             logging=ecs.LogDriver.aws_logs(stream_prefix="scraper", log_group=agent_logs),
+        )
+        for task in (gpu_task, scraper_task):
+            acknowledge(
+                task, "AwsSolutions-ECS2", reason="the agent's generated configuration, nothing secret"
+            )
+            acknowledge(
+                task.task_role,
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/CloudWatchAgentServerPolicy]",
+                reason="AWS's documented policy for the CloudWatch agent",
+            )
+            acknowledge(
+                task.obtain_execution_role(),
+                "AwsSolutions-IAM5[Resource::*]",
+                reason="ecr:GetAuthorizationToken is not resource-scoped",
+            )
+        acknowledge(
+            scraper_task.task_role,
+            "AwsSolutions-IAM5[Resource::*]",
+            reason="ECS service discovery lists and describes tasks; those calls are not resource-scoped",
         )
         self.security_group = ec2.SecurityGroup(
             self, "ScraperSecurityGroup", vpc=cluster.vpc, description="Prometheus scraper: no ingress"

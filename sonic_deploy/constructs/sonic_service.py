@@ -14,6 +14,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from sonic_deploy.constructs.findings import acknowledge
+
 PROMETHEUS_PORT_LABEL = "ECS_PROMETHEUS_EXPORTER_PORT"
 PROMETHEUS_JOB_LABEL = "ECS_PROMETHEUS_JOB_NAME"
 DEFAULT_START_PERIOD = Duration.seconds(60)
@@ -110,6 +112,17 @@ class SonicService(Construct):
             }
             if container.metrics_port
             else None,
+        )
+        acknowledge(
+            self.task_definition,
+            "AwsSolutions-ECS2",
+            reason="only non-secret settings are plain variables; secrets are injected by ECS from "
+            "Secrets Manager",
+        )
+        acknowledge(
+            self.task_definition.obtain_execution_role(),
+            "AwsSolutions-IAM5[Resource::*]",
+            reason="ecr:GetAuthorizationToken is not resource-scoped",
         )
         if volume is not None:
             self.task_definition.add_volume(
