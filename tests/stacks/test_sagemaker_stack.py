@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from aws_cdk import App, Stack
+from aws_cdk import Stack
 from aws_cdk.assertions import Annotations, Match, Template
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from sonic_deploy.config import Settings
-from sonic_deploy.stacks import add_stacks
-from tests.cdk_context import cli_context
 from tests.snapshot import scrubbed
 
 
@@ -45,12 +39,3 @@ def test_environment_tags_on_resources(sagemaker_template: Template) -> None:
             "Tags": Match.array_with([{"Key": "environment", "Value": "dev"}]),
         },
     )
-
-
-def test_synthesizing_twice_gives_identical_templates(dev_settings: Settings) -> None:
-    def once() -> Any:
-        app = App(context=cli_context())
-        stack = add_stacks(app, dev_settings)["sagemaker"]
-        return json.dumps(Template.from_stack(stack).to_json(), sort_keys=True)
-
-    assert once() == once()
