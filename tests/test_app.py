@@ -16,21 +16,23 @@ CDK = [str(ROOT / "node_modules" / "aws-cdk" / "bin" / "cdk")]
 
 def _cdk(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(CDK_DISABLE_VERSION_CHECK="1", AWS_EC2_METADATA_DISABLED="true")
+    env.update(
+        CDK_DISABLE_VERSION_CHECK="1", CDK_DISABLE_CLI_TELEMETRY="true", AWS_EC2_METADATA_DISABLED="true"
+    )
     return subprocess.run(
         ["node", *CDK, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
     )
 
 
 def test_cli_synth_matches_the_tests_template(tmp_path: Path, sagemaker_template: Template) -> None:
-    result = _cdk("synth", "--quiet", "--output", str(tmp_path))
+    result = _cdk("synth", "--quiet", "--no-notices", "--output", str(tmp_path))
     assert result.returncode == 0, result.stderr
     from_cli = json.loads((tmp_path / "SonicSageMaker.template.json").read_text())
     assert from_cli == sagemaker_template.to_json()
 
 
 def test_cli_synth_with_unknown_environment_prints_one_error(tmp_path: Path) -> None:
-    result = _cdk("synth", "--quiet", "-c", "env=nope", "--output", str(tmp_path))
+    result = _cdk("synth", "--quiet", "--no-notices", "-c", "env=nope", "--output", str(tmp_path))
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert (
