@@ -166,13 +166,17 @@ def _refresh(args: argparse.Namespace, prices_file: Path, region: str) -> bool:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from sonic_deploy.planner.price_refresh import fetch_prices
+    from sonic_deploy.planner.price_refresh import PRICING_API_REGION, fetch_prices
     from sonic_deploy.planner.price_table_writer import write_price_table
 
     try:
         session = boto3.Session(profile_name=args.profile)
         found, problems = fetch_prices(
-            session, region, list(dict.fromkeys(args.instance_types)), datetime.now(UTC).date()
+            session.client("pricing", region_name=PRICING_API_REGION),
+            session.client("ec2", region_name=region),
+            region,
+            list(dict.fromkeys(args.instance_types)),
+            datetime.now(UTC).date(),
         )
     except (BotoCoreError, ClientError) as error:
         print(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sonic_deploy.planner.price_table import InstanceKind, PriceRow
 
 if TYPE_CHECKING:
-    from boto3 import Session
+    from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_pricing import PricingClient
     from mypy_boto3_pricing.type_defs import FilterTypeDef
 
@@ -39,11 +39,10 @@ class PriceNotFoundError(Exception):
 
 
 def fetch_prices(
-    session: Session, region: str, instance_types: list[str], today: date
+    pricing: PricingClient, ec2: EC2Client, region: str, instance_types: list[str], today: date
 ) -> tuple[list[RefreshedPrice], list[str]]:
-    """Prices for each instance type, and a line for each price AWS did not give."""
-    pricing = session.client("pricing", region_name=PRICING_API_REGION)
-    ec2 = session.client("ec2", region_name=region)
+    """Prices for each instance type, and a line for each price AWS did not give. `pricing` is a client in
+    PRICING_API_REGION, `ec2` one in `region`."""
     found: list[RefreshedPrice] = []
     problems: list[str] = []
 

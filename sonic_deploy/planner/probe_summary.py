@@ -10,6 +10,7 @@ driven a single instance for the figure to be per instance.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,8 @@ def _read_levels(path: Path) -> list[_Level]:
                     concurrency=int(raw["concurrency"]),
                     requests=int(raw["requests"]),
                     ok=int(raw["ok"]),
-                    ttfa_p95_ms=float(raw["ttfa_ms"]["p95"]),
+                    # A level where every request failed has no latency: it cannot pass.
+                    ttfa_p95_ms=math.inf if raw["ttfa_ms"]["p95"] is None else float(raw["ttfa_ms"]["p95"]),
                 )
             )
         except (KeyError, TypeError, ValueError):
