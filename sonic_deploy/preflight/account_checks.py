@@ -77,7 +77,7 @@ def check_bootstrap(cloudformation: CloudFormationClient, account: str, region: 
         return failed(
             check,
             f"{BOOTSTRAP_STACK} is in state {status}",
-            f"delete the failed {BOOTSTRAP_STACK} stack (and its staging bucket if kept), then {fix[4:]}",
+            f"delete the failed {BOOTSTRAP_STACK} stack (and its staging bucket if kept), then {fix}",
         )
     outputs = {output.get("OutputKey"): output.get("OutputValue") for output in stack.get("Outputs", [])}
     version_text = outputs.get("BootstrapVersion")
