@@ -22,6 +22,15 @@ from sonic_deploy.planner.report import plan_as_json, plan_as_table
 DEFAULT_TTFA_BUDGET_MS = 300.0
 
 
+class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Show defaults, except the empty ones (None, False) that the help text already explains."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def add_parser(subparsers: Any) -> None:
     defaults = Workload()
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -29,7 +38,7 @@ def add_parser(subparsers: Any) -> None:
         help="GPUs and dollars per route for your call volume",
         description="Instances and cost per route (SageMaker, ECS) and instance type for a call volume. "
         "Every input has a default: `sonic-deploy plan` alone plans 100 concurrent calls.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpWithDefaults,
     )
     parser.add_argument(
         "--env", help="environment in config/environments/ (Region, catalogue, Sonic version); default: dev"

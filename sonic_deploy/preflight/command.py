@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,24 @@ def add_parser(subparsers: Any) -> None:
 
 def run_preflight_command(args: argparse.Namespace) -> int:
     import boto3
+    from botocore.exceptions import BotoCoreError
 
     settings = load_settings(args.config_dir, args.env)
-    session = boto3.Session(profile_name=args.profile)
-    results = run_preflight(AwsClients.from_session(session, settings.environment.region), settings)
+    region = settings.environment.region
+    try:
+        session = boto3.Session(profile_name=args.profile)
+        results = run_preflight(AwsClients.from_session(session, region), settings)
+    except BotoCoreError as error:  # no profile of that name, no network, an endpoint missing in the Region
+        print(
+            f"sonic-deploy preflight: cannot talk to AWS: {error}. Fix: check --profile, the network and "
+            f"that {region} is enabled for the account",
+            file=sys.stderr,
+        )
+        return 1
     print(
-        preflight_as_json(args.env, settings.environment.region, results)
+        preflight_as_json(args.env, region, results)
         if args.json
-        else preflight_as_table(args.env, settings.environment.region, results)
+        else preflight_as_table(args.env, region, results)
     )
     return 1 if any(result.status == "fail" for result in results) else 0
 

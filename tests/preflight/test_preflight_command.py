@@ -116,3 +116,15 @@ def test_planner_and_preflight_never_import_aws_cdk() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_unknown_profile_is_reported_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    assert preflight("--profile", "nosuch") == 1
+    error = capsys.readouterr().err
+    assert error.startswith(
+        "sonic-deploy preflight: cannot talk to AWS: The config profile (nosuch) could not be"
+    )
+    assert "Fix: check --profile" in error and "Traceback" not in error
