@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sonic_deploy.config import ConfigError, load_settings
-from sonic_deploy.config.loader import REGION
+from sonic_deploy.config.rules import REGION
 from sonic_deploy.planner.capacity import Workload
 from sonic_deploy.planner.chart import write_chart
 from sonic_deploy.planner.costs import EcsOverheads

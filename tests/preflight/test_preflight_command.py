@@ -84,7 +84,7 @@ def test_command_exits_0_when_nothing_fails(wired: FakeAws, capsys: pytest.Captu
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "Preflight for dev in us-east-2:"
     assert out[1].startswith("  PASS  credentials and account: account 123456789012")
-    assert "  SKIP  ECS checks: route not in dev's routes" in out
+    assert "  SKIP  ECS checks: no ECS targets (instance type, AZ, images, secrets) were given" in out
     assert out[-1] == "All checks passed or were skipped."
 
 
