@@ -102,6 +102,14 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class StreamsPerInstance:
+    """Concurrent streams one instance serves, and where that figure comes from (shown to the user)."""
+
+    count: int
+    source: str
+
+
+@dataclass(frozen=True)
 class Replicas:
     """Instances for one instance type: serving ones, and the total with the spare and the minimum."""
 

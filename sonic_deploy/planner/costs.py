@@ -9,6 +9,7 @@ from sonic_deploy.planner.capacity import (
     HOURS_PER_DAY,
     HOURS_PER_MONTH,
     DailyProfile,
+    StreamsPerInstance,
     Workload,
     daily_profile,
 )
@@ -82,12 +83,12 @@ class _PriceReader:
 def sagemaker_row(
     workload: Workload,
     instance_type: str,
-    streams: tuple[int, str],
+    streams: StreamsPerInstance,
     prices: PriceLookup,
     sonic_version: str,
     used: list[PriceRow],
 ) -> PlanRow:
-    profile = daily_profile(workload, streams[0])
+    profile = daily_profile(workload, streams.count)
     reader = _PriceReader(prices)
     hosting = reader.read(
         f"sagemaker_hosting.{instance_type}", prices.instance("sagemaker_hosting", instance_type)
@@ -121,12 +122,12 @@ def sagemaker_row(
 def ecs_rows(
     workload: Workload,
     instance_type: str,
-    streams: tuple[int, str],
+    streams: StreamsPerInstance,
     prices: PriceLookup,
     overheads: EcsOverheads,
     used: list[PriceRow],
 ) -> list[PlanRow]:
-    profile = daily_profile(workload, streams[0])
+    profile = daily_profile(workload, streams.count)
     rows = []
     for pricing, kind in ECS_PRICINGS:
         reader = _PriceReader(prices)
@@ -207,7 +208,7 @@ def _row(
     route: Route,
     instance_type: str,
     pricing: str,
-    streams: tuple[int, str],
+    streams: StreamsPerInstance,
     profile: DailyProfile,
     workload: Workload,
     hourly: float | None,
@@ -223,8 +224,8 @@ def _row(
         route=route,
         instance_type=instance_type,
         pricing=pricing,
-        streams_per_instance=streams[0],
-        streams_source=streams[1],
+        streams_per_instance=streams.count,
+        streams_source=streams.source,
         peak_instances=profile.peak.total,
         offpeak_instances=profile.offpeak.total,
         usd_per_hour_at_peak=hourly,

@@ -7,7 +7,7 @@ from datetime import date
 from pathlib import Path
 
 from sonic_deploy.config import ConfigError, Settings
-from sonic_deploy.planner.capacity import Workload
+from sonic_deploy.planner.capacity import StreamsPerInstance, Workload
 from sonic_deploy.planner.costs import EcsOverheads, PlanRow, ecs_rows, sagemaker_row
 from sonic_deploy.planner.price_table import PriceLookup, PriceRow, PriceTable, price_age_days
 from sonic_deploy.planner.probe_summary import MeasuredConcurrency
@@ -79,7 +79,7 @@ def build_plan(
 
 def streams_per_instance(
     settings: Settings, instance_type: str, measured: tuple[str, MeasuredConcurrency] | None
-) -> tuple[int, str]:
+) -> StreamsPerInstance:
     """Concurrent streams one instance serves, and where the figure comes from."""
     catalogue = settings.catalogue
     row = catalogue.instance_types.get(instance_type)
@@ -93,17 +93,18 @@ def streams_per_instance(
         )
     if measured is not None and measured[0] == instance_type:
         probe = measured[1]
-        return probe.streams, (
-            f"probe: {probe.path.name}, TTFA p95 {probe.ttfa_p95_ms:g} ms <= {probe.budget_ms:g} ms"
+        return StreamsPerInstance(
+            probe.streams,
+            f"probe: {probe.path.name}, TTFA p95 {probe.ttfa_p95_ms:g} ms <= {probe.budget_ms:g} ms",
         )
     sagemaker = settings.environment.sagemaker
     if instance_type == sagemaker.instance_type and sagemaker.streams_per_instance is not None:
-        return (
+        return StreamsPerInstance(
             sagemaker.streams_per_instance,
             f"environment {settings.environment_name}: sagemaker.streams_per_instance",
         )
     gpu = catalogue.gpus[row.gpu]
-    return (
+    return StreamsPerInstance(
         row.gpus * gpu.streams_per_gpu,
         f"catalogue: {row.gpus} x {row.gpu} at {gpu.streams_per_gpu} ({gpu.source})",
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sonic_deploy.planner.capacity import Workload
+from sonic_deploy.planner.capacity import StreamsPerInstance, Workload
 from sonic_deploy.planner.costs import EcsOverheads, ecs_rows, nlcus, sagemaker_row
 from sonic_deploy.planner.price_table import PriceLookup, PriceRow, PriceTable, RegionPrices
 
@@ -40,7 +40,7 @@ def test_sagemaker_worked_example() -> None:
     row = sagemaker_row(
         Workload(),
         "ml.g6e.xlarge",
-        (8, "test"),
+        StreamsPerInstance(8, "test"),
         lookup(sagemaker_hosting={"ml.g6e.xlarge": price(2.00)}),
         "sonic-3",
         used,
@@ -62,7 +62,12 @@ def test_sagemaker_without_a_software_fee_says_so() -> None:
         regions={"us-east-2": RegionPrices(sagemaker_hosting={"ml.g6e.xlarge": price(2.00, unverified=True)})}
     )
     row = sagemaker_row(
-        Workload(), "ml.g6e.xlarge", (8, "test"), PriceLookup(table, Path("p"), "us-east-2"), "sonic-3", []
+        Workload(),
+        "ml.g6e.xlarge",
+        StreamsPerInstance(8, "test"),
+        PriceLookup(table, Path("p"), "us-east-2"),
+        "sonic-3",
+        [],
     )
     assert row.pricing == "on-demand, no fee"
     assert row.usd_per_hour_at_peak == pytest.approx(16.0)
@@ -82,7 +87,7 @@ def test_ecs_on_demand_worked_example() -> None:
     rows = ecs_rows(
         Workload(),
         "g6e.xlarge",
-        (8, "test"),
+        StreamsPerInstance(8, "test"),
         lookup(ec2_on_demand={"g6e.xlarge": price(1.00)}, network=NETWORK, cloudwatch=CLOUDWATCH),
         EcsOverheads(),
         [],
@@ -109,7 +114,7 @@ def test_ecs_rows_cover_each_way_of_paying_and_report_missing_prices() -> None:
     rows = ecs_rows(
         Workload(),
         "g6.xlarge",
-        (4, "test"),
+        StreamsPerInstance(4, "test"),
         lookup(
             ec2_on_demand={"g6.xlarge": price(0.80)},
             ec2_savings_plan_1y={"g6.xlarge": price(0.50)},
@@ -134,7 +139,7 @@ def test_missing_network_prices_count_as_zero_but_are_reported() -> None:
     rows = ecs_rows(
         Workload(),
         "g6e.xlarge",
-        (8, "test"),
+        StreamsPerInstance(8, "test"),
         lookup(ec2_on_demand={"g6e.xlarge": price(1.00)}),
         EcsOverheads(),
         [],
