@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from sonic_deploy.config import Settings
+from sonic_deploy.preflight.capacity_in_use import InUse, gpu_vcpus_in_use
 from sonic_deploy.preflight.quotas import BLUE_GREEN_FACTOR, increase_command, quota_by_code
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, failed, passed
 from sonic_deploy.preflight.targets import EcsTargets
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
 G_AND_VT_QUOTA_CODE = "L-DB2E81BA"  # "Running On-Demand G and VT instances", in vCPUs
 
 
-def check_gpu_vcpu_quota(quotas: ServiceQuotasClient, settings: Settings, ecs: EcsTargets) -> CheckResult:
+def check_gpu_vcpu_quota(
+    quotas: ServiceQuotasClient, ec2: EC2Client, settings: Settings, ecs: EcsTargets
+) -> CheckResult:
     check = "quota: Running On-Demand G and VT instances"
     region = settings.environment.region
     row = settings.catalogue.instance_types.get(ecs.instance_type)
@@ -30,7 +33,6 @@ def check_gpu_vcpu_quota(quotas: ServiceQuotasClient, settings: Settings, ecs: E
             f"{ecs.instance_type} is not in config/instance_types.toml, so its vCPUs are unknown",
             f"add a row for {ecs.instance_type} (gpus, gpu, vcpus, memory_gib)",
         )
-    needed = ecs.max_instances * BLUE_GREEN_FACTOR * row.vcpus
     try:
         quota = quota_by_code(quotas, "ec2", G_AND_VT_QUOTA_CODE)
     except ClientError as error:
@@ -41,11 +43,18 @@ def check_gpu_vcpu_quota(quotas: ServiceQuotasClient, settings: Settings, ecs: E
             f"Service Quotas does not know {G_AND_VT_QUOTA_CODE} in {region}",
             "check the Region; G instances may not be offered there",
         )
+    stack = f"sonic-{settings.environment_name}-ecs"
+    try:
+        elsewhere = gpu_vcpus_in_use(ec2, exclude_stack=stack)
+        used_text = f"{elsewhere.amount} vCPUs on {elsewhere.holders} G/VT instances outside {stack}"
+    except ClientError as error:
+        elsewhere = InUse(0, 0)
+        used_text = f"G/VT instances already running unknown ({error_code(error)}: ec2:DescribeInstances)"
+    needed = ecs.max_instances * BLUE_GREEN_FACTOR * row.vcpus + elsewhere.amount
     source = "applied" if quota.applied else "AWS default"
     detail = (
         f"{quota.value:g} vCPUs ({source}); needs {needed}: max_instances {ecs.max_instances} x "
-        f"{BLUE_GREEN_FACTOR} (blue/green) x {row.vcpus} vCPUs of {ecs.instance_type}; G and VT instances "
-        "already running in the account count against it too"
+        f"{BLUE_GREEN_FACTOR} (blue/green) x {row.vcpus} vCPUs of {ecs.instance_type}, + {used_text}"
     )
     if quota.value < needed:
         return failed(check, detail, f"request {needed}: {increase_command('ec2', quota, needed, region)}")

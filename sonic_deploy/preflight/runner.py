@@ -69,13 +69,13 @@ def run_preflight(
 
     if "sagemaker" in routes:
         results.append(check_model_package(clients.sagemaker, settings, account))
-        results.append(check_endpoint_quota(clients.service_quotas, settings))
+        results.append(check_endpoint_quota(clients.service_quotas, clients.sagemaker, settings))
         results.append(check_zones_offer_hardware(clients.ec2, settings))
     else:
         results.append(skipped("SageMaker checks", f"route not in {settings.environment_name}'s routes"))
 
     if ecs is not None:
-        results.append(check_gpu_vcpu_quota(clients.service_quotas, settings, ecs))
+        results.append(check_gpu_vcpu_quota(clients.service_quotas, clients.ec2, settings, ecs))
         results.append(check_instance_offered(clients.ec2, ecs))
         results.extend(check_images(clients.ecr, ecs))
         results.extend(check_secrets(clients.secretsmanager, ecs))

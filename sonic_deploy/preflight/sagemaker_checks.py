@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
 from sonic_deploy.config import Settings
+from sonic_deploy.preflight.capacity_in_use import InUse, endpoint_instances_in_use
 from sonic_deploy.preflight.quotas import BLUE_GREEN_FACTOR, increase_command, quota_by_name
-from sonic_deploy.preflight.results import CheckResult, aws_error, error_message, failed, passed
+from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, error_message, failed, passed
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -58,12 +58,13 @@ def check_model_package(sagemaker: SageMakerClient, settings: Settings, account:
     return passed(check, f"{arn} can be described ({status})")
 
 
-def check_endpoint_quota(quotas: ServiceQuotasClient, settings: Settings) -> CheckResult:
+def check_endpoint_quota(
+    quotas: ServiceQuotasClient, sagemaker_client: SageMakerClient, settings: Settings
+) -> CheckResult:
     sagemaker = settings.environment.sagemaker
     instance_type, region = sagemaker.instance_type, settings.environment.region
     name = f"{instance_type} for endpoint usage"
     check = f"quota: {name}"
-    needed = math.ceil(sagemaker.max_instances * BLUE_GREEN_FACTOR)
     try:
         quota = quota_by_name(quotas, "sagemaker", name)
     except ClientError as error:
@@ -75,10 +76,17 @@ def check_endpoint_quota(quotas: ServiceQuotasClient, settings: Settings) -> Che
             f"check that SageMaker offers {instance_type} for endpoints in {region}, or change "
             "sagemaker.instance_type",
         )
+    try:
+        elsewhere = endpoint_instances_in_use(sagemaker_client, instance_type, settings.endpoint_name)
+        used_text = f"{elsewhere.amount} on {elsewhere.holders} other endpoints"
+    except ClientError as error:
+        elsewhere = InUse(0, 0)
+        used_text = f"other endpoints' use unknown ({error_code(error)}: sagemaker:ListEndpoints)"
+    needed = sagemaker.max_instances * BLUE_GREEN_FACTOR + elsewhere.amount
     source = "applied" if quota.applied else "AWS default"
     detail = (
         f"{quota.value:g} instances ({source}); needs {needed}: max_instances {sagemaker.max_instances} "
-        f"x {BLUE_GREEN_FACTOR} for a blue/green update"
+        f"x {BLUE_GREEN_FACTOR} for a blue/green update, + {used_text}"
     )
     if quota.value < needed:
         return failed(

@@ -26,7 +26,16 @@ SONIC_ARN = "arn:aws:sagemaker:us-east-2:570011132906:model-package/Sonic3-Sagem
 class FakeAws:
     clients: AwsClients
     quotas: Stubber
-    sagemaker: Stubber
+    _sagemaker: Stubber
+    sagemaker_stubbed: bool = False
+
+    @property
+    def sagemaker(self) -> Stubber:
+        """The SageMaker client answers from moto until a test stubs a call; then every call is stubbed."""
+        if not self.sagemaker_stubbed:
+            self._sagemaker.activate()
+            self.sagemaker_stubbed = True
+        return self._sagemaker
 
     def stub_sagemaker_package(self, status: str = "Completed") -> None:
         self.sagemaker.add_response(
@@ -46,6 +55,56 @@ class FakeAws:
         self.sagemaker.add_client_error(
             "describe_model_package", service_error_code=code, service_message=message, http_status_code=400
         )
+
+    def stub_other_endpoints(self, *endpoints: tuple[str, str, str, int]) -> None:
+        """ListEndpoints and, for each active endpoint but ours, DescribeEndpoint and DescribeEndpointConfig.
+        Each endpoint: (name, status, instance type, current instance count). moto cannot: it rejects
+        ml.g6e types."""
+        summaries = [
+            {
+                "EndpointName": name,
+                "EndpointArn": f"arn:aws:sagemaker:{REGION}:{MOTO_ACCOUNT}:endpoint/{name}",
+                "CreationTime": "2026-01-01T00:00:00Z",
+                "LastModifiedTime": "2026-01-01T00:00:00Z",
+                "EndpointStatus": status,
+            }
+            for name, status, _, _ in endpoints
+        ]
+        self.sagemaker.add_response("list_endpoints", {"Endpoints": summaries}, {})
+        for name, status, instance_type, count in endpoints:
+            if name == "sonic-dev" or status not in ("InService", "Updating"):
+                continue
+            self.sagemaker.add_response(
+                "describe_endpoint",
+                {
+                    "EndpointName": name,
+                    "EndpointArn": f"arn:aws:sagemaker:{REGION}:{MOTO_ACCOUNT}:endpoint/{name}",
+                    "EndpointConfigName": f"{name}-config",
+                    "ProductionVariants": [
+                        {
+                            "VariantName": "AllTraffic",
+                            "CurrentInstanceCount": count,
+                            "DesiredInstanceCount": count,
+                        }
+                    ],
+                    "EndpointStatus": status,
+                    "CreationTime": "2026-01-01T00:00:00Z",
+                    "LastModifiedTime": "2026-01-01T00:00:00Z",
+                },
+                {"EndpointName": name},
+            )
+            self.sagemaker.add_response(
+                "describe_endpoint_config",
+                {
+                    "EndpointConfigName": f"{name}-config",
+                    "EndpointConfigArn": f"arn:aws:sagemaker:{REGION}:{MOTO_ACCOUNT}:endpoint-config/{name}-config",
+                    "ProductionVariants": [
+                        {"VariantName": "AllTraffic", "ModelName": "m", "InstanceType": instance_type}
+                    ],
+                    "CreationTime": "2026-01-01T00:00:00Z",
+                },
+                {"EndpointConfigName": f"{name}-config"},
+            )
 
     def stub_endpoint_quota(self, name: str, value: float, applied: bool = True) -> None:
         quota = {
@@ -100,10 +159,13 @@ def fake_aws() -> Iterator[FakeAws]:
     with mock_aws():
         session = boto3.Session(region_name=REGION)
         clients = AwsClients.from_session(session, REGION)
-        with Stubber(clients.service_quotas) as quotas, Stubber(clients.sagemaker) as sagemaker:
-            yield FakeAws(clients, quotas, sagemaker)
+        with Stubber(clients.service_quotas) as quotas:
+            fake = FakeAws(clients, quotas, Stubber(clients.sagemaker))
+            yield fake
             quotas.assert_no_pending_responses()
-            sagemaker.assert_no_pending_responses()
+            if fake.sagemaker_stubbed:
+                fake.sagemaker.assert_no_pending_responses()
+                fake.sagemaker.deactivate()
 
 
 @pytest.fixture
@@ -147,6 +209,20 @@ def push_image(clients: AwsClients, repository: str, tag: str) -> None:
         "layers": [],
     }
     clients.ecr.put_image(repositoryName=repository, imageManifest=json.dumps(manifest), imageTag=tag)
+
+
+def run_gpu_instances(clients: AwsClients, instance_type: str, count: int, stack: str) -> None:
+    """Instances as an Auto Scaling group of stack `stack` leaves them: tagged with the stack's name."""
+    image = clients.ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    clients.ec2.run_instances(
+        ImageId=image,
+        InstanceType=instance_type,  # type: ignore[arg-type]
+        MinCount=count,
+        MaxCount=count,
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": "aws:cloudformation:stack-name", "Value": stack}]}
+        ],
+    )
 
 
 ECS = EcsTargets(

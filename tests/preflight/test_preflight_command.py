@@ -18,6 +18,7 @@ from tests.preflight.conftest import ECS, FakeAws, bootstrap_template, push_imag
 def ready_account(fake_aws: FakeAws) -> None:
     fake_aws.stub_sagemaker_package()
     fake_aws.stub_endpoint_quota("ml.g6e.xlarge for endpoint usage", 8.0)
+    fake_aws.stub_other_endpoints()
     fake_aws.clients.cloudformation.create_stack(
         StackName="CDKToolkit", TemplateBody=bootstrap_template("28")
     )
@@ -91,6 +92,7 @@ def test_command_exits_0_when_nothing_fails(wired: FakeAws, capsys: pytest.Captu
 def test_command_exits_1_with_json_for_ci(wired: FakeAws, capsys: pytest.CaptureFixture[str]) -> None:
     wired.stub_sagemaker_error("ValidationException", "Caller is not subscribed to the marketplace offering.")
     wired.stub_endpoint_quota("ml.g6e.xlarge for endpoint usage", 8.0)
+    wired.stub_other_endpoints()
     assert preflight("--json") == 1
     report = json.loads(capsys.readouterr().out)
     assert (report["environment"], report["region"], report["ok"]) == ("dev", "us-east-2", False)

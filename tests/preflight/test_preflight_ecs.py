@@ -11,16 +11,29 @@ from sonic_deploy.preflight.ecs_checks import (
     check_instance_offered,
     check_secrets,
 )
-from tests.preflight.conftest import ECS, FakeAws, push_image
+from tests.preflight.conftest import ECS, FakeAws, push_image, run_gpu_instances
 
 
 def test_vcpu_quota_covers_max_capacity_plus_blue_green(fake_aws: FakeAws, settings: Settings) -> None:
     # 4 instances x 2 (blue/green) x 4 vCPUs (g6e.xlarge) = 32 vCPUs.
     fake_aws.stub_vcpu_quota(32.0)
-    result = check_gpu_vcpu_quota(fake_aws.clients.service_quotas, settings, ECS)
+    result = check_gpu_vcpu_quota(fake_aws.clients.service_quotas, fake_aws.clients.ec2, settings, ECS)
     assert result.status == "pass"
     assert result.detail.startswith(
         "32 vCPUs (applied); needs 32: max_instances 4 x 2 (blue/green) x 4 vCPUs"
+    )
+
+
+def test_vcpu_quota_counts_gpu_instances_outside_our_stack(fake_aws: FakeAws, settings: Settings) -> None:
+    run_gpu_instances(fake_aws.clients, "g6e.xlarge", 2, stack="sonic-dev-ecs")  # ours: inside the 32
+    run_gpu_instances(fake_aws.clients, "g5.2xlarge", 1, stack="another-team")  # 8 vCPUs
+    run_gpu_instances(fake_aws.clients, "m5.large", 3, stack="another-team")  # not a G instance
+    fake_aws.stub_vcpu_quota(36.0)
+    result = check_gpu_vcpu_quota(fake_aws.clients.service_quotas, fake_aws.clients.ec2, settings, ECS)
+    assert result.status == "fail"
+    assert result.detail == (
+        "36 vCPUs (applied); needs 40: max_instances 4 x 2 (blue/green) x 4 vCPUs of g6e.xlarge, "
+        "+ 8 vCPUs on 1 G/VT instances outside sonic-dev-ecs"
     )
 
 
@@ -28,7 +41,7 @@ def test_vcpu_quota_falls_back_to_the_default_and_fails_when_short(
     fake_aws: FakeAws, settings: Settings
 ) -> None:
     fake_aws.stub_vcpu_quota(8.0, applied=False)
-    result = check_gpu_vcpu_quota(fake_aws.clients.service_quotas, settings, ECS)
+    result = check_gpu_vcpu_quota(fake_aws.clients.service_quotas, fake_aws.clients.ec2, settings, ECS)
     assert result.status == "fail"
     assert result.detail.startswith("8 vCPUs (AWS default); needs 32")
     assert result.fix == (
@@ -39,13 +52,16 @@ def test_vcpu_quota_falls_back_to_the_default_and_fails_when_short(
 
 def test_vcpu_quota_unknown_in_the_region(fake_aws: FakeAws, settings: Settings) -> None:
     fake_aws.stub_vcpu_quota(None, applied=False)
-    result = check_gpu_vcpu_quota(fake_aws.clients.service_quotas, settings, ECS)
+    result = check_gpu_vcpu_quota(fake_aws.clients.service_quotas, fake_aws.clients.ec2, settings, ECS)
     assert (result.status, result.detail) == ("fail", "Service Quotas does not know L-DB2E81BA in us-east-2")
 
 
 def test_vcpu_quota_needs_the_type_in_the_catalogue(fake_aws: FakeAws, settings: Settings) -> None:
     result = check_gpu_vcpu_quota(
-        fake_aws.clients.service_quotas, settings, dataclasses.replace(ECS, instance_type="g5.12xlarge")
+        fake_aws.clients.service_quotas,
+        fake_aws.clients.ec2,
+        settings,
+        dataclasses.replace(ECS, instance_type="g5.12xlarge"),
     )
     assert result.status == "fail"
     assert result.fix == "add a row for g5.12xlarge (gpus, gpu, vcpus, memory_gib)"

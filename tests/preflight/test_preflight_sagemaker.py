@@ -65,17 +65,34 @@ def test_unknown_package_with_moto(settings: Settings) -> None:
 def test_endpoint_quota_enough_for_blue_green(fake_aws: FakeAws, settings: Settings) -> None:
     # dev: max_instances 4 -> a blue/green update briefly needs 8.
     fake_aws.stub_endpoint_quota(QUOTA_NAME, 8.0)
-    result = check_endpoint_quota(fake_aws.clients.service_quotas, settings)
+    result = check_endpoint_quota(fake_aws.clients.service_quotas, fake_aws.clients.sagemaker, settings)
     assert result.check == f"quota: {QUOTA_NAME}"
     assert (result.status, result.detail) == (
         "pass",
-        "8 instances (applied); needs 8: max_instances 4 x 2 for a blue/green update",
+        "8 instances (applied); needs 8: max_instances 4 x 2 for a blue/green update, + 0 on 0 other endpoints",
+    )
+
+
+def test_endpoint_quota_counts_other_endpoints_on_the_same_type(
+    fake_aws: FakeAws, settings: Settings
+) -> None:
+    fake_aws.stub_endpoint_quota(QUOTA_NAME, 10.0)
+    fake_aws.stub_other_endpoints(
+        ("sonic-dev", "InService", "ml.g6e.xlarge", 4),  # ours: already inside max_instances x 2
+        ("other-team", "InService", "ml.g6e.xlarge", 3),
+        ("batch", "InService", "ml.g5.xlarge", 2),  # another type, another quota
+        ("broken", "Failed", "ml.g6e.xlarge", 0),
+    )
+    result = check_endpoint_quota(fake_aws.clients.service_quotas, fake_aws.clients.sagemaker, settings)
+    assert result.status == "fail"
+    assert result.detail == (
+        "10 instances (applied); needs 11: max_instances 4 x 2 for a blue/green update, + 3 on 1 other endpoints"
     )
 
 
 def test_endpoint_quota_too_low_gives_the_request_command(fake_aws: FakeAws, settings: Settings) -> None:
     fake_aws.stub_endpoint_quota(QUOTA_NAME, 2.0, applied=False)  # only AWS's default is known
-    result = check_endpoint_quota(fake_aws.clients.service_quotas, settings)
+    result = check_endpoint_quota(fake_aws.clients.service_quotas, fake_aws.clients.sagemaker, settings)
     assert result.status == "fail"
     assert result.detail.startswith("2 instances (AWS default); needs 8")
     assert result.fix == (
@@ -89,7 +106,7 @@ def test_endpoint_quota_unknown_instance_type(fake_aws: FakeAws, settings: Setti
     fake_aws.quotas.add_response(
         "list_aws_default_service_quotas", {"Quotas": []}, {"ServiceCode": "sagemaker"}
     )
-    result = check_endpoint_quota(fake_aws.clients.service_quotas, settings)
+    result = check_endpoint_quota(fake_aws.clients.service_quotas, fake_aws.clients.sagemaker, settings)
     assert (result.status, result.detail) == (
         "fail",
         f"Service Quotas has no quota named '{QUOTA_NAME}' in us-east-2",
