@@ -4,15 +4,20 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
+from sonic_deploy.cli import main
 from sonic_deploy.planner.price_refresh import PRICE_LIST_SOURCE, SPOT_SOURCE, fetch_prices
+from sonic_deploy.planner.price_table import load_price_table
+from tests.cdk_context import ROOT
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -167,3 +172,44 @@ def test_no_price_is_a_problem_line_not_a_crash(
     assert problems == [
         "g6.4xlarge: the Price List API has no on-demand price for EC2 g6.4xlarge in us-east-2"
     ]
+
+
+def test_plan_refresh_prices_writes_the_table_then_plans_with_it(
+    clients: tuple[PricingClient, Stubber, EC2Client, Stubber],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pricing, pricing_stub, ec2, ec2_stub = clients
+    pricing_stub.add_response(
+        "get_products",
+        {
+            "FormatVersion": "aws_v1",
+            "PriceList": [price_list_item("AmazonEC2", "USE2-BoxUsage:g6.xlarge", "0.9")],
+        },
+        None,
+    )
+    ec2_stub.add_response("describe_spot_price_history", {"SpotPriceHistory": []}, None)
+
+    class FakeSession:
+        def __init__(self, profile_name: str | None = None) -> None:
+            assert profile_name == "billing"
+
+        def client(self, service: str, region_name: str) -> object:
+            return {("pricing", "us-east-1"): pricing, ("ec2", "us-east-2"): ec2}[(service, region_name)]
+
+    monkeypatch.setattr(boto3, "Session", FakeSession)
+    config = tmp_path / "config"
+    shutil.copytree(ROOT / "config", config)
+    args = ["--instance-types", "g6.xlarge", "--profile", "billing", "--json"]
+    assert main(["plan", "--config-dir", str(config), "--refresh-prices", *args]) == 0
+    captured = capsys.readouterr()
+    assert "refreshed ec2_on_demand g6.xlarge in us-east-2: $0.9/hour" in captured.err
+    assert "not refreshed: g6.xlarge: no Spot price in us-east-2" in captured.err
+    row = load_price_table(config).regions["us-east-2"].ec2_on_demand["g6.xlarge"]
+    assert (row.usd, row.source, row.unverified) == (0.9, PRICE_LIST_SOURCE, False)
+    assert row.taken_on == datetime.now(UTC).date()
+    plan = json.loads(captured.out)
+    assert plan["rows"][0]["monthly_breakdown"]["instances"] == pytest.approx(
+        (14 * 10 + 5 * 14) * 730 / 24 * 0.9
+    )
