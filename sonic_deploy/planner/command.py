@@ -119,6 +119,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run_plan(args: argparse.Namespace) -> int:
     config_dir: Path = args.config_dir
+    _require_config_dir(config_dir)
     settings = load_settings(config_dir, args.env)
     region = args.region or settings.environment.region
     if not REGION.match(region):
@@ -205,3 +206,15 @@ def _refresh(args: argparse.Namespace, prices_file: Path, region: str) -> bool:
     for problem in problems:
         print(f"not refreshed: {problem}", file=sys.stderr)
     return True
+
+
+def _require_config_dir(config_dir: Path) -> None:
+    """Say plainly when there is no config/ folder, rather than "unknown environment"."""
+    if not (config_dir / "environments").is_dir():
+        raise ConfigError(
+            file="command line",
+            field="--config-dir",
+            value=str(config_dir),
+            problem="no environments/ folder there (not a sonic-deploy config/ folder)",
+            fix="run from the repository root, or pass --config-dir PATH/TO/sonic-deploy/config",
+        )

@@ -135,3 +135,15 @@ def test_refresh_without_credentials_says_how_to_fix(
     error = capsys.readouterr().err
     assert "could not fetch prices: Unable to locate credentials" in error
     assert "Fix: run with AWS credentials allowed pricing:GetProducts" in error
+
+
+@pytest.mark.parametrize("command", [["plan"], ["preflight", "--env", "dev"]])
+def test_outside_the_repository_the_config_folder_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]
+) -> None:
+    assert main([*command, "--config-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"sonic-deploy: command line: --config-dir = '{tmp_path}': no environments/ folder there (not a "
+        "sonic-deploy config/ folder). Fix: run from the repository root, or pass --config-dir "
+        "PATH/TO/sonic-deploy/config\n"
+    )
