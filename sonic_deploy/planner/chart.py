@@ -48,9 +48,10 @@ def write_chart(plan: Plan, path: Path) -> None:
     axes.set_xticks(range(len(rows)), labels, fontsize=8)
     axes.set_ylabel("USD per month")
     workload = plan.workload
+    caveat = f", {plan.unverified_prices} unverified" if plan.unverified_prices else ""
     axes.set_title(
         f"Sonic in {plan.region}: {workload.peak_calls} concurrent calls at peak "
-        f"(prices taken {plan.oldest_price})",
+        f"(oldest price {plan.oldest_price}{caveat})",
         fontsize=10,
     )
     figure.tight_layout()
