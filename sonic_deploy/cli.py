@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 from sonic_deploy import __version__
 from sonic_deploy.config import ConfigError
+from sonic_deploy.planner import command as plan_command
+from sonic_deploy.preflight import command as preflight_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,7 +18,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Choose, check and operate a Cartesia Sonic deployment in your AWS account.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    plan_command.add_parser(subparsers)
+    preflight_command.add_parser(subparsers)
     return parser
 
 

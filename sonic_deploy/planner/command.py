@@ -1,0 +1,220 @@
+"""`sonic-deploy plan`: GPUs and dollars per route for a call volume."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sonic_deploy.config import ConfigError, load_settings
+from sonic_deploy.config.rules import REGION
+from sonic_deploy.planner.capacity import Workload
+from sonic_deploy.planner.chart import write_chart
+from sonic_deploy.planner.costs import EcsOverheads
+from sonic_deploy.planner.plan import DEFAULT_INSTANCE_TYPES, build_plan
+from sonic_deploy.planner.price_table import PRICES_FILE, load_price_table
+from sonic_deploy.planner.probe_summary import measured_streams
+from sonic_deploy.planner.report import plan_as_json, plan_as_table
+
+DEFAULT_TTFA_BUDGET_MS = 300.0
+
+
+class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Show defaults, except the empty ones (None, False) that the help text already explains."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def add_parser(subparsers: Any) -> None:
+    defaults = Workload()
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "plan",
+        help="GPUs and dollars per route for your call volume",
+        description="Instances and cost per route (SageMaker, ECS) and instance type for a call volume. "
+        "Every input has a default: `sonic-deploy plan` alone plans 100 concurrent calls.",
+        formatter_class=_HelpWithDefaults,
+    )
+    parser.add_argument(
+        "--env", help="environment in config/environments/ (Region, catalogue, Sonic version); default: dev"
+    )
+    parser.add_argument("--config-dir", type=Path, default=Path("config"), help="the config/ folder")
+    parser.add_argument("--region", help="Region to price; default: the environment's")
+    parser.add_argument(
+        "--instance-types",
+        nargs="+",
+        default=list(DEFAULT_INSTANCE_TYPES),
+        metavar="TYPE",
+        help="types to compare; ml.* types are the SageMaker route, the others ECS",
+    )
+    load = parser.add_argument_group("call volume")
+    load.add_argument("--peak-calls", type=int, default=defaults.peak_calls, help="concurrent calls at peak")
+    load.add_argument(
+        "--speaking-share",
+        type=float,
+        default=defaults.speaking_share,
+        help="share of a call during which the agent speaks",
+    )
+    load.add_argument(
+        "--utterance-seconds",
+        type=float,
+        default=defaults.utterance_seconds,
+        help="average length of one agent utterance",
+    )
+    load.add_argument(
+        "--rtf",
+        type=float,
+        default=defaults.rtf,
+        help="share of an utterance's length that its stream holds a GPU slot (1 = paced audio)",
+    )
+    load.add_argument(
+        "--target-utilisation",
+        type=float,
+        default=defaults.target_utilisation,
+        help="share of instance capacity to fill",
+    )
+    load.add_argument("--peak-hours", type=float, default=defaults.peak_hours, help="hours a day at peak")
+    load.add_argument(
+        "--offpeak-hours",
+        type=float,
+        default=defaults.offpeak_hours,
+        help="hours a day off-peak (the rest of 24 runs the minimum, with no calls)",
+    )
+    load.add_argument(
+        "--offpeak-share",
+        type=float,
+        default=defaults.offpeak_share,
+        help="off-peak concurrent calls as a share of peak",
+    )
+    probe = parser.add_argument_group("measured concurrency")
+    probe.add_argument(
+        "--probe",
+        type=Path,
+        metavar="SUMMARY_JSON",
+        help="a probe run's summary.json, taken against ONE instance of --probe-instance-type",
+    )
+    probe.add_argument("--probe-instance-type", metavar="TYPE", help="the instance type the probe measured")
+    probe.add_argument(
+        "--ttfa-budget-ms",
+        type=float,
+        default=DEFAULT_TTFA_BUDGET_MS,
+        help="highest time-to-first-audio p95 a level may have",
+    )
+    output = parser.add_argument_group("output")
+    output.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    output.add_argument("--plot", type=Path, metavar="FILE.png", help="also draw monthly cost per option")
+    output.add_argument(
+        "--refresh-prices",
+        action="store_true",
+        help=f"first fetch current prices from AWS into config/{PRICES_FILE} (needs credentials)",
+    )
+    output.add_argument("--profile", help="AWS profile for --refresh-prices")
+    parser.set_defaults(func=run_plan)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    config_dir: Path = args.config_dir
+    _require_config_dir(config_dir)
+    settings = load_settings(config_dir, args.env)
+    region = args.region or settings.environment.region
+    if not REGION.match(region):
+        raise ConfigError(
+            file="command line",
+            field="--region",
+            value=region,
+            problem="not an AWS Region name",
+            fix='write a Region such as "us-east-2"',
+        )
+    workload = Workload(
+        peak_calls=args.peak_calls,
+        speaking_share=args.speaking_share,
+        utterance_seconds=args.utterance_seconds,
+        rtf=args.rtf,
+        target_utilisation=args.target_utilisation,
+        peak_hours=args.peak_hours,
+        offpeak_hours=args.offpeak_hours,
+        offpeak_share=args.offpeak_share,
+    )
+    measured = None
+    if args.probe is not None:
+        if args.probe_instance_type not in args.instance_types:
+            raise ConfigError(
+                file="command line",
+                field="--probe-instance-type",
+                value=args.probe_instance_type,
+                problem="must name the instance type the probe measured, one of --instance-types",
+                fix=f"add --probe-instance-type with one of {', '.join(args.instance_types)}",
+            )
+        measured = (args.probe_instance_type, measured_streams(args.probe, args.ttfa_budget_ms))
+    prices_file = config_dir / PRICES_FILE
+    if args.refresh_prices and not _refresh(args, prices_file, region):
+        return 1
+    today = datetime.now(UTC).date()
+    plan = build_plan(
+        settings,
+        load_price_table(config_dir),
+        prices_file,
+        workload,
+        region,
+        list(dict.fromkeys(args.instance_types)),
+        EcsOverheads(),
+        today,
+        measured,
+    )
+    if args.plot is not None:
+        write_chart(plan, args.plot)
+    print(json.dumps(plan_as_json(plan), indent=2) if args.json else plan_as_table(plan))
+    return 0
+
+
+def _refresh(args: argparse.Namespace, prices_file: Path, region: str) -> bool:
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from sonic_deploy.planner.price_refresh import PRICING_API_REGION, fetch_prices
+    from sonic_deploy.planner.price_table_writer import write_price_table
+
+    try:
+        session = boto3.Session(profile_name=args.profile)
+        found, problems = fetch_prices(
+            session.client("pricing", region_name=PRICING_API_REGION),
+            session.client("ec2", region_name=region),
+            region,
+            list(dict.fromkeys(args.instance_types)),
+            datetime.now(UTC).date(),
+        )
+    except (BotoCoreError, ClientError) as error:
+        print(
+            f"sonic-deploy plan: could not fetch prices: {error}. Fix: run with AWS credentials allowed "
+            "pricing:GetProducts and ec2:DescribeSpotPriceHistory (e.g. --profile NAME), or plan without "
+            "--refresh-prices",
+            file=sys.stderr,
+        )
+        return False
+    if found:
+        write_price_table(prices_file, found)
+    for price in found:
+        print(
+            f"refreshed {price.kind} {price.instance_type} in {price.region}: ${price.row.usd:g}/hour",
+            file=sys.stderr,
+        )
+    for problem in problems:
+        print(f"not refreshed: {problem}", file=sys.stderr)
+    return True
+
+
+def _require_config_dir(config_dir: Path) -> None:
+    """Say plainly when there is no config/ folder, rather than "unknown environment"."""
+    if not (config_dir / "environments").is_dir():
+        raise ConfigError(
+            file="command line",
+            field="--config-dir",
+            value=str(config_dir),
+            problem="no environments/ folder there (not a sonic-deploy config/ folder)",
+            fix="run from the repository root, or pass --config-dir PATH/TO/sonic-deploy/config",
+        )

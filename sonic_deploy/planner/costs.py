@@ -1,0 +1,237 @@
+"""What each route and instance type costs for a workload: instances from `capacity`, prices from the table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sonic_deploy.planner.capacity import (
+    HOURS_PER_DAY,
+    HOURS_PER_MONTH,
+    DailyProfile,
+    StreamsPerInstance,
+    Workload,
+    daily_profile,
+)
+from sonic_deploy.planner.price_table import InstanceKind, PriceLookup, PriceRow
+
+Route = Literal["sagemaker", "ecs"]
+
+# NLB capacity units for TCP: one NLCU buys 800 new flows a second, 100,000 active flows or 1 GB an hour.
+NLCU_NEW_FLOWS_PER_SECOND = 800
+NLCU_ACTIVE_FLOWS = 100_000
+NLCU_GB_PER_HOUR = 1.0
+
+ECS_PRICINGS: tuple[tuple[str, InstanceKind], ...] = (
+    ("on-demand", "ec2_on_demand"),
+    ("spot", "ec2_spot"),
+    ("savings plan 1y", "ec2_savings_plan_1y"),
+)
+
+
+@dataclass(frozen=True)
+class EcsOverheads:
+    """What the ECS route runs besides GPU instances, in quantities; prices come from the table."""
+
+    nat_gateways: int = 1  # one AZ (placement group): one NAT gateway
+    nat_gb_per_month: float = 100.0  # image pulls and licence traffic through NAT
+    audio_bytes_per_second: int = 88_200  # 44.1 kHz pcm_s16le mono through the NLB
+    metrics_per_instance: int = 10  # CloudWatch agent GPU metrics and scraped worker metrics
+    alarms: int = 10
+    log_gb_per_instance_month: float = 2.0
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One line of the plan: a route, an instance type and a way of paying for it."""
+
+    route: Route
+    instance_type: str
+    pricing: str
+    streams_per_instance: int
+    streams_source: str
+    peak_instances: int
+    offpeak_instances: int
+    usd_per_hour_at_peak: float | None
+    usd_per_month: float | None
+    usd_per_1000_speech_minutes: float | None
+    monthly_breakdown: dict[str, float] = field(default_factory=dict)
+    missing_prices: list[str] = field(default_factory=list)
+    unverified: bool = False
+
+
+class _PriceReader:
+    """Looks prices up, noting the rows used (for their age) and the ones missing (for the user)."""
+
+    def __init__(self, prices: PriceLookup) -> None:
+        self.prices = prices
+        self.used: list[PriceRow] = []
+        self.missing: list[str] = []
+
+    def read(self, label: str, row: PriceRow | None) -> float | None:
+        if row is None:
+            self.missing.append(label)
+            return None
+        self.used.append(row)
+        return row.usd
+
+    def read_or_zero(self, label: str, row: PriceRow | None) -> float:
+        """For the smaller costs: a missing row counts as nothing, and is reported as missing."""
+        return self.read(label, row) or 0.0
+
+
+def sagemaker_row(
+    workload: Workload,
+    instance_type: str,
+    streams: StreamsPerInstance,
+    prices: PriceLookup,
+    sonic_version: str,
+    used: list[PriceRow],
+) -> PlanRow:
+    profile = daily_profile(workload, streams.count)
+    reader = _PriceReader(prices)
+    hosting = reader.read(
+        f"sagemaker_hosting.{instance_type}", prices.instance("sagemaker_hosting", instance_type)
+    )
+    fee = reader.read(
+        f'marketplace."{sonic_version}".{instance_type} (software fee)',
+        prices.software_fee(sonic_version, instance_type),
+    )
+    used.extend(reader.used)
+    breakdown: dict[str, float] = {}
+    hourly = monthly = None
+    if hosting is not None:
+        rate = hosting + (fee or 0.0)
+        hours = profile.instance_hours_per_month(workload)
+        breakdown = {"instances": hours * hosting, "software fee": hours * (fee or 0.0)}
+        hourly, monthly = profile.peak.total * rate, hours * rate
+    return _row(
+        "sagemaker",
+        instance_type,
+        "on-demand + fee" if fee is not None else "on-demand, no fee",
+        streams,
+        profile,
+        workload,
+        hourly,
+        monthly,
+        breakdown,
+        reader,
+    )
+
+
+def ecs_rows(
+    workload: Workload,
+    instance_type: str,
+    streams: StreamsPerInstance,
+    prices: PriceLookup,
+    overheads: EcsOverheads,
+    used: list[PriceRow],
+) -> list[PlanRow]:
+    profile = daily_profile(workload, streams.count)
+    rows = []
+    for pricing, kind in ECS_PRICINGS:
+        reader = _PriceReader(prices)
+        rate = reader.read(f"{kind}.{instance_type}", prices.instance(kind, instance_type))
+        fixed_monthly, fixed_at_peak = _ecs_overheads(workload, profile, overheads, reader)
+        used.extend(reader.used)
+        hourly = monthly = None
+        breakdown: dict[str, float] = {}
+        if rate is not None:
+            hours = profile.instance_hours_per_month(workload)
+            breakdown = {"instances": hours * rate, **fixed_monthly}
+            monthly = sum(breakdown.values())
+            hourly = profile.peak.total * rate + fixed_at_peak
+        rows.append(
+            _row(
+                "ecs", instance_type, pricing, streams, profile, workload, hourly, monthly, breakdown, reader
+            )
+        )
+    return rows
+
+
+def _ecs_overheads(
+    workload: Workload, profile: DailyProfile, overheads: EcsOverheads, reader: _PriceReader
+) -> tuple[dict[str, float], float]:
+    """Monthly NAT, NLB and CloudWatch costs, and their cost in an hour at peak."""
+    price = reader.read_or_zero
+    lookup = reader.prices
+    nat_hour = price("network.nat_gateway_hour", lookup.network("nat_gateway_hour"))
+    nat_gb = price("network.nat_gateway_gb", lookup.network("nat_gateway_gb"))
+    nlb_hour = price("network.nlb_hour", lookup.network("nlb_hour"))
+    nlcu_hour = price("network.nlcu_hour", lookup.network("nlcu_hour"))
+    metric = price("cloudwatch.custom_metric_month", lookup.cloudwatch("custom_metric_month"))
+    alarm = price("cloudwatch.alarm_month", lookup.cloudwatch("alarm_month"))
+    log_gb = price("cloudwatch.logs_ingest_gb", lookup.cloudwatch("logs_ingest_gb"))
+
+    days = HOURS_PER_MONTH / HOURS_PER_DAY
+    nlcu_hours = days * (
+        nlcus(workload, workload.peak_calls, overheads) * workload.peak_hours
+        + nlcus(workload, workload.offpeak_calls, overheads) * workload.offpeak_hours
+    )
+    average_instances = profile.instance_hours_per_month(workload) / HOURS_PER_MONTH
+    monthly = {
+        "NAT gateway": overheads.nat_gateways * nat_hour * HOURS_PER_MONTH
+        + overheads.nat_gb_per_month * nat_gb,
+        "NLB": nlb_hour * HOURS_PER_MONTH + nlcu_hours * nlcu_hour,
+        "CloudWatch": (
+            overheads.metrics_per_instance * average_instances * metric
+            + overheads.alarms * alarm
+            + overheads.log_gb_per_instance_month * average_instances * log_gb
+        ),
+    }
+    at_peak = (
+        overheads.nat_gateways * nat_hour
+        + overheads.nat_gb_per_month * nat_gb / HOURS_PER_MONTH
+        + nlb_hour
+        + nlcus(workload, workload.peak_calls, overheads) * nlcu_hour
+        + (
+            overheads.metrics_per_instance * profile.peak.total * metric
+            + overheads.alarms * alarm
+            + overheads.log_gb_per_instance_month * profile.peak.total * log_gb
+        )
+        / HOURS_PER_MONTH
+    )
+    return monthly, at_peak
+
+
+def nlcus(workload: Workload, calls: float, overheads: EcsOverheads) -> float:
+    """NLB capacity units an hour for `calls` concurrent calls: the largest of the three TCP dimensions."""
+    gb_per_hour = workload.open_streams(calls) * overheads.audio_bytes_per_second * 3600 / 1e9
+    return max(
+        gb_per_hour / NLCU_GB_PER_HOUR,
+        workload.requests_per_second(calls) / NLCU_NEW_FLOWS_PER_SECOND,
+        calls / NLCU_ACTIVE_FLOWS,
+    )
+
+
+def _row(
+    route: Route,
+    instance_type: str,
+    pricing: str,
+    streams: StreamsPerInstance,
+    profile: DailyProfile,
+    workload: Workload,
+    hourly: float | None,
+    monthly: float | None,
+    breakdown: dict[str, float],
+    reader: _PriceReader,
+) -> PlanRow:
+    per_thousand = None
+    speech_minutes = workload.speech_minutes_per_month()
+    if monthly is not None and speech_minutes > 0:
+        per_thousand = monthly / speech_minutes * 1000
+    return PlanRow(
+        route=route,
+        instance_type=instance_type,
+        pricing=pricing,
+        streams_per_instance=streams.count,
+        streams_source=streams.source,
+        peak_instances=profile.peak.total,
+        offpeak_instances=profile.offpeak.total,
+        usd_per_hour_at_peak=hourly,
+        usd_per_month=monthly,
+        usd_per_1000_speech_minutes=per_thousand,
+        monthly_breakdown=breakdown,
+        missing_prices=reader.missing,
+        unverified=any(row.unverified for row in reader.used),
+    )

@@ -1,0 +1,117 @@
+"""config/prices.toml: dated list prices with their sources, read into typed rows."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sonic_deploy.config import ConfigError
+
+PRICES_FILE = "prices.toml"
+
+InstanceKind = Literal["sagemaker_hosting", "ec2_on_demand", "ec2_spot", "ec2_savings_plan_1y"]
+NetworkItem = Literal["nat_gateway_hour", "nat_gateway_gb", "nlb_hour", "nlcu_hour"]
+CloudWatchItem = Literal["custom_metric_month", "alarm_month", "logs_ingest_gb"]
+
+
+class PriceRow(BaseModel):
+    """One price, with where it came from and when it was valid."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    usd: Annotated[float, Field(ge=0)]
+    unit: str
+    taken_on: date
+    source: str = Field(min_length=1)
+    unverified: bool = False
+
+
+class RegionPrices(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sagemaker_hosting: dict[str, PriceRow] = {}
+    ec2_on_demand: dict[str, PriceRow] = {}
+    ec2_spot: dict[str, PriceRow] = {}
+    ec2_savings_plan_1y: dict[str, PriceRow] = {}
+    network: dict[NetworkItem, PriceRow] = {}
+    cloudwatch: dict[CloudWatchItem, PriceRow] = {}
+
+
+class PriceTable(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    regions: dict[str, RegionPrices] = {}
+    marketplace: dict[str, dict[str, PriceRow]] = {}
+
+
+@dataclass(frozen=True)
+class PriceLookup:
+    """The prices one plan uses, remembering which rows it read so that it can report their age."""
+
+    table: PriceTable
+    path: Path
+    region: str
+
+    def _region(self) -> RegionPrices:
+        return self.table.regions.get(self.region, RegionPrices())
+
+    def instance(self, kind: InstanceKind, instance_type: str) -> PriceRow | None:
+        rows: dict[str, PriceRow] = getattr(self._region(), kind)
+        return rows.get(instance_type)
+
+    def network(self, item: NetworkItem) -> PriceRow | None:
+        return self._region().network.get(item)
+
+    def cloudwatch(self, item: CloudWatchItem) -> PriceRow | None:
+        return self._region().cloudwatch.get(item)
+
+    def software_fee(self, sonic_version: str, instance_type: str) -> PriceRow | None:
+        return self.table.marketplace.get(sonic_version, {}).get(instance_type)
+
+
+def load_price_table(config_dir: Path) -> PriceTable:
+    path = config_dir / PRICES_FILE
+    if not path.is_file():
+        raise ConfigError(
+            file=path,
+            field="(file)",
+            value="(missing)",
+            problem="price table not found",
+            fix=f"restore {PRICES_FILE} from the repository, or pass --config-dir",
+        )
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(
+            file=path,
+            field="(syntax)",
+            value="(unreadable)",
+            problem=f"not valid TOML: {error}",
+            fix="correct the syntax at that line",
+        ) from None
+    try:
+        return PriceTable.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(
+            file=path,
+            field=field,
+            value=first.get("input"),
+            problem=first["msg"].rstrip("."),
+            fix="each row needs usd (a number >= 0), unit, taken_on (a date such as 2026-11-30) and source; "
+            "kinds are sagemaker_hosting, ec2_on_demand, ec2_spot, ec2_savings_plan_1y, network, cloudwatch",
+        ) from None
+
+
+def price_age_days(rows: list[PriceRow], today: date) -> int | None:
+    """Age in days of the oldest row used, or None when no row was used."""
+    if not rows:
+        return None
+    return max((today - row.taken_on).days for row in rows)

@@ -1,0 +1,126 @@
+"""Streams one instance serves, measured: the highest concurrency a probe run held under a TTFA budget.
+
+Reads only the probe's `summary.json` (`levels[].concurrency`, `.requests`, `.ok`, `.ttfa_ms.p95`). Levels are
+taken in rising concurrency; the answer is the last level before the first one that breaks the budget or fails
+more than `MAX_ERROR_SHARE` of its requests, so that a lucky high level after a failing one does not count.
+Rate-driven levels (concurrency null) say nothing about concurrency and are skipped. The probe must have
+driven a single instance for the figure to be per instance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sonic_deploy.config import ConfigError
+
+MAX_ERROR_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class MeasuredConcurrency:
+    streams: int
+    ttfa_p95_ms: float
+    budget_ms: float
+    path: Path
+
+
+@dataclass(frozen=True)
+class _Level:
+    concurrency: int
+    requests: int
+    ok: int
+    ttfa_p95_ms: float
+
+
+def measured_streams(path: Path, budget_ms: float) -> MeasuredConcurrency:
+    if budget_ms <= 0:
+        raise ConfigError(
+            file="command line",
+            field="--ttfa-budget-ms",
+            value=budget_ms,
+            problem="not positive",
+            fix="give the time-to-first-audio budget in milliseconds, e.g. 300",
+        )
+    levels = sorted(_read_levels(path), key=lambda level: level.concurrency)
+    if not levels:
+        raise ConfigError(
+            file=path,
+            field="levels",
+            value=[],
+            problem="no level with a concurrency",
+            fix="run the probe in concurrency mode (levels with `concurrency` set)",
+        )
+    best: _Level | None = None
+    for level in levels:
+        failed = level.requests == 0 or (level.requests - level.ok) / level.requests > MAX_ERROR_SHARE
+        if failed or level.ttfa_p95_ms > budget_ms:
+            break
+        best = level
+    if best is None:
+        first = levels[0]
+        raise ConfigError(
+            file=path,
+            field=f"levels[concurrency={first.concurrency}].ttfa_ms.p95",
+            value=first.ttfa_p95_ms,
+            problem=f"even the lowest level breaks the {budget_ms:g} ms budget or fails more than "
+            f"{MAX_ERROR_SHARE:.0%} of requests ({first.ok} of {first.requests} ok)",
+            fix="raise --ttfa-budget-ms, or probe lower concurrency levels",
+        )
+    return MeasuredConcurrency(best.concurrency, best.ttfa_p95_ms, budget_ms, path)
+
+
+def _read_levels(path: Path) -> list[_Level]:
+    try:
+        data: Any = json.loads(path.read_text())
+    except OSError as error:
+        raise ConfigError(
+            file=path,
+            field="(file)",
+            value=str(path),
+            problem=f"cannot read: {error.strerror}",
+            fix="pass the summary.json a probe run wrote (OUT/summary.json)",
+        ) from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            file=path,
+            field="(syntax)",
+            value=str(path),
+            problem=f"not JSON: {error.msg}",
+            fix="pass the summary.json a probe run wrote, unedited",
+        ) from None
+    raw_levels = data.get("levels") if isinstance(data, dict) else None
+    if not isinstance(raw_levels, list):
+        raise ConfigError(
+            file=path,
+            field="levels",
+            value=raw_levels,
+            problem="missing or not a list",
+            fix="pass a probe summary.json (it has a `levels` list)",
+        )
+    levels = []
+    for index, raw in enumerate(raw_levels):
+        if not isinstance(raw, dict) or raw.get("concurrency") is None:
+            continue
+        try:
+            levels.append(
+                _Level(
+                    concurrency=int(raw["concurrency"]),
+                    requests=int(raw["requests"]),
+                    ok=int(raw["ok"]),
+                    # A level where every request failed has no latency: it cannot pass.
+                    ttfa_p95_ms=math.inf if raw["ttfa_ms"]["p95"] is None else float(raw["ttfa_ms"]["p95"]),
+                )
+            )
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(
+                file=path,
+                field=f"levels[{index}]",
+                value=raw,
+                problem="needs concurrency, requests, ok and ttfa_ms.p95 as numbers",
+                fix="pass a summary.json written by `sonic-deploy probe`",
+            ) from None
+    return levels

@@ -1,0 +1,111 @@
+"""A plan as a terminal table or as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sonic_deploy.planner.capacity import HOURS_PER_MONTH
+from sonic_deploy.planner.plan import Plan
+
+COLUMNS = (
+    "route",
+    "instance type",
+    "streams/inst",
+    "instances peak/off",
+    "pricing",
+    "$/hour peak",
+    "$/month",
+    "$/1k speech-min",
+)
+
+
+def plan_as_json(plan: Plan) -> dict[str, Any]:
+    workload = plan.workload
+    return {
+        "region": plan.region,
+        "sonic_version": plan.sonic_version,
+        "workload": {
+            **dataclasses.asdict(workload),
+            "open_streams_at_peak": workload.open_streams(workload.peak_calls),
+            "requests_per_second_at_peak": workload.requests_per_second(workload.peak_calls),
+            "speech_minutes_per_month": workload.speech_minutes_per_month(),
+            "hours_per_month": HOURS_PER_MONTH,
+        },
+        "prices": {
+            "file": str(plan.prices_file),
+            "oldest_taken_on": plan.oldest_price.isoformat() if plan.oldest_price else None,
+            "age_days": plan.price_age_days,
+            "unverified_rows_used": plan.unverified_prices,
+        },
+        "rows": [dataclasses.asdict(row) for row in plan.rows],
+        "notes": plan.notes,
+    }
+
+
+def plan_as_table(plan: Plan) -> str:
+    workload = plan.workload
+    lines = [
+        f"Sonic capacity and cost plan: {plan.region}, {plan.sonic_version}",
+        f"  {workload.peak_calls} concurrent calls at peak ({workload.peak_hours:g} h/day), "
+        f"{workload.offpeak_calls:g} off-peak ({workload.offpeak_hours:g} h/day), "
+        f"agent speaking {workload.speaking_share:.0%} of the time, {workload.utterance_seconds:g} s utterances",
+        f"  => {workload.open_streams(workload.peak_calls):g} open Sonic streams and "
+        f"{workload.requests_per_second(workload.peak_calls):.1f} requests/s at peak, sized to "
+        f"{workload.target_utilisation:.0%} utilisation, N+1, at least 2 instances",
+        "",
+    ]
+    cells = [COLUMNS]
+    for row in plan.rows:
+        flag = "*" if row.unverified else ""
+        cells.append(
+            (
+                row.route,
+                row.instance_type,
+                str(row.streams_per_instance),
+                f"{row.peak_instances} / {row.offpeak_instances}",
+                row.pricing,
+                _money(row.usd_per_hour_at_peak, flag),
+                _money(row.usd_per_month, flag, whole=True),
+                _money(row.usd_per_1000_speech_minutes, flag),
+            )
+        )
+    widths = [max(len(cell[i]) for cell in cells) for i in range(len(COLUMNS))]
+    numeric = {5, 6, 7}
+    for index, cell in enumerate(cells):
+        lines.append(
+            "  ".join(
+                text.rjust(widths[i]) if i in numeric else text.ljust(widths[i])
+                for i, text in enumerate(cell)
+            ).rstrip()
+        )
+        if index == 0:
+            lines.append("  ".join("-" * width for width in widths))
+    lines.append("")
+    lines.append("Streams per instance:")
+    for instance_type, source in dict((row.instance_type, row.streams_source) for row in plan.rows).items():
+        lines.append(f"  {instance_type}: {source}")
+    lines.append(_price_line(plan))
+    lines.extend(plan.notes)
+    return "\n".join(lines)
+
+
+def _price_line(plan: Plan) -> str:
+    if plan.oldest_price is None:
+        return f"No prices for {plan.region} in {plan.prices_file}."
+    text = (
+        f"Prices: {plan.prices_file}, oldest taken {plan.oldest_price.isoformat()} "
+        f"({plan.price_age_days} days ago); `--refresh-prices` updates them."
+    )
+    if plan.unverified_prices:
+        text += (
+            f" * uses {plan.unverified_prices} unverified price rows (not read from AWS: see each row's "
+            "source)."
+        )
+    return text
+
+
+def _money(value: float | None, flag: str, whole: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return (f"{value:,.0f}" if whole else f"{value:,.2f}") + flag

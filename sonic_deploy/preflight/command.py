@@ -1,0 +1,89 @@
+"""`sonic-deploy preflight --env NAME`: will the deployment work in this account today?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from sonic_deploy.config import ConfigError, load_settings
+from sonic_deploy.preflight.results import CheckResult
+from sonic_deploy.preflight.runner import AwsClients, run_preflight
+
+MARKS = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP"}
+
+
+def add_parser(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "preflight",
+        help="check the account before you deploy (real, read-only AWS calls)",
+        description="Check with your AWS credentials that an environment can deploy: account, Marketplace "
+        "subscription, quotas, instance offering, CDK bootstrap, ECS images and secrets. Exits 1 if a check fails.",
+    )
+    parser.add_argument("--env", required=True, help="environment in config/environments/")
+    parser.add_argument("--config-dir", type=Path, default=Path("config"), help="the config/ folder")
+    parser.add_argument("--profile", help="AWS profile to use (default: the usual credential chain)")
+    parser.add_argument("--json", action="store_true", help="print JSON (for CI) instead of a table")
+    parser.set_defaults(func=run_preflight_command)
+
+
+def run_preflight_command(args: argparse.Namespace) -> int:
+    import boto3
+    from botocore.exceptions import BotoCoreError
+
+    _require_config_dir(args.config_dir)
+    settings = load_settings(args.config_dir, args.env)
+    region = settings.environment.region
+    try:
+        session = boto3.Session(profile_name=args.profile)
+        results = run_preflight(AwsClients.from_session(session, region), settings)
+    except BotoCoreError as error:  # no profile of that name, no network, an endpoint missing in the Region
+        print(
+            f"sonic-deploy preflight: cannot talk to AWS: {error}. Fix: check --profile, the network and "
+            f"that {region} is enabled for the account",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        preflight_as_json(args.env, region, results)
+        if args.json
+        else preflight_as_table(args.env, region, results)
+    )
+    return 1 if any(result.status == "fail" for result in results) else 0
+
+
+def preflight_as_json(environment: str, region: str, results: list[CheckResult]) -> str:
+    return json.dumps(
+        {
+            "environment": environment,
+            "region": region,
+            "ok": not any(result.status == "fail" for result in results),
+            "checks": [result.__dict__ for result in results],
+        },
+        indent=2,
+    )
+
+
+def preflight_as_table(environment: str, region: str, results: list[CheckResult]) -> str:
+    lines = [f"Preflight for {environment} in {region}:"]
+    for result in results:
+        lines.append(f"  {MARKS[result.status]}  {result.check}: {result.detail}")
+        if result.fix:
+            lines.append(f"        fix: {result.fix}")
+    failures = sum(result.status == "fail" for result in results)
+    lines.append(f"{failures} check(s) failed." if failures else "All checks passed or were skipped.")
+    return "\n".join(lines)
+
+
+def _require_config_dir(config_dir: Path) -> None:
+    """Say plainly when there is no config/ folder, rather than "unknown environment"."""
+    if not (config_dir / "environments").is_dir():
+        raise ConfigError(
+            file="command line",
+            field="--config-dir",
+            value=str(config_dir),
+            problem="no environments/ folder there (not a sonic-deploy config/ folder)",
+            fix="run from the repository root, or pass --config-dir PATH/TO/sonic-deploy/config",
+        )

@@ -1,0 +1,124 @@
+"""Checks for the SageMaker Marketplace route: the subscribed model package and the endpoint instance quota."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+from sonic_deploy.config import Settings
+from sonic_deploy.preflight.capacity_in_use import InUse, endpoint_instances_in_use
+from sonic_deploy.preflight.quotas import BLUE_GREEN_FACTOR, increase_command, quota_by_name
+from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, error_message, failed, passed
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_sagemaker import SageMakerClient
+    from mypy_boto3_service_quotas import ServiceQuotasClient
+
+NOT_SUBSCRIBED = "not subscribed to the marketplace offering"
+
+
+def check_model_package(sagemaker: SageMakerClient, settings: Settings, account: str) -> CheckResult:
+    check = "model package subscription"
+    arn = settings.model_package_arn
+    version, region = settings.environment.sonic_version, settings.environment.region
+    if arn is None:  # the loader refuses a SageMaker environment without one; kept for a direct caller
+        return failed(
+            check,
+            f"no model-package ARN for {version} in {region}",
+            f'add `{region} = "<ARN>"` under [versions."{version}"] in config/model_packages.toml',
+        )
+    try:
+        package = sagemaker.describe_model_package(ModelPackageName=arn)
+    except ClientError as error:
+        message = error_message(error)
+        if NOT_SUBSCRIBED in message.casefold():
+            return failed(
+                check,
+                f"account {account} is not subscribed to {arn} ({message})",
+                "subscribe to the Cartesia Sonic listing on AWS Marketplace with this account "
+                "(Continue to subscribe, accept the offer), wait until the subscription is active, re-run",
+            )
+        if "does not exist" in message or "not found" in message.casefold():
+            return failed(
+                check,
+                f"{arn} does not exist in {region} ({message})",
+                "copy the ARN shown under SageMaker AI > Model packages > My subscriptions in "
+                f"{region} into config/model_packages.toml",
+            )
+        return aws_error(check, error, "sagemaker:DescribeModelPackage")
+    status = package.get("ModelPackageStatus", "unknown")
+    if status != "Completed":
+        return failed(
+            check,
+            f"{arn} is in state {status}, not Completed",
+            "wait for the package to complete, or pick another Sonic version's ARN",
+        )
+    return passed(check, f"{arn} can be described ({status})")
+
+
+def check_endpoint_quota(
+    quotas: ServiceQuotasClient, sagemaker_client: SageMakerClient, settings: Settings
+) -> CheckResult:
+    sagemaker = settings.environment.sagemaker
+    instance_type, region = sagemaker.instance_type, settings.environment.region
+    name = f"{instance_type} for endpoint usage"
+    check = f"quota: {name}"
+    try:
+        quota = quota_by_name(quotas, "sagemaker", name)
+    except ClientError as error:
+        return aws_error(check, error, "servicequotas:ListServiceQuotas")
+    if quota is None:
+        return failed(
+            check,
+            f"Service Quotas has no quota named '{name}' in {region}",
+            f"check that SageMaker offers {instance_type} for endpoints in {region}, or change "
+            "sagemaker.instance_type",
+        )
+    try:
+        elsewhere = endpoint_instances_in_use(sagemaker_client, instance_type, settings.endpoint_name)
+        used_text = f"{elsewhere.amount} on {elsewhere.holders} other endpoints"
+    except ClientError as error:
+        elsewhere = InUse(0, 0)
+        used_text = f"other endpoints' use unknown ({error_code(error)}: sagemaker:ListEndpoints)"
+    needed = sagemaker.max_instances * BLUE_GREEN_FACTOR + elsewhere.amount
+    source = "applied" if quota.applied else "AWS default"
+    detail = (
+        f"{quota.value:g} instances ({source}); needs {needed}: max_instances {sagemaker.max_instances} "
+        f"x {BLUE_GREEN_FACTOR} for a blue/green update, + {used_text}"
+    )
+    if quota.value < needed:
+        return failed(
+            check, detail, f"request {needed}: {increase_command('sagemaker', quota, needed, region)}"
+        )
+    return passed(check, detail)
+
+
+def check_zones_offer_hardware(ec2: EC2Client, settings: Settings) -> CheckResult:
+    """SageMaker has no per-AZ offering API; EC2's offering of the same hardware is the closest evidence."""
+    instance_type = settings.environment.sagemaker.instance_type
+    hardware = instance_type.removeprefix("ml.")
+    network = settings.environment.network
+    zones = network.existing_vpc.availability_zones if network.existing_vpc else network.availability_zones
+    check = f"{hardware} hardware in the endpoint's AZs"
+    try:
+        offers = ec2.describe_instance_type_offerings(
+            LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [hardware]}]
+        )["InstanceTypeOfferings"]
+    except ClientError as error:
+        return aws_error(check, error, "ec2:DescribeInstanceTypeOfferings")
+    offered = sorted(str(offer.get("Location")) for offer in offers)
+    lacking = [zone for zone in zones if zone not in offered]
+    if lacking:
+        return failed(
+            check,
+            f"EC2 does not offer {hardware} (the hardware behind {instance_type}) in {', '.join(lacking)}; "
+            f"it does in {', '.join(offered) or 'no AZ of this Region'}",
+            f"name AZs from {', '.join(offered) or '(none: choose another Region)'} in the environment's "
+            "network availability_zones",
+        )
+    return passed(
+        check,
+        f"EC2 offers {hardware} in {', '.join(zones)} (SageMaker's own per-AZ capacity is not queryable)",
+    )

@@ -1,0 +1,96 @@
+"""Measured streams per instance from a probe summary.json (the probe's published schema)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sonic_deploy.config import ConfigError
+from sonic_deploy.planner.probe_summary import measured_streams
+
+# Cartesia's published TTFA p95 by concurrency (Sonic 3.5): 1: 55, 2: 55, 4: 115, 8: 165, 12: 225, 16: 300 ms.
+PUBLISHED = {1: 55.0, 2: 55.0, 4: 115.0, 8: 165.0, 12: 225.0, 16: 300.0}
+
+
+def level(concurrency: int | None, p95: float | None, requests: int = 200, ok: int = 200) -> dict[str, Any]:
+    quantiles = {"p50": p95, "p90": p95, "p95": p95, "p99": p95, "max": p95}
+    return {
+        "concurrency": concurrency,
+        "rate": None if concurrency is not None else 5.0,
+        "requests": requests,
+        "ok": ok,
+        "errors": {} if ok == requests else {"429": requests - ok},
+        "ttfa_ms": quantiles,
+        "total_ms": quantiles,
+        "rtf": {"p50": 0.2, "p90": 0.2, "p95": 0.2, "p99": 0.2, "max": 0.2},
+        "underruns": 0,
+    }
+
+
+def summary(tmp_path: Path, levels: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "summary.json"
+    body = {
+        "target": {"kind": "sagemaker"},
+        "levels": levels,
+        "client": {},
+        "started_at": "x",
+        "version": "1",
+    }
+    path.write_text(json.dumps(body))
+    return path
+
+
+def test_highest_level_under_the_budget(tmp_path: Path) -> None:
+    path = summary(tmp_path, [level(c, p) for c, p in reversed(PUBLISHED.items())])  # order does not matter
+    assert measured_streams(path, 200).streams == 8  # 12 has p95 225 > 200
+    assert measured_streams(path, 250).streams == 12
+    assert measured_streams(path, 300).streams == 16  # "stays under" includes equal
+    found = measured_streams(path, 170)
+    assert (found.streams, found.ttfa_p95_ms, found.budget_ms) == (8, 165.0, 170)
+
+
+def test_a_lucky_level_after_a_failing_one_does_not_count(tmp_path: Path) -> None:
+    path = summary(tmp_path, [level(4, 115), level(8, 260), level(12, 190)])
+    assert measured_streams(path, 200).streams == 4
+
+
+def test_a_level_with_too_many_errors_stops_the_climb(tmp_path: Path) -> None:
+    # 2 of 200 failed (1 %) is tolerated; 3 of 200 (1.5 %) is not.
+    tolerated = summary(tmp_path, [level(4, 100), level(8, 150, ok=198), level(12, 180)])
+    assert measured_streams(tolerated, 200).streams == 12
+    failing = summary(tmp_path, [level(4, 100), level(8, 150, ok=197), level(12, 180)])
+    assert measured_streams(failing, 200).streams == 4
+
+
+def test_rate_levels_are_skipped_and_a_failed_level_without_latency_ends_the_climb(tmp_path: Path) -> None:
+    path = summary(tmp_path, [level(None, 50), level(2, 60), level(4, None, ok=0), level(8, 100)])
+    assert measured_streams(path, 200).streams == 2
+
+
+def test_no_level_within_budget_names_the_field_and_fix(tmp_path: Path) -> None:
+    path = summary(tmp_path, [level(2, 400), level(4, 500)])
+    with pytest.raises(ConfigError) as caught:
+        measured_streams(path, 200)
+    assert str(caught.value) == (
+        f"{path}: levels[concurrency=2].ttfa_ms.p95 = 400.0: even the lowest level breaks the 200 ms budget or "
+        "fails more than 1% of requests (200 of 200 ok). Fix: raise --ttfa-budget-ms, or probe lower "
+        "concurrency levels"
+    )
+
+
+def test_unreadable_summaries_are_config_errors(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ConfigError, match=r"broken.json: \(syntax\) = .*not JSON"):
+        measured_streams(broken, 200)
+    with pytest.raises(ConfigError, match=r"missing.json: \(file\) = .*cannot read"):
+        measured_streams(tmp_path / "missing.json", 200)
+    with pytest.raises(ConfigError, match=r"levels = None: missing or not a list"):
+        measured_streams(summary(tmp_path, None), 200)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"levels\[0\] = .*needs concurrency, requests, ok"):
+        measured_streams(summary(tmp_path, [{"concurrency": 4}]), 200)
+    with pytest.raises(ConfigError, match=r"--ttfa-budget-ms = 0"):
+        measured_streams(summary(tmp_path, [level(4, 100)]), 0)

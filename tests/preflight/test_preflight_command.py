@@ -1,0 +1,132 @@
+"""run_preflight's order and skips, and `sonic-deploy preflight` output and exit status."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from sonic_deploy.cli import main
+from sonic_deploy.config import Settings
+from sonic_deploy.preflight import AwsClients, run_preflight
+from tests.cdk_context import ROOT
+from tests.preflight.conftest import ECS, FakeAws, bootstrap_template, push_image, with_account
+
+
+def ready_account(fake_aws: FakeAws) -> None:
+    fake_aws.stub_sagemaker_package()
+    fake_aws.stub_endpoint_quota("ml.g6e.xlarge for endpoint usage", 8.0)
+    fake_aws.stub_other_endpoints()
+    fake_aws.clients.cloudformation.create_stack(
+        StackName="CDKToolkit", TemplateBody=bootstrap_template("28")
+    )
+
+
+def test_everything_in_order_for_both_routes(fake_aws: FakeAws, settings: Settings) -> None:
+    ready_account(fake_aws)
+    fake_aws.stub_vcpu_quota(32.0)
+    for repository, tag in ECS.images:
+        push_image(fake_aws.clients, repository, tag)
+    fake_aws.clients.secretsmanager.create_secret(Name="sonic/cartesia-api-key", SecretString="k")
+    results = run_preflight(fake_aws.clients, settings, ECS)
+    assert [(r.check, r.status) for r in results] == [
+        ("credentials and account", "pass"),
+        ("model package subscription", "pass"),
+        ("quota: ml.g6e.xlarge for endpoint usage", "pass"),
+        ("g6e.xlarge hardware in the endpoint's AZs", "pass"),
+        ("quota: Running On-Demand G and VT instances", "pass"),
+        ("g6e.xlarge offered in us-east-2a", "pass"),
+        ("image sonic-api:1.2.3", "pass"),
+        ("image sonic-worker:1.2.3", "pass"),
+        ("secret sonic/cartesia-api-key", "pass"),
+        ("CDK bootstrap", "pass"),
+    ]
+
+
+def test_wrong_account_skips_everything_else(fake_aws: FakeAws, settings: Settings) -> None:
+    results = run_preflight(fake_aws.clients, with_account(settings, "210987654321"), ECS)
+    assert [r.status for r in results] == ["fail", "skipped"]
+    assert results[1].detail == "they need working credentials for the right account"
+
+
+def test_routes_decide_which_checks_run(fake_aws: FakeAws, settings: Settings) -> None:
+    fake_aws.clients.cloudformation.create_stack(
+        StackName="CDKToolkit", TemplateBody=bootstrap_template("28")
+    )
+    ecs_only = dataclasses.replace(
+        settings,
+        environment=settings.environment.model_copy(update={"routes": ["ecs"]}),
+        model_package_arn=None,
+    )
+    results = run_preflight(fake_aws.clients, ecs_only)  # no EcsTargets wired yet
+    assert [(r.check, r.status, r.detail) for r in results[1:3]] == [
+        ("SageMaker checks", "skipped", "route not in dev's routes"),
+        ("ECS checks", "skipped", "no ECS targets (instance type, AZ, images, secrets) were given"),
+    ]
+
+
+@pytest.fixture
+def wired(fake_aws: FakeAws, monkeypatch: pytest.MonkeyPatch) -> FakeAws:
+    monkeypatch.setattr(
+        AwsClients, "from_session", classmethod(lambda cls, session, region: fake_aws.clients)
+    )
+    return fake_aws
+
+
+def preflight(*args: str) -> int:
+    return main(["preflight", "--env", "dev", "--config-dir", str(ROOT / "config"), *args])
+
+
+def test_command_exits_0_when_nothing_fails(wired: FakeAws, capsys: pytest.CaptureFixture[str]) -> None:
+    ready_account(wired)
+    assert preflight() == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Preflight for dev in us-east-2:"
+    assert out[1].startswith("  PASS  credentials and account: account 123456789012")
+    assert "  SKIP  ECS checks: no ECS targets (instance type, AZ, images, secrets) were given" in out
+    assert out[-1] == "All checks passed or were skipped."
+
+
+def test_command_exits_1_with_json_for_ci(wired: FakeAws, capsys: pytest.CaptureFixture[str]) -> None:
+    wired.stub_sagemaker_error("ValidationException", "Caller is not subscribed to the marketplace offering.")
+    wired.stub_endpoint_quota("ml.g6e.xlarge for endpoint usage", 8.0)
+    wired.stub_other_endpoints()
+    assert preflight("--json") == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["environment"], report["region"], report["ok"]) == ("dev", "us-east-2", False)
+    by_check = {check["check"]: check for check in report["checks"]}
+    assert by_check["model package subscription"]["status"] == "fail"
+    assert by_check["model package subscription"]["fix"].startswith("subscribe to the Cartesia Sonic listing")
+    assert by_check["CDK bootstrap"]["status"] == "fail"  # moto's account has no CDKToolkit stack
+    assert set(by_check["CDK bootstrap"]) == {"check", "status", "detail", "fix"}
+
+
+def test_unknown_environment_is_a_config_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["preflight", "--env", "staging", "--config-dir", str(ROOT / "config")]) == 2
+    assert "env = 'staging': unknown environment. Fix: use one of dev, prod" in capsys.readouterr().err
+
+
+def test_planner_and_preflight_never_import_aws_cdk() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, sonic_deploy.cli, sonic_deploy.planner.price_refresh, sonic_deploy.planner.chart;"
+        "import sonic_deploy.preflight.runner; print('aws_cdk' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_unknown_profile_is_reported_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    assert preflight("--profile", "nosuch") == 1
+    error = capsys.readouterr().err
+    assert error.startswith(
+        "sonic-deploy preflight: cannot talk to AWS: The config profile (nosuch) could not be"
+    )
+    assert "Fix: check --profile" in error and "Traceback" not in error
