@@ -55,6 +55,14 @@ class Settings:
         return instance.gpus * self.catalogue.gpus[instance.gpu].streams_per_gpu
 
     @property
+    def resource_prefix(self) -> str:
+        return f"sonic-{self.environment_name}"
+
+    def ecr_repository(self, service: str) -> str:
+        """The ECR repository the ECS stack makes for one service's image (preflight looks there too)."""
+        return f"{self.resource_prefix}/{service.replace('_', '-')}"
+
+    @property
     def endpoint_name(self) -> str:
         return self.environment.sagemaker.endpoint_name or f"sonic-{self.environment_name}"
 

@@ -25,6 +25,7 @@ class ImageSource:
 
     source: str
     tag: str
+    repository_name: str
     private: bool = True
 
 
@@ -38,7 +39,6 @@ class ImageRegistry(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        prefix: str,
         images: Mapping[str, ImageSource],
         key: kms.IKey,
         registry_credentials: secretsmanager.ISecret,
@@ -53,7 +53,7 @@ class ImageRegistry(Construct):
             repository = ecr.Repository(
                 self,
                 construct_name,
-                repository_name=f"{prefix}/{name.replace('_', '-')}",
+                repository_name=image.repository_name,
                 image_tag_mutability=ecr.TagMutability.IMMUTABLE,
                 image_scan_on_push=True,
                 encryption=ecr.RepositoryEncryption.KMS,

@@ -19,7 +19,7 @@ from sonic_deploy.preflight.sagemaker_checks import (
     check_model_package,
     check_zones_offer_hardware,
 )
-from sonic_deploy.preflight.targets import EcsTargets
+from sonic_deploy.preflight.targets import EcsTargets, ecs_targets
 
 if TYPE_CHECKING:
     from boto3 import Session
@@ -74,15 +74,20 @@ def run_preflight(
     else:
         results.append(skipped("SageMaker checks", f"route not in {settings.environment_name}'s routes"))
 
+    ecs = ecs if ecs is not None else ecs_targets(settings)
     if ecs is not None:
         results.append(check_gpu_vcpu_quota(clients.service_quotas, clients.ec2, settings, ecs))
         results.append(check_instance_offered(clients.ec2, ecs))
+        if ecs.images_copied_at_deploy:
+            results.append(
+                skipped("ECR images", "copy_images = true: the deploy copies them from Cartesia's registry")
+            )
         results.extend(check_images(clients.ecr, ecs))
+        if ecs.secrets_created_at_deploy:
+            results.append(
+                skipped("secrets", "secrets.create = true: the stack creates them (replace the placeholders)")
+            )
         results.extend(check_secrets(clients.secretsmanager, ecs))
-    elif "ecs" in routes:
-        results.append(
-            skipped("ECS checks", "no ECS targets (instance type, AZ, images, secrets) were given")
-        )
     else:
         results.append(skipped("ECS checks", f"route not in {settings.environment_name}'s routes"))
 

@@ -50,9 +50,8 @@ class EcsStack(Stack):
         cfg = env.ecs
         assert cfg is not None  # the loader guarantees it for this route
         retention = log_retention(env.log_retention_days)
-        prefix = f"sonic-{settings.environment_name}"
 
-        key = EncryptionKey(self, "Encryption", alias=f"alias/{prefix}-ecs").key
+        key = EncryptionKey(self, "Encryption", alias=f"alias/{settings.resource_prefix}-ecs").key
         network = Network(
             self,
             "Network",
@@ -84,12 +83,12 @@ class EcsStack(Stack):
         registry = ImageRegistry(
             self,
             "Registry",
-            prefix=prefix,
             key=key,
             registry_credentials=secrets.registry_credentials,
             copy_images=cfg.copy_images,
             images={
-                name: ImageSource(s.source, s.tag, s.private_registry) for name, s in cfg.services.items()
+                name: ImageSource(s.source, s.tag, settings.ecr_repository(name), s.private_registry)
+                for name, s in cfg.services.items()
             },
         )
 

@@ -30,9 +30,7 @@ class SageMakerStack(Stack):
         instance = settings.sagemaker_instance
         assert settings.model_package_arn is not None  # the loader guarantees it for this route
 
-        key = EncryptionKey(
-            self, "Encryption", alias=f"alias/sonic-{settings.environment_name}-sagemaker"
-        ).key
+        key = EncryptionKey(self, "Encryption", alias=f"alias/{settings.resource_prefix}-sagemaker").key
         network = Network(
             self,
             "Network",

@@ -60,10 +60,21 @@ def test_routes_decide_which_checks_run(fake_aws: FakeAws, settings: Settings) -
         environment=settings.environment.model_copy(update={"routes": ["ecs"]}),
         model_package_arn=None,
     )
-    results = run_preflight(fake_aws.clients, ecs_only)  # no EcsTargets wired yet
-    assert [(r.check, r.status, r.detail) for r in results[1:3]] == [
-        ("SageMaker checks", "skipped", "route not in dev's routes"),
-        ("ECS checks", "skipped", "no ECS targets (instance type, AZ, images, secrets) were given"),
+    fake_aws.stub_vcpu_quota(32.0)
+    results = run_preflight(fake_aws.clients, ecs_only)  # ECS targets from the settings
+    assert (results[1].check, results[1].status) == ("SageMaker checks", "skipped")
+    assert results[2].check == "quota: Running On-Demand G and VT instances"
+    assert ("ECR images", "skipped") in [(r.check, r.status) for r in results]
+
+
+def test_sagemaker_only_environment_skips_ecs(fake_aws: FakeAws, settings: Settings) -> None:
+    sagemaker_only = dataclasses.replace(
+        settings, environment=settings.environment.model_copy(update={"routes": ["sagemaker"]})
+    )
+    ready_account(fake_aws)
+    results = run_preflight(fake_aws.clients, sagemaker_only)
+    assert ("ECS checks", "skipped", "route not in dev's routes") in [
+        (r.check, r.status, r.detail) for r in results
     ]
 
 
@@ -81,11 +92,15 @@ def preflight(*args: str) -> int:
 
 def test_command_exits_0_when_nothing_fails(wired: FakeAws, capsys: pytest.CaptureFixture[str]) -> None:
     ready_account(wired)
+    wired.stub_vcpu_quota(64.0)
+    for name in ("sonic/dev/cartesia-api-key", "sonic/dev/cartesia-registry"):
+        wired.clients.secretsmanager.create_secret(Name=name, SecretString="x")
     assert preflight() == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "Preflight for dev in us-east-2:"
     assert out[1].startswith("  PASS  credentials and account: account 123456789012")
-    assert "  SKIP  ECS checks: no ECS targets (instance type, AZ, images, secrets) were given" in out
+    assert "  SKIP  ECR images: copy_images = true: the deploy copies them from Cartesia's registry" in out
+    assert "  PASS  secret sonic/dev/cartesia-registry: exists" in out
     assert out[-1] == "All checks passed or were skipped."
 
 
@@ -93,6 +108,7 @@ def test_command_exits_1_with_json_for_ci(wired: FakeAws, capsys: pytest.Capture
     wired.stub_sagemaker_error("ValidationException", "Caller is not subscribed to the marketplace offering.")
     wired.stub_endpoint_quota("ml.g6e.xlarge for endpoint usage", 8.0)
     wired.stub_other_endpoints()
+    wired.stub_vcpu_quota(64.0)
     assert preflight("--json") == 1
     report = json.loads(capsys.readouterr().out)
     assert (report["environment"], report["region"], report["ok"]) == ("dev", "us-east-2", False)
