@@ -67,6 +67,18 @@ class Settings:
         return self.environment.sagemaker.endpoint_name or f"sonic-{self.environment_name}"
 
 
+def require_config_dir(config_dir: Path) -> None:
+    """Say plainly when a command is pointed at a folder that is not config/, not "unknown environment"."""
+    if not (config_dir / ENVIRONMENTS_DIR).is_dir():
+        raise ConfigError(
+            file="command line",
+            field="--config-dir",
+            value=str(config_dir),
+            problem="no environments/ folder there (not a sonic-deploy config/ folder)",
+            fix="run from the repository root, or pass --config-dir PATH/TO/sonic-deploy/config",
+        )
+
+
 def environment_names(config_dir: Path) -> list[str]:
     return sorted(p.stem for p in (config_dir / ENVIRONMENTS_DIR).glob("*.toml"))
 

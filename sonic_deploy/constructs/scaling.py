@@ -109,15 +109,19 @@ def _dimensions(metric: cloudwatch.Metric) -> list[appscaling.CfnScalingPolicy.M
 
 
 class StreamScaling(Construct):
-    """Two target-tracking policies on one scalable target: stream load (per-replica concurrency times the
-    target ratio, or a load/capacity ratio) and GPU utilisation. Scale out fast, scale in slowly."""
+    """A scalable target and two target-tracking policies on it: stream load (per-replica concurrency times
+    the target ratio, or a load/capacity ratio) and GPU utilisation. Scale out fast, scale in slowly."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        target: appscaling.ScalableTarget,
+        service_namespace: appscaling.ServiceNamespace,
+        resource_id: str,
+        scalable_dimension: str,
+        min_capacity: int,
+        max_capacity: int,
         streams: TrackedMetric,
         streams_target: float,
         gpu: TrackedMetric,
@@ -126,28 +130,31 @@ class StreamScaling(Construct):
         scale_in_cooldown: Duration = SCALE_IN_COOLDOWN,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.target = appscaling.ScalableTarget(
+            self,
+            "Target",
+            service_namespace=service_namespace,
+            resource_id=resource_id,
+            scalable_dimension=scalable_dimension,
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+        )
         self.stream_policy = self._policy(
-            "StreamLoad", target, streams, streams_target, scale_out_cooldown, scale_in_cooldown
+            "StreamLoad", streams, streams_target, scale_out_cooldown, scale_in_cooldown
         )
         self.gpu_policy = self._policy(
-            "GpuUtilisation", target, gpu, gpu_target_percent, scale_out_cooldown, scale_in_cooldown
+            "GpuUtilisation", gpu, gpu_target_percent, scale_out_cooldown, scale_in_cooldown
         )
 
     def _policy(
-        self,
-        name: str,
-        target: appscaling.ScalableTarget,
-        metric: TrackedMetric,
-        value: float,
-        scale_out: Duration,
-        scale_in: Duration,
+        self, name: str, metric: TrackedMetric, value: float, scale_out: Duration, scale_in: Duration
     ) -> appscaling.CfnScalingPolicy:
         return appscaling.CfnScalingPolicy(
             self,
             name,
             policy_name=name,
             policy_type="TargetTrackingScaling",
-            scaling_target_id=target.scalable_target_id,
+            scaling_target_id=self.target.scalable_target_id,
             target_tracking_scaling_policy_configuration=metric.configuration(
                 target=value, scale_out=scale_out, scale_in=scale_in
             ),

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sonic_deploy.config import ConfigError, load_settings
+from sonic_deploy.config import ConfigError, load_settings, require_config_dir
 from sonic_deploy.config.rules import REGION
 from sonic_deploy.planner.capacity import Workload
 from sonic_deploy.planner.chart import write_chart
@@ -119,7 +119,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run_plan(args: argparse.Namespace) -> int:
     config_dir: Path = args.config_dir
-    _require_config_dir(config_dir)
+    require_config_dir(config_dir)
     settings = load_settings(config_dir, args.env)
     region = args.region or settings.environment.region
     if not REGION.match(region):
@@ -206,15 +206,3 @@ def _refresh(args: argparse.Namespace, prices_file: Path, region: str) -> bool:
     for problem in problems:
         print(f"not refreshed: {problem}", file=sys.stderr)
     return True
-
-
-def _require_config_dir(config_dir: Path) -> None:
-    """Say plainly when there is no config/ folder, rather than "unknown environment"."""
-    if not (config_dir / "environments").is_dir():
-        raise ConfigError(
-            file="command line",
-            field="--config-dir",
-            value=str(config_dir),
-            problem="no environments/ folder there (not a sonic-deploy config/ folder)",
-            fix="run from the repository root, or pass --config-dir PATH/TO/sonic-deploy/config",
-        )

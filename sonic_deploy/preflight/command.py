@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sonic_deploy.config import ConfigError, load_settings
+from sonic_deploy.config import load_settings, require_config_dir
 from sonic_deploy.preflight.results import CheckResult
 from sonic_deploy.preflight.runner import AwsClients, run_preflight
 
@@ -33,7 +33,7 @@ def run_preflight_command(args: argparse.Namespace) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError
 
-    _require_config_dir(args.config_dir)
+    require_config_dir(args.config_dir)
     settings = load_settings(args.config_dir, args.env)
     region = settings.environment.region
     try:
@@ -75,15 +75,3 @@ def preflight_as_table(environment: str, region: str, results: list[CheckResult]
     failures = sum(result.status == "fail" for result in results)
     lines.append(f"{failures} check(s) failed." if failures else "All checks passed or were skipped.")
     return "\n".join(lines)
-
-
-def _require_config_dir(config_dir: Path) -> None:
-    """Say plainly when there is no config/ folder, rather than "unknown environment"."""
-    if not (config_dir / "environments").is_dir():
-        raise ConfigError(
-            file="command line",
-            field="--config-dir",
-            value=str(config_dir),
-            problem="no environments/ folder there (not a sonic-deploy config/ folder)",
-            fix="run from the repository root, or pass --config-dir PATH/TO/sonic-deploy/config",
-        )

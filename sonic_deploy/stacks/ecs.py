@@ -192,19 +192,14 @@ class EcsStack(Stack):
     def _scaling(
         self, cfg: EcsConfig, cluster: ecs.Cluster, workers: SonicService, metrics: SonicMetrics
     ) -> None:
-        target = appscaling.ScalableTarget(
+        StreamScaling(
             self,
-            "WorkerScalableTarget",
+            "WorkerScaling",
             service_namespace=appscaling.ServiceNamespace.ECS,
             resource_id=f"service/{cluster.cluster_name}/{workers.service.service_name}",
             scalable_dimension="ecs:service:DesiredCount",
             min_capacity=cfg.min_workers,
             max_capacity=cfg.max_workers,
-        )
-        StreamScaling(
-            self,
-            "WorkerScaling",
-            target=target,
             # Cartesia's own signal: chunks in progress over chunks the workers can take.
             streams=TrackedMetric.math(
                 "load / capacity",

@@ -56,19 +56,14 @@ class SageMakerStack(Stack):
             model_data_download_timeout=Duration.seconds(sm.model_data_download_timeout_s),
         )
 
-        target = appscaling.ScalableTarget(
+        StreamScaling(
             self,
-            "ScalableTarget",
+            "Scaling",
             service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
             resource_id=f"endpoint/{endpoint.endpoint.attr_endpoint_name}/variant/{endpoint.variant_name}",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
             min_capacity=sm.min_instances,
             max_capacity=sm.max_instances,
-        )
-        StreamScaling(
-            self,
-            "Scaling",
-            target=target,
             streams=TrackedMetric.predefined_metric(CONCURRENCY_METRIC),
             streams_target=settings.sagemaker_streams_per_instance * sm.target_utilisation,
             gpu=TrackedMetric.single(endpoint.metric("GPUUtilization", instance_metric=True)),

@@ -81,15 +81,6 @@ def test_never_scales_on_cpu(sagemaker_template: Template) -> None:
 
 def test_metric_math_becomes_metric_data_queries() -> None:
     stack = Stack(App(), "Test")
-    target = appscaling.ScalableTarget(
-        stack,
-        "Target",
-        service_namespace=appscaling.ServiceNamespace.ECS,
-        resource_id="service/cluster/workers",
-        scalable_dimension="ecs:service:DesiredCount",
-        min_capacity=2,
-        max_capacity=6,
-    )
     load = cloudwatch.Metric(
         namespace="Sonic",
         metric_name="inferno_worker_load",
@@ -108,7 +99,11 @@ def test_metric_math_becomes_metric_data_queries() -> None:
     StreamScaling(
         stack,
         "Scaling",
-        target=target,
+        service_namespace=appscaling.ServiceNamespace.ECS,
+        resource_id="service/cluster/workers",
+        scalable_dimension="ecs:service:DesiredCount",
+        min_capacity=2,
+        max_capacity=6,
         streams=TrackedMetric.math("load / capacity", {"load": load, "capacity": capacity}),
         streams_target=0.8,
         gpu=TrackedMetric.single(gpu),
