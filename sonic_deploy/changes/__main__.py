@@ -1,0 +1,5 @@
+import sys
+
+from sonic_deploy.changes.cli import main
+
+sys.exit(main())

@@ -1,0 +1,253 @@
+"""`python -m sonic_deploy.changes`: diff synthesized stacks against baselines or the account, refresh the
+baselines, and resolve ENV/ROUTE for the deploy targets. Exit codes: 0 fine, 1 dangerous changes not
+allowed, 2 a usage or input problem (said in one line, no traceback)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sonic_deploy.changes.bootstrap import NOT_BOOTSTRAPPED, bootstrap_hint, caller_account
+from sonic_deploy.changes.classify import StackChanges, classify
+from sonic_deploy.changes.live import LiveTemplateError, cloudformation_client, deployed_template
+from sonic_deploy.changes.report import markdown_report, text_report
+from sonic_deploy.changes.targets import (
+    ROUTES_BY_STACK_ID,
+    STACK_IDS,
+    TargetError,
+    cloudformation_stack_name,
+    environment_routes,
+    resolve_target,
+)
+from sonic_deploy.changes.templates import (
+    TEMPLATE_SUFFIX,
+    TemplateError,
+    baseline_path,
+    refresh_command,
+    stack_templates,
+)
+from sonic_deploy.config import environment_names, load_settings
+
+EXIT_OK, EXIT_DANGEROUS, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m sonic_deploy.changes", description=__doc__)
+    parser.add_argument("--config", type=Path, default=Path("config"), help="config folder (default: config)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    diff = commands.add_parser("diff", help="classify what a deploy would change; exit 1 if dangerous")
+    _add_locations(diff)
+    diff.add_argument("--route", choices=sorted(STACK_IDS), help="only this route's stack")
+    diff.add_argument("--live", action="store_true", help="compare with the deployed stacks (credentials)")
+    diff.add_argument("--allow-dangerous", action="store_true", help="report dangerous changes, exit 0")
+    diff.add_argument(
+        "--markdown", type=Path, help="also append a Markdown report to this file (e.g. $GITHUB_STEP_SUMMARY)"
+    )
+    diff.set_defaults(run=run_diff)
+
+    baseline = commands.add_parser("baseline", help="copy the synthesized templates over the baselines")
+    _add_locations(baseline)
+    baseline.set_defaults(run=run_baseline)
+
+    target = commands.add_parser("target", help="check ENV (and ROUTE); print key=value facts for make/CI")
+    target.add_argument("--env", default="", help="environment name")
+    target.add_argument("--route", help="route; checked against the environment's routes")
+    target.add_argument(
+        "--with-account",
+        action="store_true",
+        help="when config names no account, ask the credentials' account (STS)",
+    )
+    target.set_defaults(run=run_target)
+
+    environments = commands.add_parser("environments", help="print the environment names, one a line")
+    environments.add_argument("--json", action="store_true", help="as one JSON list (for a CI matrix)")
+    environments.set_defaults(run=run_environments)
+
+    explain = commands.add_parser(
+        "explain-cdk-failure", help="after a failed cdk deploy/destroy: say how to fix a missing bootstrap"
+    )
+    explain.add_argument("--env", required=True)
+    explain.add_argument("--log", type=Path, required=True, help="the CDK command's captured output")
+    explain.set_defaults(run=run_explain_cdk_failure)
+    return parser
+
+
+def _add_locations(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", action="append", required=True, help="environment (repeatable)")
+    parser.add_argument(
+        "--synthesized",
+        type=Path,
+        default=Path("cdk.out/by-env"),
+        help="folder holding one cloud assembly per environment, <folder>/<env>/",
+    )
+    parser.add_argument(
+        "--baselines",
+        type=Path,
+        default=Path("baselines"),
+        help="folder holding <env>/<StackId>.template.json",
+    )
+
+
+def _synthesized(args: argparse.Namespace, environment: str) -> dict[str, dict[str, Any]]:
+    environment_routes(args.config, environment)  # an unknown ENV fails here with the list of known ones
+    assembly = args.synthesized / environment
+    templates = stack_templates(assembly)
+    if not templates:
+        raise TemplateError(
+            f"no synthesized sonic stacks in {assembly}/ (expected {' or '.join(STACK_IDS.values())}"
+            f"{TEMPLATE_SUFFIX}): run `make diff ENV={environment}`, which synthesizes first, or "
+            f"`cdk synth -c env={environment} --output {assembly}`"
+        )
+    return templates
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    stacks: list[StackChanges] = []
+    for environment in args.env:
+        synthesized = _synthesized(args, environment)
+        if args.live:
+            stacks += _diff_live(args, environment, synthesized)
+        else:
+            stacks += _diff_baselines(args, environment, synthesized)
+    print(text_report(stacks, allow_dangerous=args.allow_dangerous), end="")
+    if args.markdown is not None:
+        with args.markdown.open("a", encoding="utf-8") as summary:
+            summary.write(markdown_report(stacks, allow_dangerous=args.allow_dangerous))
+    dangerous = any(stack.dangerous for stack in stacks)
+    return EXIT_DANGEROUS if dangerous and not args.allow_dangerous else EXIT_OK
+
+
+def _selected(args: argparse.Namespace, stack_ids: set[str]) -> list[str]:
+    wanted = sorted(stack_ids)
+    return [s for s in wanted if s == STACK_IDS[args.route]] if args.route else wanted
+
+
+def _diff_baselines(
+    args: argparse.Namespace, environment: str, synthesized: dict[str, dict[str, Any]]
+) -> list[StackChanges]:
+    region = load_settings(args.config, environment).environment.region
+    committed = stack_templates(args.baselines / environment)
+    stacks = []
+    for stack_id in _selected(args, set(synthesized) | set(committed)):
+        path = baseline_path(args.baselines, environment, stack_id)
+        changes = classify(
+            committed.get(stack_id, {}),
+            synthesized.get(stack_id, {}),
+            stack=f"{environment}/{stack_id}",
+            compared_with=str(path),
+            region=region,
+        )
+        notes = []
+        if stack_id not in committed:
+            notes.append(
+                f"no baseline yet, so every resource counts as added: review, then "
+                f"`{refresh_command(environment)}` and commit {path}"
+            )
+        if stack_id not in synthesized:
+            notes.append(
+                f"environment {environment} no longer synthesizes {stack_id}: a deploy leaves the "
+                "deployed stack as it is; `make destroy` removes it"
+            )
+        stacks.append(StackChanges(changes.stack, changes.compared_with, changes.changes, tuple(notes)))
+    return stacks
+
+
+def _diff_live(
+    args: argparse.Namespace, environment: str, synthesized: dict[str, dict[str, Any]]
+) -> list[StackChanges]:
+    region = load_settings(args.config, environment).environment.region
+    client = cloudformation_client(region)
+    stacks = []
+    for stack_id in _selected(args, set(synthesized)):
+        stack_name = cloudformation_stack_name(environment, ROUTES_BY_STACK_ID[stack_id])
+        deployed = deployed_template(client, stack_name)
+        changes = classify(
+            deployed or {},
+            synthesized[stack_id],
+            stack=f"{environment}/{stack_id}",
+            compared_with=f"deployed stack {stack_name} ({region})",
+            region=region,
+        )
+        notes = (
+            ()
+            if deployed is not None
+            else (f"stack {stack_name} is not deployed in {region}: every resource counts as added",)
+        )
+        stacks.append(StackChanges(changes.stack, changes.compared_with, changes.changes, notes))
+    return stacks
+
+
+def run_baseline(args: argparse.Namespace) -> int:
+    for environment in args.env:
+        synthesized = _synthesized(args, environment)
+        target_dir = args.baselines / environment
+        target_dir.mkdir(parents=True, exist_ok=True)
+        for stack_id in sorted(synthesized):
+            path = baseline_path(args.baselines, environment, stack_id)
+            shutil.copyfile(args.synthesized / environment / f"{stack_id}{TEMPLATE_SUFFIX}", path)
+            print(f"wrote {path}")
+        for stack_id in sorted(set(stack_templates(target_dir)) - set(synthesized)):
+            path = baseline_path(args.baselines, environment, stack_id)
+            path.unlink()
+            print(f"removed {path} (environment {environment} no longer synthesizes {stack_id})")
+    print("Review the change with `git diff baselines/` and commit it.")
+    return EXIT_OK
+
+
+def run_target(args: argparse.Namespace) -> int:
+    routes = environment_routes(args.config, args.env)
+    settings = load_settings(args.config, args.env)
+    account = settings.environment.account
+    if account is None and args.with_account:
+        account = caller_account(settings.environment.region)
+    facts = {
+        "environment": args.env,
+        "region": settings.environment.region,
+        "account": account or "",
+        "routes": " ".join(routes),
+    }
+    if args.route is not None:
+        target = resolve_target(args.config, args.env, args.route)
+        facts |= {"route": target.route, "stack_id": target.stack_id, "stack_name": target.stack_name}
+    for key, value in facts.items():
+        print(f"{key}={value}")
+    return EXIT_OK
+
+
+def run_environments(args: argparse.Namespace) -> int:
+    names = environment_names(args.config)
+    print(json.dumps(names) if args.json else "\n".join(names))
+    return EXIT_OK
+
+
+def run_explain_cdk_failure(args: argparse.Namespace) -> int:
+    """Exit 0 after printing a hint when the failure was a missing bootstrap, 1 when it was something else."""
+    environment_routes(args.config, args.env)
+    region = load_settings(args.config, args.env).environment.region
+    try:
+        output = args.log.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise TemplateError(f"{args.log}: no such log of the CDK command") from None
+    if NOT_BOOTSTRAPPED.search(output) is None:
+        return EXIT_DANGEROUS
+    account = load_settings(args.config, args.env).environment.account or caller_account(region)
+    hint = bootstrap_hint(output, environment=args.env, region=region, account=account)
+    print(hint, file=sys.stderr)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except (TargetError, TemplateError, LiveTemplateError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130

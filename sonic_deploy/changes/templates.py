@@ -1,0 +1,101 @@
+"""CloudFormation templates on disk: synthesized ones in a cloud assembly, committed baselines beside them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sonic_deploy.changes.targets import ROUTES_BY_STACK_ID
+
+Template = Mapping[str, Any]
+"""A parsed CloudFormation template (JSON object)."""
+
+TEMPLATE_SUFFIX = ".template.json"
+BASELINES_DIR = Path("baselines")
+IGNORED_RESOURCE_TYPES = frozenset({"AWS::CDK::Metadata"})
+"""CDK's version-reporting resource: it changes with library versions and deploys nothing."""
+
+
+class TemplateError(Exception):
+    """A template file that is missing or unreadable; the message names the file and what makes it."""
+
+
+def refresh_command(environment: str) -> str:
+    return f"make baseline ENV={environment}"
+
+
+def baseline_path(baselines_dir: Path, environment: str, stack_id: str) -> Path:
+    return baselines_dir / environment / f"{stack_id}{TEMPLATE_SUFFIX}"
+
+
+def read_template(path: Path) -> dict[str, Any]:
+    try:
+        parsed = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TemplateError(f"{path}: no such template") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise TemplateError(f"{path}: not a JSON template ({error}); synthesize it again") from None
+    if not isinstance(parsed, dict):
+        raise TemplateError(f"{path}: a template is a JSON object, this file holds a {type(parsed).__name__}")
+    return parsed
+
+
+def stack_templates(directory: Path) -> dict[str, dict[str, Any]]:
+    """The sonic stacks' templates in a cloud assembly or baselines folder, by stack ID (others ignored)."""
+    if not directory.is_dir():
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(directory.glob(f"*{TEMPLATE_SUFFIX}")):
+        stack_id = path.name.removesuffix(TEMPLATE_SUFFIX)
+        if stack_id in ROUTES_BY_STACK_ID:
+            found[stack_id] = read_template(path)
+    return found
+
+
+def resources(template: Template) -> dict[str, Mapping[str, Any]]:
+    """The template's resources by logical ID, without CDK's version-reporting resource."""
+    listed = template.get("Resources") or {}
+    return {
+        logical_id: resource
+        for logical_id, resource in listed.items()
+        if isinstance(resource, Mapping) and resource.get("Type") not in IGNORED_RESOURCE_TYPES
+    }
+
+
+def comparable(template: Template) -> dict[str, Any]:
+    """The template as the baseline check sees it: without CDK version reporting (resource, condition)."""
+    copy = dict(template)
+    copy["Resources"] = resources(template)
+    conditions = {k: v for k, v in (template.get("Conditions") or {}).items() if k != "CDKMetadataAvailable"}
+    if conditions:
+        copy["Conditions"] = conditions
+    else:
+        copy.pop("Conditions", None)
+    return copy
+
+
+def find_stale_baselines(
+    synthesized: Mapping[str, Template], *, environment: str, baselines_dir: Path = BASELINES_DIR
+) -> list[str]:
+    """Compare freshly synthesized templates (by stack ID) with the committed baselines of one environment.
+
+    Returns one message per stale, missing or left-over baseline, each naming the command that refreshes
+    them; an empty list means the baselines are current. Only the sonic stacks (SonicSageMaker, SonicEcs)
+    are compared.
+    """
+    fix = f"review `make diff ENV={environment}`, then refresh with `{refresh_command(environment)}`"
+    wanted = {stack_id: t for stack_id, t in synthesized.items() if stack_id in ROUTES_BY_STACK_ID}
+    committed = stack_templates(baselines_dir / environment)
+    problems: list[str] = []
+    for stack_id, template in sorted(wanted.items()):
+        path = baseline_path(baselines_dir, environment, stack_id)
+        if stack_id not in committed:
+            problems.append(f"{path} is missing: {fix}")
+        elif comparable(committed[stack_id]) != comparable(template):
+            problems.append(f"{path} differs from the synthesized {stack_id} template: {fix}")
+    for stack_id in sorted(set(committed) - set(wanted)):
+        path = baseline_path(baselines_dir, environment, stack_id)
+        problems.append(f"{path} is for a stack that environment {environment} no longer synthesizes: {fix}")
+    return problems
