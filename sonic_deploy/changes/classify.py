@@ -20,7 +20,7 @@ CRITICAL_TYPES: dict[str, str] = {
     "config)",
     "AWS::ECS::Service": "the ECS service that serves speech",
     "AWS::EC2::PlacementGroup": "the placement group the GPU instances are packed into",
-    "AWS::ECR::Repository": "an image repository (its images go with it)",
+    "AWS::ECR::Repository": "an image repository (deleting it deletes its images)",
     "AWS::KMS::Key": "an encryption key (data encrypted with it becomes unreadable once it is deleted)",
     "AWS::SecretsManager::Secret": "a secret (its value is lost)",
 }

@@ -100,8 +100,8 @@ def _synthesized(args: argparse.Namespace, environment: str) -> dict[str, dict[s
     templates = stack_templates(assembly)
     if not templates:
         raise TemplateError(
-            f"no synthesized sonic stacks in {assembly}/ (expected {' or '.join(STACK_IDS.values())}"
-            f"{TEMPLATE_SUFFIX}): run `make diff ENV={environment}`, which synthesizes first, or "
+            f"no synthesized sonic stacks in {assembly}/ (expected "
+            f"{' or '.join(s + TEMPLATE_SUFFIX for s in STACK_IDS.values())}): run `make diff ENV={environment}`, which synthesizes first, or "
             f"`cdk synth -c env={environment} --output {assembly}`"
         )
     return templates
