@@ -59,3 +59,5 @@ test: lint typecheck unit
 
 clean:
 	rm -rf cdk.out
+
+include mk/deploy.mk

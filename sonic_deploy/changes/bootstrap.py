@@ -44,6 +44,6 @@ def bootstrap_hint(cdk_output: str, *, environment: str, region: str, account: s
     ]
     if account is None:
         lines.insert(
-            2, "(ACCOUNT is your 12-digit account ID: `aws sts get-caller-identity --query Account`.)"
+            3, "(ACCOUNT is your 12-digit account ID: `aws sts get-caller-identity --query Account`.)"
         )
     return "\n".join(lines)

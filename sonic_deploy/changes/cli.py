@@ -99,9 +99,10 @@ def _synthesized(args: argparse.Namespace, environment: str) -> dict[str, dict[s
     assembly = args.synthesized / environment
     templates = stack_templates(assembly)
     if not templates:
+        expected = " or ".join(stack_id + TEMPLATE_SUFFIX for stack_id in STACK_IDS.values())
         raise TemplateError(
-            f"no synthesized sonic stacks in {assembly}/ (expected "
-            f"{' or '.join(s + TEMPLATE_SUFFIX for s in STACK_IDS.values())}): run `make diff ENV={environment}`, which synthesizes first, or "
+            f"no synthesized sonic stacks in {assembly}/ (expected {expected}): run "
+            f"`make diff ENV={environment}`, which synthesizes first, or "
             f"`cdk synth -c env={environment} --output {assembly}`"
         )
     return templates

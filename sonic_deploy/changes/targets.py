@@ -62,7 +62,7 @@ def environment_routes(config_dir: Path, environment: str) -> list[str]:
 def resolve_target(config_dir: Path, environment: str, route: str) -> StackTarget:
     """Check ENV and ROUTE together; the error names the values that would work."""
     routes = environment_routes(config_dir, environment)
-    example = f"make deploy ENV={environment} ROUTE={routes[0]}"
+    example = f"ENV={environment} ROUTE={routes[0]}"
     if not route:
         raise TargetError(
             f"ROUTE is not set. Environment {environment} deploys: {', '.join(routes)}; e.g. `{example}`"

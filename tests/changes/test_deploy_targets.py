@@ -1,0 +1,168 @@
+"""The make targets of mk/deploy.mk, run for real with a stand-in CDK CLI (no Node, no AWS):
+`make diff` catches an endpoint replacement offline, `make baseline` refreshes, deploy/destroy check ENV
+and ROUTE, pick the stack, and explain a missing bootstrap."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BOOTSTRAP_ERROR = (
+    "SonicSageMaker: SSM parameter /cdk-bootstrap/hnb659fds/version not found. Has the environment been "
+    "bootstrapped? Please run 'cdk bootstrap' (see https://docs.aws.amazon.com/cdk/latest/guide/bootstrapping.html)"
+)
+
+# Stands in for `node node_modules/aws-cdk/bin/cdk`: `synth --output DIR` writes $FAKE_TEMPLATE as the
+# SonicSageMaker template; any other command prints $FAKE_CDK_SAYS and exits with $FAKE_CDK_EXIT.
+FAKE_CDK = """\
+import os, shutil, sys
+from pathlib import Path
+args = sys.argv[1:]
+with open(os.environ["FAKE_CDK_CALLS"], "a") as calls:
+    calls.write(" ".join(args) + "\\n")
+if args[0] == "synth":
+    out = Path(args[args.index("--output") + 1])
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(os.environ["FAKE_TEMPLATE"], out / "SonicSageMaker.template.json")
+    sys.exit(0)
+print(os.environ.get("FAKE_CDK_SAYS", ""))
+sys.exit(int(os.environ.get("FAKE_CDK_EXIT", "0")))
+"""
+
+
+def endpoint_stack(endpoint_name: str) -> dict[str, Any]:
+    properties = {"EndpointName": endpoint_name, "EndpointConfigName": "cfg"}
+    return {"Resources": {"Endpoint": {"Type": "AWS::SageMaker::Endpoint", "Properties": properties}}}
+
+
+class Make:
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.calls = tmp_path / "calls.txt"
+        self.template = tmp_path / "synthesized.json"
+        script = tmp_path / "fake_cdk.py"
+        script.write_text(FAKE_CDK, encoding="utf-8")
+        self.cdk = f"{sys.executable} {script}"
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MAKE"))}
+        self.env |= {
+            "FAKE_CDK_CALLS": str(self.calls),
+            "FAKE_TEMPLATE": str(self.template),
+            # No credentials anywhere: nothing here may reach AWS.
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
+            "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
+        }
+
+    def synthesizes(self, template: dict[str, Any]) -> None:
+        self.template.write_text(json.dumps(template), encoding="utf-8")
+
+    def __call__(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        command = [
+            "make", "--no-print-directory", *args, f"CDK={self.cdk}", "DEPLOY_SETUP=",
+            f"BASELINES={self.tmp / 'baselines'}", f"SYNTH_DIR={self.tmp / 'synth'}",
+        ]  # fmt: skip
+        return subprocess.run(
+            command, cwd=REPO, env=self.env | env, capture_output=True, text=True, timeout=120, check=False
+        )
+
+
+@pytest.fixture
+def make(tmp_path: Path) -> Make:
+    return Make(tmp_path)
+
+
+def test_make_diff_catches_endpoint_replacement_offline(make: Make) -> None:
+    make.synthesizes(endpoint_stack("sonic-dev"))
+    assert make("baseline", "ENV=dev").returncode == 0
+    assert (make.tmp / "baselines/dev/SonicSageMaker.template.json").is_file()
+    assert make("diff", "ENV=dev").returncode == 0
+
+    make.synthesizes(endpoint_stack("sonic-dev-2"))
+    result = make("diff", "ENV=dev", f"SUMMARY={make.tmp / 'summary.md'}")
+    assert result.returncode != 0
+    assert "!!replaced Endpoint" in result.stdout and "DANGEROUS" in result.stdout
+    assert ":no_entry:" in (make.tmp / "summary.md").read_text(encoding="utf-8")
+    assert make("diff", "ENV=dev", "ALLOW_DANGEROUS=1").returncode == 0
+    assert make("diff", "ENV=dev", "ALLOW_DANGEROUS=0").returncode != 0
+    assert "synth --quiet -c env=dev --output" in make.calls.read_text(encoding="utf-8")
+
+
+def test_make_diff_without_env_covers_every_environment(make: Make) -> None:
+    make.synthesizes(endpoint_stack("sonic-dev"))
+    make("diff")
+    synthesized = [line.split("env=")[1].split()[0] for line in make.calls.read_text().splitlines()]
+    assert synthesized == sorted(p.stem for p in (REPO / "config/environments").glob("*.toml"))
+
+
+def test_make_diff_rejects_an_unknown_env_before_synthesizing(make: Make) -> None:
+    result = make("diff", "ENV=staging")
+    assert result.returncode != 0
+    assert "ENV=staging is not an environment: use one of dev, prod" in result.stderr
+    assert not make.calls.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("deploy",), "ENV is not set"),
+        (("deploy", "ENV=dev"), "ROUTE is not set"),
+        (("destroy", "ENV=dev", "ROUTE=gpu"), "ROUTE=gpu is not a route: use one of sagemaker, ecs"),
+        (("deploy", "ENV=dev", "ROUTE=ecs"), "environment dev does not deploy the ecs route"),
+    ],
+)
+def test_deploy_and_destroy_check_env_and_route(make: Make, args: tuple[str, ...], expected: str) -> None:
+    result = make(*args)
+    assert result.returncode != 0
+    assert expected in result.stderr and "Traceback" not in result.stderr
+    assert not make.calls.exists()
+
+
+def test_deploy_runs_cdk_for_the_routes_stack(make: Make) -> None:
+    assert make("deploy", "ENV=dev", "ROUTE=sagemaker", "APPROVAL=never").returncode == 0
+    assert make.calls.read_text() == "deploy SonicSageMaker -c env=dev --require-approval never\n"
+
+
+def test_destroy_names_what_is_retained(make: Make) -> None:
+    result = make("destroy", "ENV=dev", "ROUTE=sagemaker", "FORCE=1")
+    assert result.returncode == 0
+    assert make.calls.read_text() == "destroy SonicSageMaker -c env=dev --force\n"
+    assert "ECR repositories, KMS keys, log groups" in result.stdout
+
+
+def test_missing_bootstrap_is_explained(make: Make) -> None:
+    result = make("deploy", "ENV=prod", "ROUTE=sagemaker", FAKE_CDK_SAYS=BOOTSTRAP_ERROR, FAKE_CDK_EXIT="1")
+    assert result.returncode != 0
+    assert "The CDK is not bootstrapped in aws://123456789012/us-east-2" in result.stderr
+    assert "make bootstrap ENV=prod      # runs cdk bootstrap aws://123456789012/us-east-2" in result.stderr
+
+
+def test_missing_bootstrap_without_an_account_explains_the_placeholder(make: Make) -> None:
+    result = make("deploy", "ENV=dev", "ROUTE=sagemaker", FAKE_CDK_SAYS=BOOTSTRAP_ERROR, FAKE_CDK_EXIT="1")
+    assert "cdk bootstrap aws://ACCOUNT/us-east-2" in result.stderr
+    assert "aws sts get-caller-identity" in result.stderr
+
+
+def test_other_deploy_failures_are_passed_through(make: Make) -> None:
+    result = make(
+        "deploy", "ENV=dev", "ROUTE=sagemaker", FAKE_CDK_SAYS="ValidationError: boom", FAKE_CDK_EXIT="1"
+    )
+    assert result.returncode != 0
+    assert "ValidationError: boom" in result.stdout
+    assert "bootstrap" not in result.stderr
+
+
+def test_bootstrap_uses_the_configured_account(make: Make) -> None:
+    assert make("bootstrap", "ENV=prod").returncode == 0
+    assert make.calls.read_text() == "bootstrap aws://123456789012/us-east-2 -c env=prod\n"
+
+
+def test_bootstrap_without_account_or_credentials_says_how_to_sign_in(make: Make) -> None:
+    result = make("bootstrap", "ENV=dev")
+    assert result.returncode != 0
+    assert "no AWS account" in result.stderr and "aws sso login" in result.stderr
