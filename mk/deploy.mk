@@ -1,6 +1,7 @@
 # Diff, baselines and laptop deploys. Included by the Makefile; uses its PY, CDK, ENV and setup.
 #
 #   make diff [ENV=dev] [ROUTE=ecs] [LIVE=1] [ALLOW_DANGEROUS=1] [SUMMARY=file.md]
+#   make cdk-diff [ENV=dev] [ROUTE=ecs] [LIVE=1] [SUMMARY=file.md]     (after make diff)
 #   make baseline [ENV=dev]
 #   make bootstrap ENV=dev
 #   make deploy ENV=dev ROUTE=sagemaker|ecs [APPROVAL=never]
@@ -21,7 +22,13 @@ SYNTH_DIR ?= cdk.out/by-env
 # The tests run these targets with a stand-in CDK and without `setup`.
 DEPLOY_SETUP ?= setup
 
-CHANGES = $(PY) -m sonic_deploy.changes
+# The folder of environments and instance types (the tests point it at a copy).
+CONFIG ?= config
+STACK_ID_sagemaker := SonicSageMaker
+STACK_ID_ecs := SonicEcs
+# A job summary holds at most 1 MiB: keep each stack's CDK diff well below.
+CDK_DIFF_SUMMARY_BYTES := 100000
+CHANGES = $(PY) -m sonic_deploy.changes --config "$(CONFIG)"
 truthy = $(filter 1 true yes,$(1))
 DIFF_ENVS = $(or $(ENV),$(shell $(CHANGES) environments))
 ENV_ARGS = $(foreach env,$(DIFF_ENVS),--env $(env))
@@ -30,7 +37,7 @@ read_facts = sed -n 's/^$(1)=//p' <<<"$$facts"
 RETAINED_NOTE = Kept on purpose (RETAIN), still in the account: ECR repositories, KMS keys, log groups. \
 See docs/deploy.md, "What stays behind", to delete them.
 
-.PHONY: diff baseline synth-envs bootstrap deploy destroy
+.PHONY: diff cdk-diff baseline synth-envs bootstrap deploy destroy
 
 synth-envs: $(DEPLOY_SETUP)
 	@$(if $(ENV),$(CHANGES) target --env "$(ENV)" >/dev/null || exit 2;) \
@@ -46,6 +53,27 @@ diff: synth-envs
 	  $(if $(call truthy,$(LIVE)),--live) \
 	  $(if $(call truthy,$(ALLOW_DANGEROUS)),--allow-dangerous) \
 	  $(if $(SUMMARY),--markdown "$(SUMMARY)")
+
+# CDK's own property-by-property diff of the stacks `make diff` synthesized, to read beside the
+# classification: against the baselines (offline), or with LIVE=1 against the account. Never fails.
+cdk-diff: $(DEPLOY_SETUP)
+	@for env in $(DIFF_ENVS); do \
+	  for template in "$(SYNTH_DIR)/$$env"/$(or $(STACK_ID_$(ROUTE)),Sonic*).template.json; do \
+	    if [ ! -f "$$template" ]; then echo "nothing synthesized in $(SYNTH_DIR)/$$env: run make diff first"; break; fi; \
+	    stack="$$(basename "$$template" .template.json)"; \
+	    baseline="$(BASELINES)/$$env/$$stack.template.json"; \
+	    if [ -n "$(call truthy,$(LIVE))" ]; then against=(); \
+	    elif [ -f "$$baseline" ]; then against=(--template "$$baseline"); \
+	    else echo "no baseline for $$env/$$stack: nothing for cdk diff to compare with"; continue; fi; \
+	    output="$$($(CDK) diff --no-color --app "$(SYNTH_DIR)/$$env" --exclusively "$$stack" "$${against[@]}" 2>&1 \
+	      | head -c $(CDK_DIFF_SUMMARY_BYTES))"; \
+	    echo "$$output"; \
+	    if [ -n "$(SUMMARY)" ]; then \
+	      printf '<details><summary>cdk diff %s/%s</summary>\n\n```\n%s\n```\n\n</details>\n\n' \
+	        "$$env" "$$stack" "$$output" >> "$(SUMMARY)"; \
+	    fi; \
+	  done; \
+	done
 
 baseline: synth-envs
 	@$(CHANGES) baseline $(ENV_ARGS) --synthesized "$(SYNTH_DIR)" --baselines "$(BASELINES)"

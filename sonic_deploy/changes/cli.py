@@ -197,7 +197,7 @@ def run_baseline(args: argparse.Namespace) -> int:
             path = baseline_path(args.baselines, environment, stack_id)
             path.unlink()
             print(f"removed {path} (environment {environment} no longer synthesizes {stack_id})")
-    print("Review the change with `git diff baselines/` and commit it.")
+    print(f"Review the change with `git diff {args.baselines}` and commit it.")
     return EXIT_OK
 
 

@@ -13,6 +13,7 @@ SECURITY_GROUP_TYPES = frozenset(
 )
 OPEN_CIDRS = frozenset({"0.0.0.0/0", "::/0"})
 SHOWN_GRANTS = 3
+SHOWN_CHARACTERS = 100
 
 
 class Grant(NamedTuple):
@@ -25,25 +26,36 @@ class Grant(NamedTuple):
     condition: str
 
     def describe(self) -> str:
-        text = f"{self.action} on {self.resource}"
+        text = self.action if self.resource == "-" else f"{self.action} on {shortened(self.resource)}"
         if self.principal != "-":
-            text += f" to {self.principal}"
+            text += f" to {shortened(self.principal)}"
         if self.condition != "-":
             text += " (with conditions)"
         return text
 
 
 def compact(value: Any) -> str:
-    """A short, stable text for a policy value that may be an intrinsic function."""
+    """A short, stable text for a policy value that may be an intrinsic function: references read like
+    Fn::Sub (`arn:${AWS::Partition}:iam::aws:policy/X`, `${Cluster.Arn}`)."""
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping) and len(value) == 1:
         ((function, argument),) = value.items()
         if function == "Ref":
-            return f"Ref({argument})"
+            return f"${{{argument}}}"
         if function == "Fn::GetAtt" and isinstance(argument, list):
-            return ".".join(str(part) for part in argument)
+            return "${" + ".".join(str(part) for part in argument) + "}"
+        if function == "Fn::Join" and isinstance(argument, list) and len(argument) == 2:
+            delimiter, parts = argument
+            if isinstance(delimiter, str) and isinstance(parts, list):
+                return delimiter.join(compact(part) for part in parts)
+        if function == "Fn::Sub" and isinstance(argument, str):
+            return argument
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def shortened(text: str, limit: int = SHOWN_CHARACTERS) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -137,7 +149,8 @@ def _open_ingress(resource_type: str, properties: Mapping[str, Any] | None) -> s
         if not isinstance(rule, Mapping):
             continue
         cidr = rule.get("CidrIp") or rule.get("CidrIpv6")
-        if cidr in OPEN_CIDRS:
+        # A CIDR taken from a parameter or another resource (Fn::GetAtt VPC.CidrBlock) is not "anywhere".
+        if isinstance(cidr, str) and cidr in OPEN_CIDRS:
             ports = f"{rule.get('FromPort', 'all')}-{rule.get('ToPort', 'all')}"
             opened.add(f"{rule.get('IpProtocol', '?')} {ports} from {cidr}")
     return opened

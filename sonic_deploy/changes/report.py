@@ -8,6 +8,7 @@ from sonic_deploy.changes.classify import ChangeKind, ResourceChange, StackChang
 
 DANGER_MARK = "DANGEROUS"
 REVIEW_MARK = "REVIEW"
+LOGICAL_ID_COLUMN = 40
 
 
 def _counts(stack: StackChanges) -> str:
@@ -38,7 +39,7 @@ def text_report(stacks: Sequence[StackChanges], *, allow_dangerous: bool = False
         lines += [f"  note: {note}" for note in stack.notes]
         if not stack.changes:
             lines.append("  no resource changes")
-        width = max((len(c.logical_id) for c in stack.changes), default=0)
+        width = min(max((len(c.logical_id) for c in stack.changes), default=0), LOGICAL_ID_COLUMN)
         for change in stack.changes:
             marker = "!!" if change.dangerous else ("* " if change.highlights else "  ")
             name = f"{change.logical_id:<{width}}"

@@ -170,6 +170,17 @@ def test_attaching_a_managed_policy_and_lifting_a_deny_are_widening() -> None:
     assert any("attaches arn:aws:iam::aws:policy/AdministratorAccess" in h for h in highlights)
 
 
+def test_intrinsic_values_read_like_fn_sub_in_highlights() -> None:
+    arn = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::aws:policy/ReadOnlyAccess"]]}
+    change = only_change(
+        classify(template(), template(R=resource("AWS::IAM::Role", ManagedPolicyArns=[arn]))), "R"
+    )
+    assert change.highlights == (
+        "IAM",
+        "widens permissions: attaches arn:${AWS::Partition}:iam::aws:policy/ReadOnlyAccess",
+    )
+
+
 def test_key_policy_change_is_highlighted_as_a_resource_policy() -> None:
     def key(principal: str) -> dict[str, Any]:
         statement = {
@@ -198,6 +209,20 @@ def test_security_group_opened_to_the_internet_is_highlighted() -> None:
     assert change.highlights == (
         "security group",
         "opens ingress to the internet: tcp 5000-5000 from 0.0.0.0/0",
+    )
+
+
+def test_ingress_from_a_referenced_cidr_is_a_security_group_change_only() -> None:
+    rule = {
+        "IpProtocol": "tcp",
+        "FromPort": 5000,
+        "ToPort": 5000,
+        "CidrIp": {"Fn::GetAtt": ["Vpc", "CidrBlock"]},
+    }
+    before = resource("AWS::EC2::SecurityGroup", GroupDescription="api")
+    after = resource("AWS::EC2::SecurityGroup", GroupDescription="api", SecurityGroupIngress=[rule])
+    assert only_change(classify(template(Sg=before), template(Sg=after)), "Sg").highlights == (
+        "security group",
     )
 
 

@@ -10,8 +10,11 @@ import pytest
 
 from sonic_deploy.changes import find_stale_baselines
 from sonic_deploy.changes.cli import EXIT_DANGEROUS, EXIT_OK, EXIT_USAGE, main
+from sonic_deploy.config import environment_names
+from tests.changes.narrow_config import config_with_sagemaker_only_environment
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
+KNOWN = ", ".join(environment_names(CONFIG))
 
 
 def endpoint_stack(endpoint_name: str, tag: str = "a") -> dict[str, Any]:
@@ -113,7 +116,7 @@ def test_nothing_synthesized_is_a_usage_error_naming_the_command(
 
 def test_unknown_environment_lists_the_known_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(tmp_path, "diff", "--env", "staging") == EXIT_USAGE
-    assert "ENV=staging is not an environment: use one of dev, prod" in capsys.readouterr().err
+    assert f"ENV=staging is not an environment: use one of {KNOWN}" in capsys.readouterr().err
 
 
 def test_baseline_refresh_makes_the_baselines_current(
@@ -160,9 +163,8 @@ def test_stale_baseline_check_ignores_cdk_version_reporting(tmp_path: Path) -> N
     ("env", "route", "expected"),
     [
         ("", "sagemaker", "ENV is not set"),
-        ("dev", "", "ROUTE is not set. Environment dev deploys: sagemaker"),
+        ("dev", "", "ROUTE is not set. Environment dev deploys: "),
         ("dev", "lambda", "ROUTE=lambda is not a route: use one of sagemaker, ecs"),
-        ("dev", "ecs", "environment dev does not deploy the ecs route"),
     ],
 )
 def test_target_rejects_wrong_env_or_route(
@@ -170,6 +172,16 @@ def test_target_rejects_wrong_env_or_route(
 ) -> None:
     assert run(tmp_path, "target", "--env", env, "--route", route) == EXIT_USAGE
     assert expected in capsys.readouterr().err
+
+
+def test_target_rejects_a_route_the_environment_does_not_deploy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = config_with_sagemaker_only_environment(tmp_path)
+    assert main(["--config", str(config), "target", "--env", "onlysm", "--route", "ecs"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "environment onlysm does not deploy the ecs route (its routes are sagemaker" in err
+    assert "ENV=onlysm ROUTE=sagemaker" in err
 
 
 def test_target_prints_the_stack_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+from sonic_deploy.config import environment_names
+from tests.changes.narrow_config import SAGEMAKER_ONLY, config_with_sagemaker_only_environment
+
 REPO = Path(__file__).resolve().parents[2]
 BOOTSTRAP_ERROR = (
     "SonicSageMaker: SSM parameter /cdk-bootstrap/hnb659fds/version not found. Has the environment been "
@@ -46,6 +49,7 @@ class Make:
     def __init__(self, tmp_path: Path) -> None:
         self.tmp = tmp_path
         self.calls = tmp_path / "calls.txt"
+        self.config = config_with_sagemaker_only_environment(tmp_path)
         self.template = tmp_path / "synthesized.json"
         script = tmp_path / "fake_cdk.py"
         script.write_text(FAKE_CDK, encoding="utf-8")
@@ -65,7 +69,7 @@ class Make:
     def __call__(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         command = [
             "make", "--no-print-directory", *args, f"CDK={self.cdk}", "DEPLOY_SETUP=",
-            f"BASELINES={self.tmp / 'baselines'}", f"SYNTH_DIR={self.tmp / 'synth'}",
+            f"BASELINES={self.tmp / 'baselines'}", f"SYNTH_DIR={self.tmp / 'synth'}", f"CONFIG={self.config}",
         ]  # fmt: skip
         return subprocess.run(
             command, cwd=REPO, env=self.env | env, capture_output=True, text=True, timeout=120, check=False
@@ -93,17 +97,41 @@ def test_make_diff_catches_endpoint_replacement_offline(make: Make) -> None:
     assert "synth --quiet -c env=dev --output" in make.calls.read_text(encoding="utf-8")
 
 
+def test_cdk_diff_compares_with_the_baseline_and_writes_the_summary(make: Make) -> None:
+    make.synthesizes(endpoint_stack("sonic-dev"))
+    assert make("baseline", "ENV=dev").returncode == 0
+    summary = make.tmp / "summary.md"
+    result = make("cdk-diff", "ENV=dev", f"SUMMARY={summary}", FAKE_CDK_SAYS="[~] AWS::SageMaker::Endpoint")
+    assert result.returncode == 0
+    baseline = make.tmp / "baselines/dev/SonicSageMaker.template.json"
+    diff_call = make.calls.read_text().splitlines()[-1]
+    assert diff_call == (
+        f"diff --no-color --app {make.tmp / 'synth/dev'} --exclusively SonicSageMaker --template {baseline}"
+    )
+    assert "<details><summary>cdk diff dev/SonicSageMaker</summary>" in summary.read_text()
+    assert "[~] AWS::SageMaker::Endpoint" in summary.read_text()
+
+
+def test_cdk_diff_live_compares_with_the_account(make: Make) -> None:
+    make.synthesizes(endpoint_stack("sonic-dev"))
+    assert make("diff", "ENV=dev").returncode == 0
+    assert make("cdk-diff", "ENV=dev", "LIVE=1", "ROUTE=sagemaker").returncode == 0
+    assert make.calls.read_text().splitlines()[-1].endswith("--exclusively SonicSageMaker")
+
+
 def test_make_diff_without_env_covers_every_environment(make: Make) -> None:
     make.synthesizes(endpoint_stack("sonic-dev"))
     make("diff")
     synthesized = [line.split("env=")[1].split()[0] for line in make.calls.read_text().splitlines()]
-    assert synthesized == sorted(p.stem for p in (REPO / "config/environments").glob("*.toml"))
+    assert synthesized == environment_names(make.config)
 
 
 def test_make_diff_rejects_an_unknown_env_before_synthesizing(make: Make) -> None:
     result = make("diff", "ENV=staging")
     assert result.returncode != 0
-    assert "ENV=staging is not an environment: use one of dev, prod" in result.stderr
+    assert f"ENV=staging is not an environment: use one of {', '.join(environment_names(make.config))}" in (
+        result.stderr
+    )
     assert not make.calls.exists()
 
 
@@ -113,7 +141,10 @@ def test_make_diff_rejects_an_unknown_env_before_synthesizing(make: Make) -> Non
         (("deploy",), "ENV is not set"),
         (("deploy", "ENV=dev"), "ROUTE is not set"),
         (("destroy", "ENV=dev", "ROUTE=gpu"), "ROUTE=gpu is not a route: use one of sagemaker, ecs"),
-        (("deploy", "ENV=dev", "ROUTE=ecs"), "environment dev does not deploy the ecs route"),
+        (
+            ("deploy", f"ENV={SAGEMAKER_ONLY}", "ROUTE=ecs"),
+            f"environment {SAGEMAKER_ONLY} does not deploy the ecs",
+        ),
     ],
 )
 def test_deploy_and_destroy_check_env_and_route(make: Make, args: tuple[str, ...], expected: str) -> None:
