@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sonic_deploy.changes.bootstrap import NOT_BOOTSTRAPPED, bootstrap_hint, caller_account
+from sonic_deploy.changes.cdk_failures import (
+    NOT_BOOTSTRAPPED,
+    bootstrap_hint,
+    caller_account,
+    credentials_hint,
+)
 from sonic_deploy.changes.classify import StackChanges, classify
 from sonic_deploy.changes.live import LiveTemplateError, cloudformation_client, deployed_template
 from sonic_deploy.changes.report import markdown_report, text_report
@@ -34,6 +39,7 @@ from sonic_deploy.changes.templates import (
 from sonic_deploy.config import environment_names, load_settings
 
 EXIT_OK, EXIT_DANGEROUS, EXIT_USAGE = 0, 1, 2
+EXIT_NOT_EXPLAINED = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     environments.set_defaults(run=run_environments)
 
     explain = commands.add_parser(
-        "explain-cdk-failure", help="after a failed cdk deploy/destroy: say how to fix a missing bootstrap"
+        "explain-cdk-failure",
+        help="after a failed cdk deploy/destroy: explain missing credentials or bootstrap",
     )
     explain.add_argument("--env", required=True)
     explain.add_argument("--log", type=Path, required=True, help="the CDK command's captured output")
@@ -228,17 +235,20 @@ def run_environments(args: argparse.Namespace) -> int:
 
 
 def run_explain_cdk_failure(args: argparse.Namespace) -> int:
-    """Exit 0 after printing a hint when the failure was a missing bootstrap, 1 when it was something else."""
+    """Print what to do when a CDK command failed for want of credentials or bootstrap: exit 0 when it
+    explained the failure, EXIT_NOT_EXPLAINED when the failure was something else (the CDK said it)."""
     environment_routes(args.config, args.env)
     region = load_settings(args.config, args.env).environment.region
     try:
         output = args.log.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         raise TemplateError(f"{args.log}: no such log of the CDK command") from None
-    if NOT_BOOTSTRAPPED.search(output) is None:
-        return EXIT_DANGEROUS
-    account = load_settings(args.config, args.env).environment.account or caller_account(region)
-    hint = bootstrap_hint(output, environment=args.env, region=region, account=account)
+    hint = credentials_hint(output)
+    if hint is None and NOT_BOOTSTRAPPED.search(output) is not None:
+        account = load_settings(args.config, args.env).environment.account or caller_account(region)
+        hint = bootstrap_hint(output, environment=args.env, region=region, account=account)
+    if hint is None:
+        return EXIT_NOT_EXPLAINED
     print(hint, file=sys.stderr)
     return EXIT_OK
 

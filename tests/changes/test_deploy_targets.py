@@ -179,6 +179,13 @@ def test_missing_bootstrap_without_an_account_explains_the_placeholder(make: Mak
     assert "aws sts get-caller-identity" in result.stderr
 
 
+def test_missing_credentials_are_explained(make: Make) -> None:
+    said = "Unable to resolve AWS account to use. It must be either configured when you define your CDK Stack"
+    result = make("destroy", "ENV=dev", "ROUTE=sagemaker", FAKE_CDK_SAYS=said, FAKE_CDK_EXIT="1")
+    assert result.returncode != 0
+    assert "The CDK found no AWS credentials" in result.stderr and "aws sso login" in result.stderr
+
+
 def test_other_deploy_failures_are_passed_through(make: Make) -> None:
     result = make(
         "deploy", "ENV=dev", "ROUTE=sagemaker", FAKE_CDK_SAYS="ValidationError: boom", FAKE_CDK_EXIT="1"

@@ -1,4 +1,4 @@
-"""Recognise a deploy that failed because the account/Region was never `cdk bootstrap`ped, and say so."""
+"""Recognise the CDK failures a new user meets first (no credentials, no bootstrap) and say what to do."""
 
 from __future__ import annotations
 
@@ -13,6 +13,11 @@ NOT_BOOTSTRAPPED = re.compile(
     r"|SSM parameter /cdk-bootstrap/\S+ not found"
     r"|is not bootstrapped"
     r"|Please run 'cdk bootstrap'",
+    re.IGNORECASE,
+)
+# What the CDK CLI prints when it finds no credentials to deploy with.
+NO_CREDENTIALS = re.compile(
+    r"Unable to resolve AWS account to use|Need to perform AWS calls for account .*, but no credentials",
     re.IGNORECASE,
 )
 ACCOUNT_PLACEHOLDER = "ACCOUNT"
@@ -47,3 +52,12 @@ def bootstrap_hint(cdk_output: str, *, environment: str, region: str, account: s
             3, "(ACCOUNT is your 12-digit account ID: `aws sts get-caller-identity --query Account`.)"
         )
     return "\n".join(lines)
+
+
+def credentials_hint(cdk_output: str) -> str | None:
+    if NO_CREDENTIALS.search(cdk_output) is None:
+        return None
+    return (
+        "The CDK found no AWS credentials. Sign in with the account you deploy to, e.g. "
+        "`aws sso login --profile NAME` and `export AWS_PROFILE=NAME`, then run the same make command again."
+    )
