@@ -40,6 +40,6 @@ def test_files_and_settings_the_doc_names_exist() -> None:
 
 
 def test_every_cost_figure_has_a_source_on_the_same_line_or_paragraph() -> None:
-    for paragraph in DOC.split("\n- "):
+    for paragraph in re.split(r"\n\s*- |\n\n", DOC):
         if "$" in paragraph.replace("`", ""):
             assert "https://" in paragraph, paragraph
