@@ -65,9 +65,14 @@ def resources(template: Template) -> dict[str, Mapping[str, Any]]:
 
 
 def comparable(template: Template) -> dict[str, Any]:
-    """The template as the baseline check sees it: without CDK version reporting (resource, condition)."""
+    """The template as the baseline check sees it: without CDK version reporting (resource, condition)
+    and without resource Metadata, which CloudFormation does not deploy and which `cdk synth` fills
+    (construct paths, asset hints) while `Template.from_stack` in a test may not."""
     copy = dict(template)
-    copy["Resources"] = resources(template)
+    copy["Resources"] = {
+        logical_id: {k: v for k, v in resource.items() if k != "Metadata"}
+        for logical_id, resource in resources(template).items()
+    }
     conditions = {k: v for k, v in (template.get("Conditions") or {}).items() if k != "CDKMetadataAvailable"}
     if conditions:
         copy["Conditions"] = conditions

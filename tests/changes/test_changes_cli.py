@@ -38,19 +38,11 @@ def write(path: Path, template: dict[str, Any]) -> Path:
     return path
 
 
-def run(tmp_path: Path, *args: str) -> int:
+def run(tmp_path: Path, command: str, *args: str) -> int:
+    """The CLI on the repository's config; diff and baseline read tmp_path/synth and tmp_path/baselines."""
+    locations = ["--synthesized", str(tmp_path / "synth"), "--baselines", str(tmp_path / "baselines")]
     return main(
-        [
-            "--config",
-            str(CONFIG),
-            *args[:1],
-            *(
-                ["--synthesized", str(tmp_path / "synth"), "--baselines", str(tmp_path / "baselines")]
-                if args[:1] in (("diff",), ("baseline",))
-                else []
-            ),
-            *args[1:],
-        ]
+        ["--config", str(CONFIG), command, *(locations if command in ("diff", "baseline") else []), *args]
     )
 
 
@@ -143,13 +135,14 @@ def test_baseline_refresh_makes_the_baselines_current(
     assert not (baselines / "dev/SonicEcs.template.json").exists()
 
 
-def test_stale_baseline_check_ignores_cdk_version_reporting(tmp_path: Path) -> None:
+def test_stale_baseline_check_ignores_version_reporting_and_metadata(tmp_path: Path) -> None:
     committed = endpoint_stack("sonic-dev")
     committed["Resources"]["CDKMetadata"] = {
         "Type": "AWS::CDK::Metadata",
         "Properties": {"Analytics": "v2:old"},
     }
     committed["Conditions"] = {"CDKMetadataAvailable": {"Fn::Equals": ["a", "a"]}}
+    committed["Resources"]["Endpoint"]["Metadata"] = {"aws:cdk:path": "SonicSageMaker/Sonic/Endpoint"}
     write(tmp_path / "dev/SonicSageMaker.template.json", committed)
     fresh = endpoint_stack("sonic-dev")
     assert find_stale_baselines({"SonicSageMaker": fresh}, environment="dev", baselines_dir=tmp_path) == []
