@@ -42,6 +42,7 @@ setup: $(STAMP_PY) $(STAMP_NODE)
 CDK = PATH="$(NODE_HOME)/bin:$$PATH" node node_modules/aws-cdk/bin/cdk
 
 synth: setup
+	rm -rf cdk.out/*.template.json cdk.out/*.assets.json
 	$(CDK) synth --quiet --no-notices $(CDK_ENV_ARG)
 	@ls cdk.out/*.template.json
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -18,6 +19,29 @@ _RETENTION = dict(
         strict=True,
     )
 )
+
+
+class SonicStack(Stack):
+    """A stack whose Availability Zones are the ones named in config. CDK would otherwise look them up for a
+    stack with an explicit account (a context lookup: an AWS call at synth, which fails offline)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
+        net = settings.environment.network
+        self._zones = list(
+            net.existing_vpc.availability_zones if net.existing_vpc else net.availability_zones
+        )
+        super().__init__(scope, construct_id, **kwargs)
+        Validations.of(self).acknowledge(
+            Acknowledgment(
+                id="CloudFormation-Validate::W3010",
+                reason="Availability Zones are named in config on purpose: synth stays offline, and the ECS route "
+                "pins its GPU instances to one of them",
+            )
+        )
+
+    @property
+    def availability_zones(self) -> list[str]:
+        return self._zones
 
 
 def log_retention(days: int) -> logs.RetentionDays:

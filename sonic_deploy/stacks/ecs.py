@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import CfnOutput, Duration
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -27,7 +27,7 @@ from sonic_deploy.constructs.sonic_metrics import SonicMetrics
 from sonic_deploy.constructs.sonic_secrets import SonicSecrets
 from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
 from sonic_deploy.constructs.worker_alarms import WorkerAlarms
-from sonic_deploy.stacks.common import log_retention, network_props
+from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
 
 NAMESPACE = "sonic.internal"
 # AWS service endpoints the tasks need without internet (and, in air-gapped mode, with no egress at all).
@@ -43,9 +43,9 @@ ECS_ENDPOINTS = [
 ]
 
 
-class EcsStack(Stack):
+class EcsStack(SonicStack):
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
-        super().__init__(scope, construct_id, **kwargs)
+        super().__init__(scope, construct_id, settings=settings, **kwargs)
         env = settings.environment
         cfg = env.ecs
         assert cfg is not None  # the loader guarantees it for this route

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, Fn, Stack
+from aws_cdk import CfnOutput, Duration, Fn
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
@@ -16,15 +16,15 @@ from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
-from sonic_deploy.stacks.common import log_retention, network_props
+from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
 
 # Includes queued requests; a streaming request counts until its last byte. High resolution (10 s).
 CONCURRENCY_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
 
 
-class SageMakerStack(Stack):
+class SageMakerStack(SonicStack):
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
-        super().__init__(scope, construct_id, **kwargs)
+        super().__init__(scope, construct_id, settings=settings, **kwargs)
         env = settings.environment
         sm = env.sagemaker
         instance = settings.sagemaker_instance
