@@ -23,9 +23,7 @@ from sonic_deploy.changes.live import LiveTemplateError, cloudformation_client, 
 from sonic_deploy.changes.report import markdown_report, text_report
 from sonic_deploy.changes.targets import (
     ROUTES_BY_STACK_ID,
-    STACK_IDS,
     TargetError,
-    cloudformation_stack_name,
     environment_routes,
     resolve_target,
 )
@@ -36,7 +34,7 @@ from sonic_deploy.changes.templates import (
     refresh_command,
     stack_templates,
 )
-from sonic_deploy.config import environment_names, load_settings
+from sonic_deploy.config import STACK_IDS, cloudformation_stack_name, environment_names, load_settings
 
 EXIT_OK, EXIT_DANGEROUS, EXIT_USAGE = 0, 1, 2
 EXIT_NOT_EXPLAINED = 1

@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sonic_deploy.config import ConfigError, environment_names, load_settings
-
-STACK_IDS: dict[str, str] = {"sagemaker": "SonicSageMaker", "ecs": "SonicEcs"}
-"""Route -> the stack's construct ID (what `cdk deploy` selects and `cdk.out/<id>.template.json` is named)."""
+from sonic_deploy.config import (
+    STACK_IDS,
+    ConfigError,
+    cloudformation_stack_name,
+    environment_names,
+    load_settings,
+)
 
 ROUTES_BY_STACK_ID: dict[str, str] = {stack_id: route for route, stack_id in STACK_IDS.items()}
 
@@ -33,10 +36,6 @@ class StackTarget:
     @property
     def stack_name(self) -> str:
         return cloudformation_stack_name(self.environment, self.route)
-
-
-def cloudformation_stack_name(environment: str, route: str) -> str:
-    return f"sonic-{environment}-{route}"
 
 
 def environment_routes(config_dir: Path, environment: str) -> list[str]:

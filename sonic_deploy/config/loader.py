@@ -32,6 +32,15 @@ MODEL_PACKAGES_FILE = "model_packages.toml"
 M = TypeVar("M", bound=BaseModel)
 
 
+STACK_IDS: dict[str, str] = {"sagemaker": "SonicSageMaker", "ecs": "SonicEcs"}
+"""Route -> its stack's construct ID: what `cdk deploy` selects and `cdk.out/<id>.template.json` is named."""
+
+
+def cloudformation_stack_name(environment: str, route: str) -> str:
+    """The CloudFormation stack name of one route's stack (deploy, diff and preflight all look it up)."""
+    return f"sonic-{environment}-{route}"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the app and the operator tools need for one deployment environment."""
@@ -58,13 +67,16 @@ class Settings:
     def resource_prefix(self) -> str:
         return f"sonic-{self.environment_name}"
 
+    def stack_name(self, route: str) -> str:
+        return cloudformation_stack_name(self.environment_name, route)
+
     def ecr_repository(self, service: str) -> str:
         """The ECR repository the ECS stack makes for one service's image (preflight looks there too)."""
         return f"{self.resource_prefix}/{service.replace('_', '-')}"
 
     @property
     def endpoint_name(self) -> str:
-        return self.environment.sagemaker.endpoint_name or f"sonic-{self.environment_name}"
+        return self.environment.sagemaker.endpoint_name or self.resource_prefix
 
 
 def require_config_dir(config_dir: Path) -> None:

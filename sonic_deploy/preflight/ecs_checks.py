@@ -43,7 +43,7 @@ def check_gpu_vcpu_quota(
             f"Service Quotas does not know {G_AND_VT_QUOTA_CODE} in {region}",
             "check the Region; G instances may not be offered there",
         )
-    stack = f"sonic-{settings.environment_name}-ecs"
+    stack = settings.stack_name("ecs")
     try:
         elsewhere = gpu_vcpus_in_use(ec2, exclude_stack=stack)
         used_text = f"{elsewhere.amount} vCPUs on {elsewhere.holders} G/VT instances outside {stack}"

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from aws_cdk import App, Environment, Stack, Tags
 
-from sonic_deploy.config import Settings
+from sonic_deploy.config import STACK_IDS, Settings
 from sonic_deploy.stacks.ecs import EcsStack
 from sonic_deploy.stacks.sagemaker import SageMakerStack
-
-STACK_IDS = {"sagemaker": "SonicSageMaker", "ecs": "SonicEcs"}
-
-
-def stack_name(settings: Settings, route: str) -> str:
-    return f"sonic-{settings.environment_name}-{route}"
 
 
 def add_stacks(app: App, settings: Settings, *, default_account: str | None = None) -> dict[str, Stack]:
@@ -29,7 +23,7 @@ def add_stacks(app: App, settings: Settings, *, default_account: str | None = No
             STACK_IDS[route],
             settings=settings,
             env=where,
-            stack_name=stack_name(settings, route),
+            stack_name=settings.stack_name(route),
             description=description,
         )
     for stack in stacks.values():

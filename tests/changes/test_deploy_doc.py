@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sonic_deploy.changes.targets import STACK_IDS
+from sonic_deploy.config import STACK_IDS
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = (REPO / "docs/deploy.md").read_text(encoding="utf-8")

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sonic_deploy.changes.targets import STACK_IDS
-from sonic_deploy.config import environment_names
+from sonic_deploy.config import STACK_IDS, environment_names
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO / ".github/workflows").glob("*.yml"))
