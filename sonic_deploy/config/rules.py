@@ -117,6 +117,18 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
             "needs one private subnet per Availability Zone, in the same order",
             "list as many subnet ids as availability_zones",
         )
+    existing = net.existing_vpc
+    if (
+        existing
+        and "ecs" in env.routes
+        and len(existing.private_route_table_ids) != len(existing.private_subnet_ids)
+    ):
+        fail(
+            "network.existing_vpc.private_route_table_ids",
+            existing.private_route_table_ids,
+            "the ECS route adds an S3 gateway endpoint (image layers) to the private subnets' route tables",
+            "list each private subnet's route table id, in the same order as private_subnet_ids",
+        )
 
     if "sagemaker" in env.routes:
         _check_sagemaker(fail, env, catalogue)

@@ -173,3 +173,23 @@ def test_bad_log_retention(edit_config: EditConfig) -> None:
         "log_retention_days = 31: CloudWatch Logs does not offer this retention. Fix: use one of 1, 3, 5"
         in (error_for(config))
     )
+
+
+EXISTING_VPC = """
+[network.existing_vpc]
+vpc_id = "vpc-0123456789abcdef0"
+vpc_cidr = "10.0.0.0/16"
+availability_zones = ["us-east-2a", "us-east-2b"]
+private_subnet_ids = ["subnet-0aaaaaaaaaaaaaaa0", "subnet-0bbbbbbbbbbbbbbb0"]
+"""
+
+
+def test_existing_vpc_for_ecs_needs_route_tables(edit_config: EditConfig) -> None:
+    config = edit_config(
+        DEV, "flow_log_retention_days = 30\n", "flow_log_retention_days = 30\n" + EXISTING_VPC
+    )
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: network.existing_vpc.private_route_table_ids = []: the ECS route adds an "
+        "S3 gateway endpoint (image layers) to the private subnets' route tables. Fix: list each private subnet's "
+        "route table id, in the same order as private_subnet_ids"
+    )
