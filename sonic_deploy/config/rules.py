@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import NoReturn, Protocol
@@ -130,10 +131,35 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
             "list each private subnet's route table id, in the same order as private_subnet_ids",
         )
 
+    if not net.existing_vpc:
+        public = env.ecs is not None and "ecs" in env.routes and env.ecs.nat_gateways > 0
+        _check_cidr(fail, net.cidr, zones, public_subnets=public)
+
     if "sagemaker" in env.routes:
         _check_sagemaker(fail, env, catalogue)
     if "ecs" in env.routes:
         _check_ecs(fail, env, catalogue, zones)
+
+
+SUBNET_SIZE = 2 ** (32 - 20)  # the Network construct's private subnets are /20
+
+
+def _check_cidr(fail: Fail, cidr: str, zones: list[str], *, public_subnets: bool) -> None:
+    try:
+        network = ipaddress.IPv4Network(cidr)
+    except ValueError as error:
+        fail("network.cidr", cidr, f"not an IPv4 network ({error})", 'write one such as "10.60.0.0/16"')
+    # One /20 per AZ, and one /20's worth for the /24 public subnets when there is a NAT gateway.
+    needed = SUBNET_SIZE * (len(zones) + (1 if public_subnets else 0))
+    if network.num_addresses < needed:
+        prefix = 32 - (needed - 1).bit_length()
+        fail(
+            "network.cidr",
+            cidr,
+            f"too small for a /20 private subnet in each of {len(zones)} AZs"
+            + (" and the public subnets" if public_subnets else ""),
+            f'use a /{prefix} or larger, e.g. "{network.network_address}/{min(prefix, 16)}"',
+        )
 
 
 def _check_sagemaker(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Route = Literal["sagemaker", "ecs"]
+Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
+ImageTag = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")]
 Percent = Annotated[float, Field(gt=0, le=100)]
 Ratio = Annotated[float, Field(gt=0, le=1)]
 
@@ -68,7 +70,7 @@ class NetworkConfig(Strict):
 
 
 class AlarmConfig(Strict):
-    email: list[str] = []
+    email: list[Email] = []
     errors_5xx_per_5min: Annotated[int, Field(ge=1)] = 1
     errors_4xx_per_5min: Annotated[int, Field(ge=1)] = 5
     model_latency_p95_ms: Annotated[float, Field(gt=0)] = 500.0
@@ -101,7 +103,7 @@ class ServiceConfig(Strict):
     are not public: they come from your deployment bundle, into config, never into code."""
 
     source: str = Field(description="image to copy from, without tag, e.g. <registry>/<path>/<name>")
-    tag: str
+    tag: ImageTag
     port: Annotated[int, Field(ge=1, le=65535)]
     cpu: Annotated[int, Field(ge=128)] = 1024
     memory_mib: Annotated[int, Field(ge=256)] = 2048
@@ -132,7 +134,7 @@ class SecretsConfig(Strict):
 
 
 class EcsAlarmConfig(Strict):
-    email: list[str] = []
+    email: list[Email] = []
     worker_ttfa_p95_ms: Annotated[float, Field(gt=0)] = 200.0
     gpu_pinned_percent: Percent = 95.0
     gpu_pinned_minutes: Annotated[int, Field(ge=1, le=1440)] = 15

@@ -131,3 +131,8 @@ def test_ecs_route_without_table(edit_config: EditConfig) -> None:
     text = (edit_config(DEV, "", "") / DEV).read_text()
     config = edit_config(DEV, text[text.index("# The self-managed route") :], "")
     assert error_for(config).startswith('ecs = (missing): routes include "ecs" but there is no [ecs] table')
+
+
+def test_image_tag_that_ecr_refuses(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, 'tag = "2.10-alpine"', 'tag = "2.10 alpine"')
+    assert error_for(config).startswith("ecs.services.nats.tag = '2.10 alpine': String should match pattern")

@@ -193,3 +193,21 @@ def test_existing_vpc_for_ecs_needs_route_tables(edit_config: EditConfig) -> Non
         "S3 gateway endpoint (image layers) to the private subnets' route tables. Fix: list each private subnet's "
         "route table id, in the same order as private_subnet_ids"
     )
+
+
+def test_cidr_too_small(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, 'cidr = "10.60.0.0/16"', 'cidr = "10.60.0.0/24"')
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: network.cidr = '10.60.0.0/24': too small for a /20 private subnet in "
+        'each of 2 AZs and the public subnets. Fix: use a /18 or larger, e.g. "10.60.0.0/16"'
+    )
+
+
+def test_cidr_not_a_network(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, 'cidr = "10.60.0.0/16"', 'cidr = "10.60.0.0/33"')
+    assert "network.cidr = '10.60.0.0/33': not an IPv4 network" in error_for(config)
+
+
+def test_alarm_email_must_be_an_address(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "model_latency_p95_ms = 500", 'model_latency_p95_ms = 500\nemail = ["ops"]')
+    assert "sagemaker.alarms.email.0 = 'ops': String should match pattern" in error_for(config)
