@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ MODEL_PACKAGES_FILE = "model_packages.toml"
 M = TypeVar("M", bound=BaseModel)
 
 
+ENVIRONMENT_NAME = re.compile(r"[a-z][a-z0-9-]{0,19}")
 STACK_IDS: dict[str, str] = {"sagemaker": "SonicSageMaker", "ecs": "SonicEcs"}
 """Route -> its stack's construct ID: what `cdk deploy` selects and `cdk.out/<id>.template.json` is named."""
 
@@ -98,6 +100,14 @@ def environment_names(config_dir: Path) -> list[str]:
 def load_settings(config_dir: Path, environment_name: str | None = None) -> Settings:
     """Read and check every file the chosen environment needs. Raises ConfigError, never anything deeper."""
     name = environment_name or DEFAULT_ENVIRONMENT
+    if not ENVIRONMENT_NAME.fullmatch(name):
+        raise ConfigError(
+            file=config_dir / ENVIRONMENTS_DIR,
+            field="env",
+            value=name,
+            problem="not a usable environment name (it names stacks, ECR repositories and the endpoint)",
+            fix="use lower-case letters, digits and hyphens, starting with a letter, e.g. staging-eu",
+        )
     env_file = config_dir / ENVIRONMENTS_DIR / f"{name}.toml"
     if not env_file.is_file():
         known = environment_names(config_dir)

@@ -119,15 +119,11 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
             "list as many subnet ids as availability_zones",
         )
     existing = net.existing_vpc
-    if (
-        existing
-        and "ecs" in env.routes
-        and len(existing.private_route_table_ids) != len(existing.private_subnet_ids)
-    ):
+    if existing and len(existing.private_route_table_ids) != len(existing.private_subnet_ids):
         fail(
             "network.existing_vpc.private_route_table_ids",
             existing.private_route_table_ids,
-            "the ECS route adds an S3 gateway endpoint (image layers) to the private subnets' route tables",
+            "the stacks add an S3 gateway endpoint (model data, image layers) to the private subnets' route tables",
             "list each private subnet's route table id, in the same order as private_subnet_ids",
         )
 
@@ -199,7 +195,7 @@ def _check_sagemaker(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCata
 
 ECS_GPU_FAMILIES = ("g6", "g6e")
 SERVICES = ("api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent")
-FARGATE_SERVICES = ("api_server", "licence_proxy", "nats")
+FARGATE_SERVICES = ("api_server", "licence_proxy", "nats", "cloudwatch_agent")  # the agent: its scraper task
 GPU_AGENT_CPU, GPU_AGENT_MEMORY_MIB = 128, 256  # the metrics daemon beside each worker (SonicMetrics)
 # Fargate's CPU units -> allowed memory (MiB): min, max, step.
 FARGATE_SIZES = {
@@ -284,6 +280,13 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
                 f"add an [ecs.services.{service}] table with source, tag and port (from Cartesia's bundle)",
             )
     for name, spec in ecs.services.items():
+        if name != "cloudwatch_agent" and spec.port is None:
+            fail(
+                f"ecs.services.{name}.port",
+                MISSING,
+                "this service needs the port it serves on",
+                f"add `port = ...` to [ecs.services.{name}] (from Cartesia's bundle)",
+            )
         if name in FARGATE_SERVICES:
             _check_fargate_size(fail, f"ecs.services.{name}", spec.cpu, spec.memory_mib)
     instance = catalogue.instance_types.get(ecs.instance_type)
@@ -327,6 +330,6 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             True,
             "the image copy would run before you can store the registry "
             "credentials in the secrets the stack creates",
-            "create the secrets first and import them by name "
-            "(create = false), or deploy once with copy_images = false, store the secrets, then enable it",
+            "create the secrets yourself first and import them by name (create = false), or keep "
+            'copy_images = false and copy the images by hand (README, "Copy the images")',
         )

@@ -104,7 +104,9 @@ class ServiceConfig(Strict):
 
     source: str = Field(description="image to copy from, without tag, e.g. <registry>/<path>/<name>")
     tag: ImageTag
-    port: Annotated[int, Field(ge=1, le=65535)]
+    port: Annotated[int, Field(ge=1, le=65535)] | None = Field(
+        default=None, description="the port it serves on (every service but cloudwatch_agent)"
+    )
     cpu: Annotated[int, Field(ge=128)] = 1024
     memory_mib: Annotated[int, Field(ge=256)] = 2048
     environment: dict[str, str] = {}
@@ -160,6 +162,10 @@ class EcsConfig(Strict):
     deregistration_delay_s: Annotated[int, Field(ge=0, le=3600)] = 300
     licence_data_path: str = Field(
         default="/data", description="where the licence proxy keeps its offline licence (air-gapped mode)"
+    )
+    reuse_repositories: bool = Field(
+        default=False,
+        description="use the ECR repositories an earlier deploy left behind instead of creating them",
     )
     copy_images: bool = Field(default=True, description="copy images from Cartesia's registry at deploy time")
     secrets: SecretsConfig

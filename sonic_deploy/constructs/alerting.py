@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -23,8 +24,33 @@ class Alerting(Construct):
         self.topic = sns.Topic(self, "Topic", master_key=key, enforce_ssl=True)
         for address in emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(address))
-        # CloudWatch publishes to the encrypted topic only if it may use the key.
-        key.grant_encrypt_decrypt(iam.ServicePrincipal("cloudwatch.amazonaws.com"))
+        # The topic policy (made for enforce_ssl) replaces SNS's default one: let this account's alarms
+        # publish, and use the key to encrypt what they publish.
+        account = Stack.of(self).account
+        alarms = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowThisAccountsAlarms",
+                principals=[alarms],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": account},
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{account}:alarm:*"
+                    },
+                },
+            )
+        )
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowThisAccountsAlarmsToEncrypt",
+                principals=[alarms],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": account}},
+            )
+        )
         self.alarms: list[cloudwatch.Alarm] = []
 
     def alarm(

@@ -6,6 +6,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_efs as efs
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
@@ -38,9 +39,14 @@ class LicenceStore(Construct):
         self.volume = ecs.Volume(
             name="licence",
             efs_volume_configuration=ecs.EfsVolumeConfiguration(
-                file_system_id=self.file_system.file_system_id, transit_encryption="ENABLED"
+                file_system_id=self.file_system.file_system_id,
+                transit_encryption="ENABLED",
+                # The file system refuses anonymous clients: the task mounts with its role.
+                authorization_config=ecs.AuthorizationConfig(iam="ENABLED"),
             ),
         )
 
-    def allow_from(self, group: ec2.ISecurityGroup) -> None:
+    def allow(self, group: ec2.ISecurityGroup, task_role: iam.IRole) -> None:
+        """NFS from the licence proxy's security group, and read/write for its task role."""
         self.file_system.connections.allow_default_port_from(group, "licence proxy")
+        self.file_system.grant_read_write(task_role)

@@ -11,6 +11,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.naming import id_from_name
 
 PRIVATE_SUBNET_MASK = 20  # 4,091 addresses per AZ: room for endpoint ENIs and many GPU tasks
 
@@ -80,6 +81,16 @@ class Network(Construct):
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
 
+        # Model data (SageMaker) and image layers (ECR) come from S3: a gateway endpoint, free, keeps that
+        # traffic private and is the only way to S3 from isolated subnets.
+        self.s3_endpoint = ec2.GatewayVpcEndpoint(
+            self,
+            "S3Endpoint",
+            vpc=self.vpc,
+            service=ec2.GatewayVpcEndpointAwsService.S3,
+            subnets=[ec2.SubnetSelection(subnets=self.private_subnets)],
+        )
+
         self.endpoint_security_group = ec2.SecurityGroup(
             self,
             "EndpointSecurityGroup",
@@ -97,9 +108,7 @@ class Network(Construct):
         )
         self.endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
         for service in interface_services:
-            endpoint_id = "".join(
-                part.capitalize() for part in service.short_name.replace("-", ".").split(".")
-            )
+            endpoint_id = id_from_name(service.short_name)
             self.endpoints[service.short_name] = ec2.InterfaceVpcEndpoint(
                 self,
                 f"{endpoint_id}Endpoint",

@@ -9,11 +9,13 @@ import cdk_ecr_deployment as ecr_deployment
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.naming import id_from_name
 
 KEEP_TAGGED_IMAGES = 10
 EXPIRE_UNTAGGED_AFTER = Duration.days(7)
@@ -43,37 +45,43 @@ class ImageRegistry(Construct):
         key: kms.IKey,
         registry_credentials: secretsmanager.ISecret,
         copy_images: bool,
+        reuse_repositories: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.repositories: dict[str, ecr.Repository] = {}
+        self.repositories: dict[str, ecr.IRepository] = {}
         self.copies: dict[str, ecr_deployment.ECRDeployment] = {}
         self._tags = {name: image.tag for name, image in images.items()}
         for name, image in images.items():
-            construct_name = "".join(part.capitalize() for part in name.split("_"))
-            repository = ecr.Repository(
-                self,
-                construct_name,
-                repository_name=image.repository_name,
-                image_tag_mutability=ecr.TagMutability.IMMUTABLE,
-                image_scan_on_push=True,
-                encryption=ecr.RepositoryEncryption.KMS,
-                encryption_key=key,
-                removal_policy=RemovalPolicy.RETAIN,
-                lifecycle_rules=[
-                    ecr.LifecycleRule(
-                        rule_priority=1,
-                        description="drop untagged layers",
-                        tag_status=ecr.TagStatus.UNTAGGED,
-                        max_image_age=EXPIRE_UNTAGGED_AFTER,
-                    ),
-                    ecr.LifecycleRule(
-                        rule_priority=2,
-                        description=f"keep the newest {KEEP_TAGGED_IMAGES} images",
-                        tag_status=ecr.TagStatus.ANY,
-                        max_image_count=KEEP_TAGGED_IMAGES,
-                    ),
-                ],
-            )
+            construct_name = id_from_name(name)
+            repository: ecr.IRepository
+            if reuse_repositories:
+                # Kept from an earlier deploy of this environment (they are retained): use them as they are.
+                repository = ecr.Repository.from_repository_name(self, construct_name, image.repository_name)
+            else:
+                repository = ecr.Repository(
+                    self,
+                    construct_name,
+                    repository_name=image.repository_name,
+                    image_tag_mutability=ecr.TagMutability.IMMUTABLE,
+                    image_scan_on_push=True,
+                    encryption=ecr.RepositoryEncryption.KMS,
+                    encryption_key=key,
+                    removal_policy=RemovalPolicy.RETAIN,
+                    lifecycle_rules=[
+                        ecr.LifecycleRule(
+                            rule_priority=1,
+                            description="drop untagged layers",
+                            tag_status=ecr.TagStatus.UNTAGGED,
+                            max_image_age=EXPIRE_UNTAGGED_AFTER,
+                        ),
+                        ecr.LifecycleRule(
+                            rule_priority=2,
+                            description=f"keep the newest {KEEP_TAGGED_IMAGES} images",
+                            tag_status=ecr.TagStatus.ANY,
+                            max_image_count=KEEP_TAGGED_IMAGES,
+                        ),
+                    ],
+                )
             self.repositories[name] = repository
             if copy_images:
                 self.copies[name] = ecr_deployment.ECRDeployment(
@@ -86,6 +94,8 @@ class ImageRegistry(Construct):
                     dest=ecr_deployment.DockerImageName(repository.repository_uri_for_tag(image.tag)),
                 )
 
+        if self.copies:
+            self._allow_reading_credentials(next(iter(self.copies.values())), registry_credentials)
         # cdk-ecr-deployment puts one copying Lambda per stack at the stack's root.
         for child in Stack.of(self).node.children:
             if child.node.id.startswith("Custom::CDKECRDeployment"):
@@ -96,6 +106,23 @@ class ImageRegistry(Construct):
                     "AwsSolutions-IAM5[Resource::*]",
                     reason="cdk-ecr-deployment's copying Lambda: it logs, and reads any source registry",
                 )
+
+    @staticmethod
+    def _allow_reading_credentials(
+        copy: ecr_deployment.ECRDeployment, secret: secretsmanager.ISecret
+    ) -> None:
+        """The copying Lambda (one role for every copy) reads the registry login; cdk-ecr-deployment grants
+        only ECR and S3 itself. A secret imported by name has a partial ARN: match its random suffix."""
+        copy.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["secretsmanager:GetSecretValue"],
+                resources=[secret.secret_full_arn or f"{secret.secret_arn}-??????"],
+            )
+        )
+        if secret.encryption_key is not None:
+            copy.add_to_principal_policy(
+                iam.PolicyStatement(actions=["kms:Decrypt"], resources=[secret.encryption_key.key_arn])
+            )
 
     def before_use(self, name: str, consumer: Construct) -> None:
         """Make `consumer` wait for the copy of image `name`, so that no task starts before its image."""

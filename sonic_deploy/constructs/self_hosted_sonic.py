@@ -11,6 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.registry import ImageRegistry
 from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
 
@@ -50,7 +51,7 @@ class SelfHostedSonic(Construct):
         ) -> SonicService:
             built = SonicService(
                 self,
-                "".join(part.capitalize() for part in name.split("_")),
+                id_from_name(name),
                 cluster=cluster,
                 discovery_name=discovery,
                 container=containers[name],

@@ -55,9 +55,12 @@ class SonicEndpoint(Construct):
             self,
             "SecurityGroup",
             vpc=vpc,
-            description="Sonic endpoint ENIs: no ingress; the container is network-isolated",
+            description="Sonic endpoint ENIs: no ingress; HTTPS out for model data from S3",
             allow_all_outbound=False,
         )
+        # The subnets route nowhere but the VPC and the S3 gateway endpoint, and the container itself is
+        # network-isolated: HTTPS egress lets SageMaker fetch the model data through the gateway.
+        self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "model data from S3")
         # SageMaker writes to this group; made here so it is encrypted and expires. Named, so not retained:
         # a retained group would block the next deploy of the same endpoint name.
         self.log_group = logs.LogGroup(
@@ -113,6 +116,8 @@ class SonicEndpoint(Construct):
             "Endpoint",
             endpoint_name=endpoint_name,
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            # Keep the instance count autoscaling chose when a new endpoint config is rolled out.
+            retain_all_variant_properties=True,
         )
 
     def _execution_role(self, volume_key: kms.IKey | None) -> iam.Role:

@@ -131,6 +131,8 @@ class SonicMetrics(Construct):
         log_retention: logs.RetentionDays,
         worker_job: str,
         api_job: str,
+        scraper_cpu: int = 256,
+        scraper_memory_mib: int = 512,
     ) -> None:
         super().__init__(scope, construct_id)
         self.cluster_name = cluster.cluster_name
@@ -184,7 +186,9 @@ class SonicMetrics(Construct):
             circuit_breaker=ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
         )
 
-        scraper_task = ecs.FargateTaskDefinition(self, "ScraperTask", cpu=256, memory_limit_mib=512)
+        scraper_task = ecs.FargateTaskDefinition(
+            self, "ScraperTask", cpu=scraper_cpu, memory_limit_mib=scraper_memory_mib
+        )
         scraper_task.task_role.add_managed_policy(agent_policy)
         scraper_task.add_to_task_role_policy(
             iam.PolicyStatement(

@@ -70,6 +70,7 @@ class SonicService(Construct):
         super().__init__(scope, construct_id)
         self.discovery_name = discovery_name
         self.port = container.port
+        self.metrics_port = container.metrics_port
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -169,6 +170,9 @@ class SonicService(Construct):
         if gpu_placement is not None:
             self.service.node.add_dependency(cluster)
 
-    def allow_from(self, peer: SonicService | ec2.ISecurityGroup, description: str) -> None:
+    def allow_from(
+        self, peer: SonicService | ec2.ISecurityGroup, description: str, *, port: int | None = None
+    ) -> None:
+        """Ingress from `peer` on the service's port (or another of its ports, e.g. for metrics)."""
         group = peer.security_group if isinstance(peer, SonicService) else peer
-        self.security_group.add_ingress_rule(group, ec2.Port.tcp(self.port), description)
+        self.security_group.add_ingress_rule(group, ec2.Port.tcp(port or self.port), description)

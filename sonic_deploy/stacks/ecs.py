@@ -18,6 +18,7 @@ from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
 from sonic_deploy.constructs.licence_store import LicenceStore
+from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
@@ -51,23 +52,19 @@ class EcsStack(SonicStack):
         assert cfg is not None  # the loader guarantees it for this route
         retention = log_retention(env.log_retention_days)
 
+        connected = cfg.licence_mode == "connected"
         key = EncryptionKey(self, "Encryption", alias=f"alias/{settings.resource_prefix}-ecs").key
         network = Network(
             self,
             "Network",
             key=key,
             flow_log_retention=log_retention(env.network.flow_log_retention_days),
-            interface_services=ECS_ENDPOINTS,
-            egress=cfg.licence_mode == "connected",
+            # Without NAT, the GPU agent resolves its Auto Scaling group name (EC2 DescribeTags) here too.
+            interface_services=ECS_ENDPOINTS
+            + ([] if connected else [ec2.InterfaceVpcEndpointAwsService.EC2]),
+            egress=connected,
             nat_gateways=cfg.nat_gateways,
             **network_props(self, settings),
-        )
-        ec2.GatewayVpcEndpoint(
-            self,
-            "S3Endpoint",
-            vpc=network.vpc,
-            service=ec2.GatewayVpcEndpointAwsService.S3,
-            subnets=[ec2.SubnetSelection(subnets=network.private_subnets)],
         )
         placement = SingleAzPlacement(
             self, "Placement", subnets=network.private_subnets, availability_zone=cfg.availability_zone
@@ -86,6 +83,7 @@ class EcsStack(SonicStack):
             key=key,
             registry_credentials=secrets.registry_credentials,
             copy_images=cfg.copy_images,
+            reuse_repositories=cfg.reuse_repositories,
             images={
                 name: ImageSource(s.source, s.tag, settings.ecr_repository(name), s.private_registry)
                 for name, s in cfg.services.items()
@@ -120,6 +118,8 @@ class EcsStack(SonicStack):
             log_retention=retention,
             worker_job="gpu-worker",
             api_job="api-server",
+            scraper_cpu=cfg.services["cloudwatch_agent"].cpu,
+            scraper_memory_mib=cfg.services["cloudwatch_agent"].memory_mib,
         )
         registry.before_use("cloudwatch_agent", metrics)
         alerting = Alerting(self, "Alerting", key=key, emails=cfg.alarms.email)
@@ -154,9 +154,10 @@ class EcsStack(SonicStack):
             licence_volume=licence_volume,
         )
         if licence_volume is not None:
-            store.allow_from(sonic.licence_proxy.security_group)
-        sonic.workers.allow_from(metrics.security_group, "Prometheus scrape")
-        sonic.api_server.allow_from(metrics.security_group, "Prometheus scrape")
+            store.allow(sonic.licence_proxy.security_group, sonic.licence_proxy.task_definition.task_role)
+        for scraped in (sonic.workers, sonic.api_server):
+            if scraped.metrics_port is not None:
+                scraped.allow_from(metrics.security_group, "Prometheus scrape", port=scraped.metrics_port)
 
         lb = ApiLoadBalancer(
             self,
@@ -187,7 +188,7 @@ class EcsStack(SonicStack):
         CfnOutput(self, "ClusterName", value=cluster.cluster_name)
         CfnOutput(self, "AvailabilityZone", value=placement.availability_zone)
         for name, repository in registry.repositories.items():
-            CfnOutput(self, f"{name.title().replace('_', '')}Repository", value=repository.repository_uri)
+            CfnOutput(self, f"{id_from_name(name)}Repository", value=repository.repository_uri)
 
     def _scaling(
         self, cfg: EcsConfig, cluster: ecs.Cluster, workers: SonicService, metrics: SonicMetrics
@@ -217,9 +218,12 @@ class EcsStack(SonicStack):
 
 
 def _containers(cfg: EcsConfig, registry: ImageRegistry, secrets: SonicSecrets) -> dict[str, ContainerSpec]:
-    """Each service's container from config; the GPU worker also gets its GPU and a long health grace."""
+    """The four services' containers from config (the loader has checked each has a port); the GPU worker
+    also gets its GPU and a long health grace. The CloudWatch agent is SonicMetrics' own."""
     containers: dict[str, ContainerSpec] = {}
     for name, spec in cfg.services.items():
+        if name == "cloudwatch_agent" or spec.port is None:
+            continue
         worker = name == "gpu_worker"
         containers[name] = ContainerSpec(
             image=registry.image(name),

@@ -136,3 +136,11 @@ def test_ecs_route_without_table(edit_config: EditConfig) -> None:
 def test_image_tag_that_ecr_refuses(edit_config: EditConfig) -> None:
     config = edit_config(DEV, 'tag = "2.10-alpine"', 'tag = "2.10 alpine"')
     assert error_for(config).startswith("ecs.services.nats.tag = '2.10 alpine': String should match pattern")
+
+
+def test_service_without_port(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "port = 4222\n", "")
+    assert error_for(config) == (
+        "ecs.services.nats.port = (missing): this service needs the port it serves on. Fix: add `port = ...` to "
+        "[ecs.services.nats] (from Cartesia's bundle)"
+    )

@@ -184,13 +184,13 @@ private_subnet_ids = ["subnet-0aaaaaaaaaaaaaaa0", "subnet-0bbbbbbbbbbbbbbb0"]
 """
 
 
-def test_existing_vpc_for_ecs_needs_route_tables(edit_config: EditConfig) -> None:
+def test_existing_vpc_needs_route_tables(edit_config: EditConfig) -> None:
     config = edit_config(
         DEV, "flow_log_retention_days = 30\n", "flow_log_retention_days = 30\n" + EXISTING_VPC
     )
     assert error_for(config) == (
-        f"{config}/environments/dev.toml: network.existing_vpc.private_route_table_ids = []: the ECS route adds an "
-        "S3 gateway endpoint (image layers) to the private subnets' route tables. Fix: list each private subnet's "
+        f"{config}/environments/dev.toml: network.existing_vpc.private_route_table_ids = []: the stacks add an "
+        "S3 gateway endpoint (model data, image layers) to the private subnets' route tables. Fix: list each private subnet's "
         "route table id, in the same order as private_subnet_ids"
     )
 
@@ -211,3 +211,13 @@ def test_cidr_not_a_network(edit_config: EditConfig) -> None:
 def test_alarm_email_must_be_an_address(edit_config: EditConfig) -> None:
     config = edit_config(DEV, "model_latency_p95_ms = 500", 'model_latency_p95_ms = 500\nemail = ["ops"]')
     assert "sagemaker.alarms.email.0 = 'ops': String should match pattern" in error_for(config)
+
+
+def test_environment_name_that_cannot_name_resources(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "", "")
+    (config / "environments" / "Staging_EU.toml").write_text((config / DEV).read_text())
+    assert error_for(config, "Staging_EU") == (
+        f"{config}/environments: env = 'Staging_EU': not a usable environment name (it names stacks, ECR "
+        "repositories and the endpoint). Fix: use lower-case letters, digits and hyphens, starting with a letter, "
+        "e.g. staging-eu"
+    )

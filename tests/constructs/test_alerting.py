@@ -49,3 +49,50 @@ def test_gpu_pinned(sagemaker_template: Template) -> None:
         15,
     )
     assert gpu["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_alarms_may_publish_to_the_topic_and_use_its_key(
+    sagemaker_template: Template, ecs_template: Template
+) -> None:
+    for template in (sagemaker_template, ecs_template):
+        template.has_resource_properties(
+            "AWS::SNS::TopicPolicy",
+            {
+                "PolicyDocument": {
+                    "Statement": Match.array_with(
+                        [
+                            Match.object_like(
+                                {
+                                    "Effect": "Allow",
+                                    "Action": "sns:Publish",
+                                    "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                    "Condition": Match.object_like(
+                                        {"StringEquals": {"aws:SourceAccount": Match.any_value()}}
+                                    ),
+                                }
+                            )
+                        ]
+                    )
+                },
+            },
+        )
+        template.has_resource_properties(
+            "AWS::KMS::Key",
+            {
+                "KeyPolicy": {
+                    "Statement": Match.array_with(
+                        [
+                            Match.object_like(
+                                {
+                                    "Sid": "AllowThisAccountsAlarmsToEncrypt",
+                                    "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                    "Condition": {
+                                        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+                                    },
+                                }
+                            )
+                        ]
+                    )
+                },
+            },
+        )

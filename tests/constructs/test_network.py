@@ -77,6 +77,7 @@ def test_existing_vpc_gets_endpoints_and_flow_logs_but_no_new_vpc() -> None:
         vpc_cidr="10.0.0.0/16",
         availability_zones=["us-east-2a", "us-east-2b"],
         private_subnet_ids=["subnet-0aaaaaaaaaaaaaaa0", "subnet-0bbbbbbbbbbbbbbb0"],
+        private_route_table_ids=["rtb-0aaaaaaaaaaaaaaa0", "rtb-0bbbbbbbbbbbbbbb0"],
     )
     Network(
         stack,
@@ -98,3 +99,19 @@ def test_existing_vpc_gets_endpoints_and_flow_logs_but_no_new_vpc() -> None:
             "SubnetIds": ["subnet-0aaaaaaaaaaaaaaa0", "subnet-0bbbbbbbbbbbbbbb0"],
         },
     )
+
+
+def test_s3_gateway_endpoint_on_the_private_route_tables(
+    sagemaker_template: Template, ecs_template: Template
+) -> None:
+    for template in (sagemaker_template, ecs_template):
+        template.has_resource_properties(
+            "AWS::EC2::VPCEndpoint",
+            {
+                "VpcEndpointType": "Gateway",
+                "ServiceName": {"Fn::Join": ["", ["com.amazonaws.", {"Ref": "AWS::Region"}, ".s3"]]},
+                "RouteTableIds": Match.array_with(
+                    [{"Ref": Match.string_like_regexp("^NetworkVpcPrivateSubnet1RouteTable")}]
+                ),
+            },
+        )

@@ -74,7 +74,7 @@ def _endpoint_stack(*, volume_key: bool) -> Template:
         "Sonic",
         model_package_arn=ARN,
         endpoint_name="sonic-test",
-        instance_type="ml.p4d.24xlarge",
+        instance_type="ml.p3.2xlarge",
         instance_count=2,
         vpc=vpc,
         subnets=vpc.isolated_subnets,
@@ -144,4 +144,24 @@ def test_endpoint_log_group_encrypted_with_retention(sagemaker_template: Templat
             "KmsKeyId": Match.any_value(),
             "RetentionInDays": 30,
         },
+    )
+
+
+def test_endpoint_can_reach_s3_for_model_data(sagemaker_template: Template) -> None:
+    groups = resources_of(sagemaker_template, "AWS::EC2::SecurityGroup")
+    endpoint_group = next(g for k, g in groups.items() if k.startswith("SonicSecurityGroup"))
+    assert endpoint_group["Properties"]["SecurityGroupEgress"] == [
+        {
+            "CidrIp": "0.0.0.0/0",
+            "Description": "model data from S3",
+            "FromPort": 443,
+            "IpProtocol": "tcp",
+            "ToPort": 443,
+        }
+    ]
+
+
+def test_endpoint_keeps_autoscaled_instance_count_on_update(sagemaker_template: Template) -> None:
+    sagemaker_template.has_resource_properties(
+        "AWS::SageMaker::Endpoint", {"RetainAllVariantProperties": True}
     )

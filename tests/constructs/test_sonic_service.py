@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
-from tests.conftest import resources_of
+from tests.conftest import EditConfig, resources_of, synthesize_from
 
 
 def _task(template: Template, container: str) -> dict[str, Any]:
@@ -170,3 +170,45 @@ def test_logs_encrypted_with_retention_and_container_insights(ecs_template: Temp
 
 def test_connected_mode_has_nat_egress(ecs_template: Template) -> None:
     ecs_template.resource_count_is("AWS::EC2::NatGateway", 1)
+
+
+def test_image_copy_may_read_the_registry_login(ecs_template: Template) -> None:
+    policies = [
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for k, p in resources_of(ecs_template, "AWS::IAM::Policy").items()
+        if k.startswith("CustomCDKECRDeployment")
+    ]
+    assert len(policies) == 1
+    reads = [s for s in policies[0] if s["Action"] == "secretsmanager:GetSecretValue"]
+    assert len(reads) == 1
+    assert "secret:sonic/dev/cartesia-registry-??????" in json.dumps(reads[0]["Resource"])
+
+
+def test_scraper_reaches_each_metrics_port(edit_config: EditConfig) -> None:
+    config = edit_config("environments/dev.toml", "metrics_port = 5000 ", "metrics_port = 9100 ")
+    template = Template.from_stack(synthesize_from(config)["ecs"])
+    template.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {
+            "FromPort": 9100,
+            "ToPort": 9100,
+            "Description": "Prometheus scrape",
+            "GroupId": {"Fn::GetAtt": [Match.string_like_regexp("^SonicApiServerSecurityGroup"), "GroupId"]},
+        },
+    )
+
+
+def test_reusing_repositories_left_by_an_earlier_deploy(edit_config: EditConfig) -> None:
+    config = edit_config(
+        "environments/dev.toml", "copy_images = true", "copy_images = false\nreuse_repositories = true"
+    )
+    template = Template.from_stack(synthesize_from(config)["ecs"])
+    template.resource_count_is("AWS::ECR::Repository", 0)
+    template.resource_count_is("Custom::CDKECRDeployment", 0)
+    worker = next(
+        d
+        for t in resources_of(template, "AWS::ECS::TaskDefinition").values()
+        for d in t["Properties"]["ContainerDefinitions"]
+        if d["Name"] == "gpu-worker"
+    )
+    assert "/sonic-dev/gpu-worker:REPLACE-ME" in json.dumps(worker["Image"])

@@ -45,7 +45,16 @@ def test_air_gapped_has_no_egress_and_keeps_the_licence(edit_config: EditConfig)
         for k, t in resources_of(template, "AWS::ECS::TaskDefinition").items()
         if k.startswith("SonicLicenceProxy")
     )
-    assert licence["Volumes"][0]["EFSVolumeConfiguration"]["TransitEncryption"] == "ENABLED"
+    efs_volume = licence["Volumes"][0]["EFSVolumeConfiguration"]
+    assert efs_volume["TransitEncryption"] == "ENABLED"
+    assert efs_volume["AuthorizationConfig"] == {"IAM": "ENABLED"}  # the file system refuses anonymous mounts
+    role = licence["TaskRoleArn"]["Fn::GetAtt"][0]
+    grants = [
+        p
+        for p in resources_of(template, "AWS::IAM::Policy").values()
+        if {"Ref": role} in p["Properties"]["Roles"]
+    ]
+    assert "elasticfilesystem:ClientWrite" in str(grants)
     assert licence["ContainerDefinitions"][0]["MountPoints"] == [
         {"ContainerPath": "/data", "ReadOnly": False, "SourceVolume": "licence"}
     ]
@@ -54,3 +63,4 @@ def test_air_gapped_has_no_egress_and_keeps_the_licence(edit_config: EditConfig)
         str(e["Properties"]["ServiceName"]) for e in resources_of(template, "AWS::EC2::VPCEndpoint").values()
     }
     assert any("ecr.dkr" in s for s in services) and any("secretsmanager" in s for s in services)
+    assert "com.amazonaws.us-east-2.ec2" in services  # the GPU agent's DescribeTags
