@@ -93,8 +93,10 @@ class ProbeSettings:
 
 
 class _LevelRun:
-    def __init__(self, settings: ProbeSettings, level: Level, whole: Level, worker: int, emit: Emit) -> None:
-        self.settings, self.level, self.whole, self.worker, self.emit = settings, level, whole, worker, emit
+    def __init__(self, settings: ProbeSettings, whole: Level, worker: int, workers: int, emit: Emit) -> None:
+        self.settings, self.whole, self.emit = settings, whole, emit
+        self.worker, self.workers = worker, workers
+        self.level = whole.share(worker, workers)
         self.stats = LevelStats()
         self.target = settings.target.build()
         self.transcripts = settings.template.cycle()
@@ -110,7 +112,10 @@ class _LevelRun:
         )
         context_id = new_context_id()
         body = self.settings.template.body(next(self.transcripts), context_id, self.target.route)
-        await self.target.request(body, recorder)
+        try:
+            await self.target.request(body, recorder)
+        except Exception as error:  # an error never aborts the run: it is counted, and the run goes on
+            recorder.fail("unexpected", repr(error))
         record = {
             "level": self.level.index,
             "concurrency": self.whole.concurrency,
@@ -145,16 +150,15 @@ class _LevelRun:
                 await self.one(at, warmup=False)
 
         start = time.perf_counter()
-        # Workers spread constant arrivals over the period; Poisson splits into independent Poisson streams.
-        at = start + (chance.random() / rate if self.level.arrivals == "constant" else 0.0)
-        while True:
-            at += chance.expovariate(rate) if self.level.arrivals == "poisson" else 1 / rate
-            if at >= start + duration_s:
-                break
+        poisson = self.level.arrivals == "poisson"
+        # Poisson arrivals split into independent Poisson streams; constant ones interleave across workers.
+        at = start + (chance.expovariate(rate) if poisson else self.worker / self.workers / rate)
+        while at < start + duration_s:
             await asyncio.sleep(max(0.0, at - time.perf_counter()))
             task = asyncio.create_task(scheduled(at))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
+            at += chance.expovariate(rate) if poisson else 1 / rate
         if tasks:
             await asyncio.gather(*tasks)
 
@@ -187,4 +191,4 @@ async def run_level(
     """Run this worker's share of `whole` from `start_at` (perf_counter), so that workers start together."""
     if start_at is not None:
         await asyncio.sleep(max(0.0, start_at - time.perf_counter()))
-    return await _LevelRun(settings, whole.share(worker, workers), whole, worker, emit).run()
+    return await _LevelRun(settings, whole, worker, workers, emit).run()

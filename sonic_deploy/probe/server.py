@@ -146,6 +146,8 @@ async def _bytes(request: web.Request) -> web.StreamResponse:
                 _abort(request)
                 return response
         return response
+    except ConnectionResetError:  # the client went away; nothing to answer
+        return web.Response(status=499)
     finally:
         behaviour.release(completed)
 
@@ -196,6 +198,8 @@ async def _sagemaker(request: web.Request) -> web.StreamResponse:
             await parts.add(_ndjson(event, context_id), final=event.kind in ("done", "error"))
         await response.write_eof()
         return response
+    except ConnectionResetError:  # the client went away; nothing to answer
+        return web.Response(status=499)
     finally:
         behaviour.release(completed)
 

@@ -22,6 +22,8 @@ from botocore.exceptions import (
     ReadTimeoutError,
     ResponseStreamingError,
 )
+from urllib3.exceptions import ProtocolError
+from urllib3.exceptions import ReadTimeoutError as StreamReadTimeoutError
 
 from sonic_deploy.probe.eventstream import LineAssembler
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
@@ -41,6 +43,20 @@ def classify_client_error(error: ClientError) -> tuple[str, str]:
     if code in _STREAM_ERRORS:
         return _STREAM_ERRORS[code], message
     return f"client_error_{code}", message
+
+
+def _refused(error: EndpointConnectionError) -> bool:
+    """botocore keeps the socket error in `kwargs["error"]` (urllib3's NewConnectionError) or its chain."""
+    cause: BaseException | None = error
+    seen = 0
+    while cause is not None and seen < 10:
+        if isinstance(cause, ConnectionRefusedError) or "Connection refused" in str(cause):
+            return True
+        kwargs = getattr(cause, "kwargs", {})
+        nested = kwargs.get("error") if isinstance(kwargs, dict) else None
+        cause = nested if isinstance(nested, BaseException) else (cause.__cause__ or cause.__context__)
+        seen += 1
+    return False
 
 
 class SageMakerTarget:
@@ -93,11 +109,11 @@ class SageMakerTarget:
             self._read(response["Body"], recorder, deadline)
         except ClientError as error:
             recorder.fail(*classify_client_error(error))
-        except (ReadTimeoutError, ConnectTimeoutError) as error:
+        except (ReadTimeoutError, ConnectTimeoutError, StreamReadTimeoutError) as error:
             recorder.fail("timeout", repr(error))
         except EndpointConnectionError as error:
-            recorder.fail("refused" if "refused" in repr(error).lower() else "connect", repr(error))
-        except (ResponseStreamingError, ConnectionClosedError) as error:
+            recorder.fail("refused" if _refused(error) else "connect", repr(error))
+        except (ResponseStreamingError, ConnectionClosedError, ProtocolError) as error:
             recorder.fail("cut", repr(error))
         except MalformedEventError as error:
             recorder.fail("malformed", str(error))
