@@ -38,7 +38,11 @@ class ReferenceServer:
 
     def stop(self) -> None:
         self.process.terminate()
-        self.process.wait(timeout=10)
+        try:
+            self.process.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:  # still draining a stalled stream: not worth waiting for
+            self.process.kill()
+            self.process.wait(timeout=5)
 
 
 ServerFactory = Callable[..., ReferenceServer]

@@ -62,21 +62,21 @@ def test_reports_the_injected_first_byte_delay_and_leading_silence(
     route: str, reference_server: ServerFactory, run_probe: Run
 ) -> None:
     server = reference_server(
-        "--first-byte-ms", "60", "--audio-ms", "200", "--pace", "0.5", "--leading-silence-ms", "60"
+        "--first-byte-ms", "60", "--audio-ms", "120", "--pace", "0.5", "--leading-silence-ms", "60"
     )
-    run = run_probe(*target(route, server), "--concurrency", "1,4", "--requests", "12")
+    run = run_probe(*target(route, server), "--concurrency", "1,4", "--requests", "8")
     assert run.exit_code == 0
     assert [level["concurrency"] for level in run.summary["levels"]] == [1, 4]
     for level in run.summary["levels"]:
-        assert (level["requests"], level["ok"], level["errors"]) == (12, 12, {})
+        assert (level["requests"], level["ok"], level["errors"]) == (8, 8, {})
         ttfa, audible = level["ttfa_ms"], level["ttfa_audible_ms"]
         # Never less than the injected delay; a little more for the loopback and two event loops.
         assert 60.0 <= ttfa["p50"] < 85.0
         # Three silent 20 ms chunks sent at half real-time: audible 30 ms after the first byte.
         assert 25.0 <= audible["p50"] - ttfa["p50"] <= 45.0
         assert level["underruns"] == 0
-    assert len(run.samples) == 12 + 1 + 12 + 4  # measured plus warm-up, all flushed
-    assert all(s["audio_ms"] == 200.0 and s["chunks"] == 10 for s in run.samples)
+    assert len(run.samples) == 8 + 1 + 8 + 4  # measured plus warm-up, all flushed
+    assert all(s["audio_ms"] == 120.0 and s["chunks"] == 6 for s in run.samples)
 
 
 def expected_faults(requests: int, every: dict[str, int]) -> Counter[str]:
