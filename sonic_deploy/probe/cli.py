@@ -47,6 +47,12 @@ def _load_options(parser: argparse.ArgumentParser) -> None:
     load.add_argument(
         "--warmup", type=int, help="uncounted requests before each level (default: concurrency)"
     )
+    load.add_argument(
+        "--ramp-up",
+        type=float,
+        default=0.0,
+        help="seconds over which closed-loop slots start (default: all at once)",
+    )
     load.add_argument("--rate", type=_numbers, help="open loop instead: requests/s, comma-separated levels")
     load.add_argument("--duration", type=float, default=30.0, help="seconds per open-loop level")
     load.add_argument("--arrivals", choices=("poisson", "constant"), default="poisson")
@@ -182,6 +188,7 @@ def _run_probe(args: argparse.Namespace) -> int:
         args.playback_delay_ms,
         args.max_in_flight,
         args.seed,
+        args.ramp_up,
     )
     if args.rate:
         levels = [

@@ -90,6 +90,8 @@ class ProbeSettings:
     playback_delay_ms: float = 0.0
     max_in_flight: int = 1024
     seed: int = 1
+    # Closed loop: slot starts are spread over this many seconds, so that streams are not in lock-step.
+    ramp_up_s: float = 0.0
 
 
 class _LevelRun:
@@ -131,14 +133,19 @@ class _LevelRun:
             self.stats.add(record)
         self.emit(record)
 
-    async def closed(self, count: int, concurrency: int, warmup: bool) -> None:
-        remaining = itertools.count()
+    async def closed(self, warmups: int, count: int, concurrency: int) -> None:
+        """Slots take requests from one queue: warm-ups first, then measured ones, with no barrier between,
+        so that the spread of the ramp-up carries over into the measured requests."""
+        issued = itertools.count()
+        slots = max(1, min(concurrency, warmups + count))
+        ramp_up = self.settings.ramp_up_s
 
-        async def slot() -> None:
-            while next(remaining) < count:
-                await self.one(time.perf_counter(), warmup)
+        async def slot(index: int) -> None:
+            await asyncio.sleep(ramp_up * (index + self.worker / self.workers) / slots)
+            while (number := next(issued)) < warmups + count:
+                await self.one(time.perf_counter(), warmup=number < warmups)
 
-        await asyncio.gather(*(slot() for _ in range(min(concurrency, count))))
+        await asyncio.gather(*(slot(i) for i in range(slots)))
 
     async def open(self, rate: float, duration_s: float) -> None:
         chance = random.Random(self.settings.seed * 1000 + self.worker)
@@ -166,15 +173,12 @@ class _LevelRun:
         level = self.level
         await self.target.start(self.settings.max_in_flight if level.rate else max(1, level.concurrency or 1))
         try:
-            if level.warmup:
-                await self.closed(
-                    level.warmup, max(1, level.concurrency or min(level.warmup, 8)), warmup=True
-                )
             if level.rate is not None:
-                if level.rate > 0:
-                    await self.open(level.rate, level.duration_s)
+                if level.warmup:
+                    await self.closed(level.warmup, 0, min(level.warmup, 8))
+                await self.open(level.rate, level.duration_s)
             elif level.concurrency:
-                await self.closed(level.requests, level.concurrency, warmup=False)
+                await self.closed(level.warmup, level.requests, level.concurrency)
         finally:
             await self.target.stop()
         return self.stats

@@ -9,7 +9,7 @@ import asyncio
 import base64
 import math
 import random
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +95,8 @@ class ReferenceBehaviour:
         self.active = 0
         self.admitted = 0
         self.counts: Counter[str] = Counter()
+        # How late the first chunk left, against the delay the server was told to make (its own error).
+        self.first_byte_lateness: deque[float] = deque(maxlen=100_000)
         self._random = random.Random(config.seed)
 
     def admit(self) -> str | None:
@@ -144,7 +146,19 @@ class ReferenceBehaviour:
                 await asyncio.sleep(delay)
             raw = tone(audio, config.chunk_ms, index < silent_chunks)
             yield Event("chunk", raw, _b64(raw))
+            if index == 0:  # resumed once the first chunk was handed to the socket
+                self.first_byte_lateness.append(loop.time() - first)
         yield Event("done")
+
+    def lateness_ms(self) -> dict[str, float | int | None]:
+        ordered = sorted(self.first_byte_lateness)
+        if not ordered:
+            return {"count": 0, "p50": None, "p99": None, "max": None}
+
+        def at(fraction: float) -> float:
+            return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000, 3)
+
+        return {"count": len(ordered), "p50": at(0.5), "p99": at(0.99), "max": at(1.0)}
 
 
 _B64: dict[bytes, str] = {}

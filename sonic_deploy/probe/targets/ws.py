@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import deque
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.frames import DATA_OPCODES, Frame
+from websockets.protocol import Event
 
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 from sonic_deploy.probe.targets.cartesia_events import apply_event, decode_event, status_kind
@@ -22,6 +25,32 @@ def classify_connect_error(error: BaseException) -> str:
     if isinstance(error, TimeoutError):
         return "timeout"
     return "connect"
+
+
+class StampedConnection(ClientConnection):
+    """Stamps each message when its bytes were read from the socket, not when a coroutine got round to it.
+
+    Under load many coroutines are ready at once; the time a message waited for its reader to be scheduled
+    belongs to the client, not to the server, so it must not be counted in the server's TTFA.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.arrivals: deque[float] = deque()
+        self._read_at = 0.0
+
+    def data_received(self, data: bytes) -> None:
+        self._read_at = time.perf_counter()
+        super().data_received(data)
+
+    def process_event(self, event: Event) -> None:
+        if isinstance(event, Frame) and event.opcode in DATA_OPCODES and event.fin:
+            self.arrivals.append(self._read_at)
+        super().process_event(event)
+
+    def arrival(self) -> float:
+        """The read time of the message just returned by `recv()` (messages are delivered in order)."""
+        return self.arrivals.popleft() if self.arrivals else time.perf_counter()
 
 
 class WebSocketTarget:
@@ -39,10 +68,11 @@ class WebSocketTarget:
         await asyncio.gather(*(s.close() for s in self._sockets), return_exceptions=True)
         self._sockets = []
 
-    async def _open(self, recorder: StreamRecorder) -> ClientConnection:
+    async def _open(self, recorder: StreamRecorder) -> StampedConnection:
         began = time.perf_counter()
         socket = await connect(
             self.url,
+            create_connection=StampedConnection,
             additional_headers=self.headers,
             compression=None,
             max_size=None,
@@ -50,6 +80,7 @@ class WebSocketTarget:
             open_timeout=self.timeout_s,
         )
         recorder.connected(time.perf_counter() - began)
+        assert isinstance(socket, StampedConnection)
         return socket
 
     async def request(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
@@ -69,12 +100,12 @@ class WebSocketTarget:
             recorder.fail(classify_connect_error(error), repr(error))
             return
         try:
-            await socket.send(json.dumps(body))
-            recorder.sent()
+            text = json.dumps(body)
+            recorder.sent()  # before the await: the request is on its way once send() writes it
+            await socket.send(text)
             while True:
                 message = await socket.recv()
-                at = time.perf_counter()
-                if apply_event(decode_event(message), at, recorder):
+                if apply_event(decode_event(message), socket.arrival(), recorder):
                     return
         except ConnectionClosed as error:
             recorder.fail("cut", repr(error))
@@ -106,7 +137,7 @@ class WebSocketTarget:
 class _SharedSocket:
     """One socket carrying many contexts; a single reader routes each message by `context_id`."""
 
-    def __init__(self, socket: ClientConnection) -> None:
+    def __init__(self, socket: StampedConnection) -> None:
         self.socket = socket
         self.in_flight = 0
         self.open = True
@@ -121,8 +152,9 @@ class _SharedSocket:
             if not self.open:
                 recorder.fail("cut", "socket closed before the request was sent")
                 return
-            await self.socket.send(json.dumps(body))
+            text = json.dumps(body)
             recorder.sent()
+            await self.socket.send(text)
             await finished
         except ConnectionClosed as error:
             recorder.fail("cut", repr(error))
@@ -132,7 +164,7 @@ class _SharedSocket:
     async def _read(self) -> None:
         try:
             async for message in self.socket:
-                at = time.perf_counter()
+                at = self.socket.arrival()
                 try:
                     event = decode_event(message)
                 except MalformedEventError:
