@@ -251,6 +251,8 @@ def run_serve(args: argparse.Namespace) -> int:
         seed=args.seed,
         exit_after_s=args.exit_after,
     )
+    # The standard loop on purpose: its timers are precise to the microsecond, uvloop's to the millisecond
+    # (and uvloop's cached clock can fire a delay early), and the server's delays are the reference.
     asyncio.run(serve(config))
     return 0
 

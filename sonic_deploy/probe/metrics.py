@@ -106,8 +106,9 @@ class StreamRecorder:
 
     @property
     def origin(self) -> float | None:
-        """Latency is measured from the scheduled start in an open loop (no coordinated omission)."""
-        return self.scheduled_at if self.open_loop else self.sent_at
+        """Latency is measured from the scheduled start in an open loop (no coordinated omission), or from
+        the actual start if a coarse timer started the request a little before its time."""
+        return min(self.scheduled_at, self.started_at) if self.open_loop else self.sent_at
 
     def record(self) -> dict[str, Any]:
         audio_s = self.bytes / self.audio.bytes_per_second
@@ -121,7 +122,7 @@ class StreamRecorder:
             "service_ttfa_ms": _ms(self.sent_at, self.first_byte_at),
             "connect_ms": self.connect_ms,
             "total_ms": _ms(self.origin, self.end_at),
-            "late_ms": _ms(self.scheduled_at, self.started_at) if self.open_loop else None,
+            "late_ms": max(0.0, _ms(self.scheduled_at, self.started_at) or 0.0) if self.open_loop else None,
             "audio_ms": round(audio_s * 1000, 3),
             "rtf": round(generation / audio_s, 4) if generation is not None and audio_s > 0 else None,
             "max_gap_ms": round(self.max_gap * 1000, 3) if self.chunks > 1 else None,

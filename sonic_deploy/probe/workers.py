@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 import queue
 import time
 from typing import Any, Protocol
 
+from sonic_deploy.probe import event_loop
 from sonic_deploy.probe.load import Level, ProbeSettings, run_level
 from sonic_deploy.probe.stats import LevelStats
 
@@ -28,7 +28,7 @@ def run_levels(settings: ProbeSettings, levels: list[Level], workers: int, sink:
     if workers <= 1:
         for level in levels:
             sink.begin_level(level)
-            sink.level_done(level, asyncio.run(run_level(settings, level, 0, 1, sink.record)))
+            sink.level_done(level, event_loop.run(run_level(settings, level, 0, 1, sink.record)))
         return
     _run_in_processes(settings, levels, workers, sink)
 
@@ -40,7 +40,7 @@ def _worker_main(settings: ProbeSettings, worker: int, workers: int, commands: A
     while (command := commands.get()) is not None:
         level, start_at = command
         try:
-            stats = asyncio.run(run_level(settings, level, worker, workers, emit, start_at))
+            stats = event_loop.run(run_level(settings, level, worker, workers, emit, start_at))
             results.put(("level", worker, stats.encode()))
         except Exception as error:
             results.put(("failed", worker, repr(error)))
