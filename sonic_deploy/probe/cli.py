@@ -53,6 +53,12 @@ def _load_options(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         help="seconds over which closed-loop slots start (default: all at once)",
     )
+    load.add_argument(
+        "--error-backoff-ms",
+        type=float,
+        default=100.0,
+        help="closed loop: pause of a slot after a failed request",
+    )
     load.add_argument("--rate", type=_numbers, help="open loop instead: requests/s, comma-separated levels")
     load.add_argument("--duration", type=float, default=30.0, help="seconds per open-loop level")
     load.add_argument("--arrivals", choices=("poisson", "constant"), default="poisson")
@@ -189,6 +195,7 @@ def _run_probe(args: argparse.Namespace) -> int:
         args.max_in_flight,
         args.seed,
         args.ramp_up,
+        args.error_backoff_ms / 1000,
     )
     if args.rate:
         levels = [

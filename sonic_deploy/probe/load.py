@@ -92,6 +92,8 @@ class ProbeSettings:
     seed: int = 1
     # Closed loop: slot starts are spread over this many seconds, so that streams are not in lock-step.
     ramp_up_s: float = 0.0
+    # Closed loop: a slot whose request failed waits this long before its next one.
+    error_backoff_s: float = 0.1
 
 
 class _LevelRun:
@@ -104,7 +106,8 @@ class _LevelRun:
         self.transcripts = settings.template.cycle()
         self.sequence = itertools.count()
 
-    async def one(self, scheduled_at: float, warmup: bool) -> None:
+    async def one(self, scheduled_at: float, warmup: bool) -> bool:
+        """One request, recorded and emitted; True if it succeeded."""
         recorder = StreamRecorder(
             audio=self.settings.template.audio,
             scheduled_at=scheduled_at,
@@ -132,6 +135,7 @@ class _LevelRun:
         if not warmup:
             self.stats.add(record)
         self.emit(record)
+        return recorder.ok
 
     async def closed(self, warmups: int, count: int, concurrency: int) -> None:
         """Slots take requests from one queue: warm-ups first, then measured ones, with no barrier between,
@@ -143,7 +147,9 @@ class _LevelRun:
         async def slot(index: int) -> None:
             await asyncio.sleep(ramp_up * (index + self.worker / self.workers) / slots)
             while (number := next(issued)) < warmups + count:
-                await self.one(time.perf_counter(), warmup=number < warmups)
+                if not await self.one(time.perf_counter(), warmup=number < warmups):
+                    # As a caller would: retrying a 429 at once would turn the slot into a flood.
+                    await asyncio.sleep(self.settings.error_backoff_s)
 
         await asyncio.gather(*(slot(i) for i in range(slots)))
 

@@ -62,6 +62,21 @@ def _percentile_lines(axis: Any, summary: dict[str, Any], label: str = "", style
         axis.set_xlabel(load_axis(levels[0])[0])
         if levels[0]["rate"] is None and len(xs) > 1 and min(xs) > 0:
             axis.set_xscale("log", base=2)
+        axis.set_xticks(xs, [f"{x:g}" for x in xs])
+        axis.minorticks_off()
+        for x, level in zip(xs, levels, strict=True):
+            failed = level["requests"] - level["ok"]
+            if failed and label == "":
+                axis.annotate(
+                    f"{failed}/{level['requests']} failed",
+                    (x, 0),
+                    textcoords="offset points",
+                    xytext=(0, 4),
+                    ha="center",
+                    fontsize=7,
+                    color="tab:red",
+                )
+    axis.set_ylim(bottom=0)
     axis.set_ylabel("time to first audio (ms)")
     axis.grid(True, alpha=0.3)
     if axis.get_legend_handles_labels()[0]:
