@@ -73,10 +73,13 @@ def test_reports_the_injected_first_byte_delay_and_leading_silence(
         # Never less than the injected delay; a little more for the loopback and two event loops (loose
         # bounds: the machine may be busy; the benchmark, not this test, measures the probe's precision).
         assert 60.0 <= ttfa["p50"] < 110.0
-        # Three silent 20 ms chunks sent at half real-time: audible 30 ms after the first byte.
-        assert 25.0 <= audible["p50"] - ttfa["p50"] <= 60.0
+        # Three silent 20 ms chunks sent at half real time: the first audible one leaves 30 ms later.
+        assert 90.0 <= audible["p50"] < 140.0
+    assert all(s["ttfa_audible_ms"] >= 90.0 for s in run.samples)
     assert len(run.samples) == 8 + 1 + 8 + 4  # measured plus warm-up, all flushed
-    assert all(s["audio_ms"] == 120.0 and s["chunks"] == 6 for s in run.samples)
+    assert all(s["audio_ms"] == 120.0 and s["ttfa_ms"] >= 60.0 for s in run.samples)
+    if route != "http":  # raw bytes carry no message boundaries: TCP may join two chunks in one read
+        assert all(s["chunks"] == 6 for s in run.samples)
 
 
 def expected_faults(requests: int, every: dict[str, int]) -> Counter[str]:
@@ -176,7 +179,9 @@ def test_telephony_preset_measures_mulaw_audio(reference_server: ServerFactory, 
     )
     assert all(s["bytes"] == 1600 and s["ok"] for s in run.samples)  # 200 ms at 8 kHz, one byte each
     level = run.level()
-    assert 45.0 <= level["ttfa_audible_ms"]["p50"] - level["ttfa_ms"]["p50"] <= 80.0
+    # 100 ms of leading silence in 20 ms chunks sent at half real time: audible 50 ms after the first byte.
+    assert 70.0 <= level["ttfa_audible_ms"]["p50"] < 120.0
+    assert all(s["ttfa_audible_ms"] >= 70.0 for s in run.samples)
 
 
 def test_multiplexed_contexts_share_sockets(reference_server: ServerFactory, run_probe: Run) -> None:
