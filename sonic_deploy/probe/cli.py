@@ -220,6 +220,7 @@ def _run_probe(args: argparse.Namespace) -> int:
         run_levels(settings, levels, max(1, args.workers), output)
     except KeyboardInterrupt:
         interrupted = True
+        output.interrupted()
     finally:
         output.close()
         output.write_summary()

@@ -90,23 +90,36 @@ class RunOutput:
         self.started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         self.levels: list[dict[str, Any]] = []
         self.samples_written = 0
+        # Rebuilt from the records as they arrive, for a level that is interrupted before it reports.
+        self._current: tuple[Level, LevelStats] | None = None
         self._samples = (out_dir / SAMPLES).open("a", encoding="utf-8")
 
     def begin_level(self, level: Level) -> None:
         label = f"c={level.concurrency}" if level.rate is None else f"rate={level.rate}/s"
         expected = level.requests if level.rate is None else round(level.rate * level.duration_s)
         self.progress.begin(label, expected)
+        self._current = (level, LevelStats())
 
     def record(self, record: dict[str, Any]) -> None:
         self._samples.write(json.dumps(record) + "\n")
         self._samples.flush()
         self.samples_written += 1
         self.progress.add(record)
+        if self._current is not None and not record["warmup"]:
+            self._current[1].add(record)
 
     def level_done(self, level: Level, stats: LevelStats) -> None:
         self.progress.show(final=True)
         self.levels.append(stats.summary(level.concurrency, level.rate))
+        self._current = None
         self.write_summary()
+
+    def interrupted(self) -> None:
+        """Ctrl-C: summarise the level in progress from the samples it completed, marked as interrupted."""
+        if self._current is not None and self._current[1].requests:
+            level, stats = self._current
+            self.levels.append({**stats.summary(level.concurrency, level.rate), "interrupted": True})
+        self._current = None
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from sonic_deploy.cli import main
+from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.output import Progress, RunOutput, read_samples, read_summary
 from sonic_deploy.probe.report import compare, write_report
 from sonic_deploy.probe.stats import LevelStats
 
@@ -131,3 +133,18 @@ def test_the_probe_never_imports_aws_cdk() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_an_interrupted_level_keeps_every_sample_and_a_marked_summary(tmp_path: Path) -> None:
+    output = RunOutput(tmp_path, {"route": "ws"}, Progress(None))
+    output.begin_level(Level(0, concurrency=2, requests=10))
+    base = {"ok": True, "error": None, "ttfa_ms": 91.0, "total_ms": 500.0, "rtf": 0.5, "underruns": 0}
+    for seq in range(3):
+        output.record({**base, "warmup": seq == 0, "seq": seq})
+    output.interrupted()
+    output.close()
+    output.write_summary()
+    summary = read_summary(tmp_path)
+    assert [(level["requests"], level["interrupted"]) for level in summary["levels"]] == [(2, True)]
+    assert summary["levels"][0]["ttfa_ms"]["p50"] == pytest.approx(91.0, rel=1e-3)
+    assert [s["seq"] for s in read_samples(tmp_path)] == [0, 1, 2]
