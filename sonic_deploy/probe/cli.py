@@ -20,6 +20,8 @@ from sonic_deploy.probe.requests import (
     load_transcripts,
 )
 
+_HELP = argparse.ArgumentDefaultsHelpFormatter
+
 
 def _numbers(text: str) -> list[float]:
     try:
@@ -97,12 +99,14 @@ def _cartesia_options(parser: argparse.ArgumentParser, path: str) -> None:
 def add_parser(subparsers: Any) -> None:
     probe = subparsers.add_parser("probe", help="measure time to first audio under load (either route)")
     routes = probe.add_subparsers(dest="probe_command", metavar="TARGET", required=True)
-    ws = routes.add_parser("ws", help="Cartesia WebSocket API (ECS route)")
+    ws = routes.add_parser("ws", formatter_class=_HELP, help="Cartesia WebSocket API (ECS route)")
     _cartesia_options(ws, "/tts/websocket")
     ws.add_argument("--multiplex", type=int, default=1, help="contexts per socket (default: one socket each)")
-    http = routes.add_parser("http", help="streamed bytes over HTTP (POST /tts/bytes)")
+    http = routes.add_parser("http", formatter_class=_HELP, help="streamed bytes over HTTP (POST /tts/bytes)")
     _cartesia_options(http, "/tts/bytes")
-    sagemaker = routes.add_parser("sagemaker", help="SageMaker InvokeEndpointWithResponseStream")
+    sagemaker = routes.add_parser(
+        "sagemaker", formatter_class=_HELP, help="SageMaker InvokeEndpointWithResponseStream"
+    )
     sagemaker.add_argument("--endpoint", required=True, help="endpoint name")
     sagemaker.add_argument("--region")
     sagemaker.add_argument("--endpoint-url", help="e.g. the reference server, http://127.0.0.1:PORT")
@@ -118,7 +122,9 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _serve_parser(routes: Any) -> None:
-    serve = routes.add_parser("serve", help="a local reference server (measures the probe, not Sonic)")
+    serve = routes.add_parser(
+        "serve", formatter_class=_HELP, help="a local reference server (measures the probe, not Sonic)"
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080, help="0 picks a free port")
     serve.add_argument("--first-byte-ms", type=float, default=90.0)
