@@ -219,7 +219,11 @@ def _run_probe(args: argparse.Namespace) -> int:
             for i, c in enumerate(args.concurrency)
         ]
     out_dir: Path = args.out or default_out_dir(route)
-    output = RunOutput(out_dir, target.describe(), Progress(stderr_or_none(args.quiet)))
+    try:
+        output = RunOutput(out_dir, target.describe(), Progress(stderr_or_none(args.quiet)))
+    except FileExistsError as error:
+        print(f"sonic-deploy probe: {error}", file=sys.stderr)
+        return 2
     print(f"probe {route}: writing to {out_dir}/", file=sys.stderr)
     interrupted = False
     try:

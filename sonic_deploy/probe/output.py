@@ -86,13 +86,15 @@ class RunOutput:
 
     def __init__(self, out_dir: Path, target: dict[str, Any], progress: Progress) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
+        if (out_dir / SAMPLES).exists():
+            raise FileExistsError(f"{out_dir} already holds a run ({SAMPLES}): choose another --out")
         self.out_dir, self.target, self.progress = out_dir, target, progress
         self.started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         self.levels: list[dict[str, Any]] = []
         self.samples_written = 0
         # Rebuilt from the records as they arrive, for a level that is interrupted before it reports.
         self._current: tuple[Level, LevelStats] | None = None
-        self._samples = (out_dir / SAMPLES).open("a", encoding="utf-8")
+        self._samples = (out_dir / SAMPLES).open("x", encoding="utf-8")
 
     def begin_level(self, level: Level) -> None:
         label = f"c={level.concurrency}" if level.rate is None else f"rate={level.rate}/s"

@@ -148,3 +148,5 @@ def test_an_interrupted_level_keeps_every_sample_and_a_marked_summary(tmp_path: 
     assert [(level["requests"], level["interrupted"]) for level in summary["levels"]] == [(2, True)]
     assert summary["levels"][0]["ttfa_ms"]["p50"] == pytest.approx(91.0, rel=1e-3)
     assert [s["seq"] for s in read_samples(tmp_path)] == [0, 1, 2]
+    with pytest.raises(FileExistsError, match="already holds a run"):
+        RunOutput(tmp_path, {"route": "ws"}, Progress(None))
