@@ -73,6 +73,9 @@ class WebSocketTarget:
         socket = await connect(
             self.url,
             create_connection=StampedConnection,
+            # Directly, never through an HTTP(S)_PROXY from the environment: a probe measures the route,
+            # and looking the proxy settings up again on every connection costs CPU under load.
+            proxy=None,
             additional_headers=self.headers,
             compression=None,
             max_size=None,
