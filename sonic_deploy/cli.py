@@ -10,6 +10,7 @@ from sonic_deploy import __version__
 from sonic_deploy.config import ConfigError
 from sonic_deploy.planner import command as plan_command
 from sonic_deploy.preflight import command as preflight_command
+from sonic_deploy.probe.cli import add_parser as add_probe_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     plan_command.add_parser(subparsers)
     preflight_command.add_parser(subparsers)
+    add_probe_parser(subparsers)
     return parser
 
 

@@ -1,0 +1,146 @@
+"""Benchmark: the probe's own error on TTFA (reported minus injected), against the reference server.
+
+The reference server runs in another process with a fixed first-byte delay (90 ms, no jitter) and 20 ms
+chunks; the probe runs as the real CLI, in its own process(es). For each concurrency level this prints the
+error's p50/p99/max over every measured request and counts lost samples (requests issued but missing from
+samples.jsonl or summary.json). It is a measurement, not a test: nothing here passes or fails CI.
+
+    .venv/bin/python bench/probe_ttfa.py [--route ws|http|sagemaker] [--levels 1,64,256] [--workers 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+DELAY_MS = 90.0
+CHUNK_MS = 20
+GOAL_P50_MS, GOAL_P99_MS = 2.0, 10.0
+
+
+def start_server(audio_ms: int, pace: float) -> tuple[subprocess.Popen[str], str]:
+    command = [
+        sys.executable, "-m", "sonic_deploy.cli", "probe", "serve", "--port", "0", "--exit-after", "1800",
+        "--first-byte-ms", str(DELAY_MS), "--jitter-ms", "0", "--chunk-ms", str(CHUNK_MS),
+        "--pace", str(pace), "--audio-ms", str(audio_ms),
+    ]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    if not line.startswith("listening on "):
+        raise SystemExit(f"reference server did not start: {line!r}")
+    return server, line.split("listening on ")[1].strip()
+
+
+def target_args(route: str, base: str) -> list[str]:
+    port = base.rsplit(":", 1)[1]
+    if route == "ws":
+        return ["ws", "--url", f"ws://127.0.0.1:{port}/tts/websocket"]
+    if route == "http":
+        return ["http", "--url", f"{base}/tts/bytes"]
+    return ["sagemaker", "--endpoint", "bench", "--endpoint-url", base]
+
+
+def percentile(ordered: list[float], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
+
+
+def server_lateness(base: str) -> dict[str, Any]:
+    """The server's own lateness on the first byte (part of 'reported minus injected', not the probe's)."""
+    with urllib.request.urlopen(f"{base}/stats", timeout=10) as response:
+        lateness: dict[str, Any] = json.load(response)["first_byte_lateness_ms"]
+    return lateness
+
+
+def run_level(
+    route: str, base: str, concurrency: int, requests: int, workers: int, extra: list[str], out: Path
+) -> dict[str, Any]:
+    command = [
+        sys.executable, "-m", "sonic_deploy.cli", "probe", *target_args(route, base),
+        "--concurrency", str(concurrency), "--requests", str(requests), "--workers", str(workers),
+        "--out", str(out), "--quiet", "--no-report", "--timeout", "60", *extra,
+    ]  # fmt: skip
+    began = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONHASHSEED": "0"})
+    elapsed = time.perf_counter() - began
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    measured = [s for s in samples if not s["warmup"]]
+    level = json.loads((out / "summary.json").read_text())["levels"][0]
+    errors = sorted(s["service_ttfa_ms"] - DELAY_MS for s in measured if s["ok"])
+    issued = requests + concurrency  # measured + one warm-up per slot
+    return {
+        "concurrency": concurrency,
+        "requests": len(measured),
+        "ok": len(errors),
+        "failed": len(measured) - len(errors),
+        "lost": issued - len(samples) + (requests - level["requests"]),
+        "p50": percentile(errors, 0.50) if errors else float("nan"),
+        "p99": percentile(errors, 0.99) if errors else float("nan"),
+        "max": errors[-1] if errors else float("nan"),
+        "min": errors[0] if errors else float("nan"),
+        "seconds": elapsed,
+        "server": server_lateness(base),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--route", choices=("ws", "http", "sagemaker"), default="ws")
+    parser.add_argument("--levels", default="1,64,256")
+    parser.add_argument("--requests-per-slot", type=int, default=4, help="measured requests = this x level")
+    parser.add_argument("--min-requests", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=1, help="probe worker processes")
+    parser.add_argument("--audio-ms", type=int, default=500, help="audio per stream")
+    parser.add_argument("--pace", type=float, default=1.0, help="1.0 = one 20 ms chunk every 20 ms")
+    parser.add_argument("probe_options", nargs="*", help="more probe options, after --")
+    args = parser.parse_args()
+    print(
+        f"# probe TTFA error, route {args.route}, reference server: first byte {DELAY_MS:g} ms, "
+        f"{CHUNK_MS} ms chunks every {CHUNK_MS * args.pace:g} ms, {args.audio_ms} ms of audio per stream"
+    )
+    print(
+        f"# client: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{args.workers} probe worker process(es), extra options {args.probe_options or 'none'}"
+    )
+    print(
+        f"# error = TTFA reported by the probe (request sent -> first audio byte) - {DELAY_MS:g} ms injected;"
+        " 'server' = the reference server's own lateness on the first byte, a part of that error"
+    )
+    print(f"{'concurrency':>11} {'requests':>8} {'ok':>5} {'lost':>5} {'err p50':>8} {'err p99':>8} {'err max':>8}"
+          f" {'err min':>8} {'server p50':>10} {'server p99':>10} {'seconds':>8}  goal (p50<={GOAL_P50_MS:g},"
+          f" p99<={GOAL_P99_MS:g}, lost=0)")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="probe-bench-") as scratch:
+        for concurrency in (int(c) for c in args.levels.split(",")):
+            requests = max(args.min_requests, args.requests_per_slot * concurrency)
+            # A fresh server per level, so that its lateness figures belong to this level alone.
+            server, base = start_server(args.audio_ms, args.pace)
+            try:
+                out = Path(scratch) / f"c{concurrency}"
+                row = run_level(
+                    args.route, base, concurrency, requests, args.workers, args.probe_options, out
+                )
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+            met = row["p50"] <= GOAL_P50_MS and row["p99"] <= GOAL_P99_MS and row["lost"] == 0
+            late = row["server"]
+            print(f"{row['concurrency']:>11} {row['requests']:>8} {row['ok']:>5} {row['lost']:>5}"
+                  f" {row['p50']:>8.2f} {row['p99']:>8.2f} {row['max']:>8.2f} {row['min']:>8.2f}"
+                  f" {late['p50'] or 0:>10.2f} {late['p99'] or 0:>10.2f} {row['seconds']:>8.1f}"
+                  f"  {'met' if met else 'NOT met'}", flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

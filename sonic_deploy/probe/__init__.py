@@ -1,0 +1,1 @@
+"""The latency probe: time to first audio under load, against either route. Never imports aws_cdk."""

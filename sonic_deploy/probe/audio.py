@@ -1,0 +1,90 @@
+"""Just enough audio: G.711 tables, a detector for the first audible sample, a test tone for the server."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import struct
+import sys
+from array import array
+from functools import cache
+
+from sonic_deploy.probe.requests import BYTES_PER_SAMPLE, AudioFormat
+
+FULL_SCALE = 32768.0
+
+
+def _mulaw_to_linear(byte: int) -> int:
+    value = ~byte & 0xFF
+    magnitude = ((((value & 0x0F) << 3) + 0x84) << ((value >> 4) & 0x07)) - 0x84
+    return -magnitude if value & 0x80 else magnitude
+
+
+def _alaw_to_linear(byte: int) -> int:
+    value = byte ^ 0x55
+    exponent, mantissa = (value >> 4) & 0x07, value & 0x0F
+    magnitude = (mantissa << 4) + 8 if exponent == 0 else ((mantissa << 4) + 0x108) << (exponent - 1)
+    return magnitude if value & 0x80 else -magnitude
+
+
+MULAW_TABLE: tuple[int, ...] = tuple(_mulaw_to_linear(b) for b in range(256))
+ALAW_TABLE: tuple[int, ...] = tuple(_alaw_to_linear(b) for b in range(256))
+
+
+def _decode(encoding: str, data: bytes) -> list[float] | array[int] | array[float]:
+    """Samples on a 16-bit scale (floats are scaled up)."""
+    if encoding == "pcm_s16le":
+        samples = array("h", data)
+        if sys.byteorder == "big":
+            samples.byteswap()
+        return samples
+    if encoding == "pcm_f32le":
+        return [value * FULL_SCALE for value in struct.unpack(f"<{len(data) // 4}f", data)]
+    table = MULAW_TABLE if encoding == "pcm_mulaw" else ALAW_TABLE
+    return array("i", (table[b] for b in data))
+
+
+class AudibleDetector:
+    """Finds the first sample whose magnitude reaches `threshold_db` dBFS, across chunk boundaries."""
+
+    def __init__(self, audio: AudioFormat, threshold_db: float) -> None:
+        self._encoding = audio.encoding
+        self._width = BYTES_PER_SAMPLE[audio.encoding]
+        self._threshold = FULL_SCALE * 10 ** (threshold_db / 20)
+        self._carry = b""
+        self.found = False
+
+    def feed(self, data: bytes) -> bool:
+        """True once an audible sample has been seen (in this chunk or before)."""
+        if self.found:
+            return True
+        data = self._carry + data
+        whole = len(data) - len(data) % self._width
+        self._carry = data[whole:]
+        samples = _decode(self._encoding, data[:whole])
+        if samples and max(max(samples), -min(samples)) >= self._threshold:
+            self.found = True
+        return self.found
+
+
+@cache
+def _nearest_code(encoding: str, value: int) -> int:
+    table = MULAW_TABLE if encoding == "pcm_mulaw" else ALAW_TABLE
+    ordered = sorted((linear, code) for code, linear in enumerate(table))
+    index = bisect.bisect_left(ordered, (value, -1))
+    candidates = ordered[max(0, index - 1) : index + 1]
+    return min(candidates, key=lambda pair: abs(pair[0] - value))[1]
+
+
+@cache
+def tone(audio: AudioFormat, duration_ms: int, silent: bool, level_db: float = -12.0) -> bytes:
+    """A 440 Hz tone (or silence) of `duration_ms` in `audio`'s encoding."""
+    count = audio.sample_rate * duration_ms // 1000
+    amplitude = 0.0 if silent else 10 ** (level_db / 20)
+    values = [amplitude * math.sin(2 * math.pi * 440 * i / audio.sample_rate) for i in range(count)]
+    if audio.encoding == "pcm_f32le":
+        return struct.pack(f"<{count}f", *values)
+    ints = [round(v * (FULL_SCALE - 1)) for v in values]
+    if audio.encoding == "pcm_s16le":
+        return struct.pack(f"<{count}h", *ints)
+    return bytes(_nearest_code(audio.encoding, v) for v in ints)

@@ -1,0 +1,285 @@
+"""`sonic-deploy probe ws|http|sagemaker|serve|compare`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from sonic_deploy.probe.requests import (
+    DEFAULT_CARTESIA_VERSION,
+    DEFAULT_MODEL_ID,
+    DEFAULT_VOICE_ID,
+    ENCODINGS,
+    PRESETS,
+    AudioFormat,
+    RequestTemplate,
+    load_transcripts,
+)
+
+_HELP = argparse.ArgumentDefaultsHelpFormatter
+
+
+def _numbers(text: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return values
+
+
+def _load_options(parser: argparse.ArgumentParser) -> None:
+    request = parser.add_argument_group("request")
+    request.add_argument("--transcript", help="text to speak (default: a short sentence)")
+    request.add_argument("--transcripts", type=Path, metavar="FILE", help="file of transcripts, one per line")
+    request.add_argument("--voice-id", default=DEFAULT_VOICE_ID)
+    request.add_argument("--model-id", default=DEFAULT_MODEL_ID, help="model_id for the Cartesia API")
+    request.add_argument("--language", default="en")
+    request.add_argument("--preset", choices=sorted(PRESETS), help="telephony = 8 kHz mu-law")
+    request.add_argument("--encoding", choices=ENCODINGS, help="default pcm_s16le")
+    request.add_argument("--sample-rate", type=int, help="default 44100")
+    load = parser.add_argument_group("load")
+    load.add_argument("--concurrency", type=_numbers, default=[1, 2, 4, 8, 16], help="closed-loop levels")
+    load.add_argument("--requests", type=int, default=50, help="measured requests per closed-loop level")
+    load.add_argument(
+        "--warmup", type=int, help="uncounted requests before each level (default: concurrency)"
+    )
+    load.add_argument(
+        "--ramp-up",
+        type=float,
+        default=0.0,
+        help="seconds over which closed-loop slots start (default: all at once)",
+    )
+    load.add_argument(
+        "--error-backoff-ms",
+        type=float,
+        default=100.0,
+        help="closed loop: pause of a slot after a failed request",
+    )
+    load.add_argument("--rate", type=_numbers, help="open loop instead: requests/s, comma-separated levels")
+    load.add_argument("--duration", type=float, default=30.0, help="seconds per open-loop level")
+    load.add_argument("--arrivals", choices=("poisson", "constant"), default="poisson")
+    load.add_argument("--workers", type=int, default=1, help="client processes (histograms merge exactly)")
+    load.add_argument("--max-in-flight", type=int, default=1024, help="open-loop cap on requests in flight")
+    measure = parser.add_argument_group("measurement and output")
+    measure.add_argument("--timeout", type=float, default=30.0, help="seconds per request, end to end")
+    measure.add_argument(
+        "--audible-threshold-db",
+        type=float,
+        default=-40.0,
+        help="first audible audio: first sample at or above this dBFS",
+    )
+    measure.add_argument(
+        "--playback-delay-ms",
+        type=float,
+        default=0.0,
+        help="player buffer before playback starts (underrun simulation)",
+    )
+    measure.add_argument("--out", type=Path, help="output folder (default: a new timestamped folder)")
+    measure.add_argument("--no-report", action="store_true", help="skip report.png")
+    measure.add_argument("--quiet", action="store_true", help="no live progress line")
+    measure.add_argument("--seed", type=int, default=1)
+
+
+def _cartesia_options(parser: argparse.ArgumentParser, path: str) -> None:
+    parser.add_argument("--url", required=True, help=f"e.g. ws://HOST:PORT{path} (http:// for bytes)")
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("CARTESIA_API_KEY", ""),
+        help="X-API-Key (default: $CARTESIA_API_KEY)",
+    )
+    parser.add_argument("--cartesia-version", default=DEFAULT_CARTESIA_VERSION)
+
+
+def add_parser(subparsers: Any) -> None:
+    probe = subparsers.add_parser("probe", help="measure time to first audio under load (either route)")
+    routes = probe.add_subparsers(dest="probe_command", metavar="TARGET", required=True)
+    ws = routes.add_parser("ws", formatter_class=_HELP, help="Cartesia WebSocket API (ECS route)")
+    _cartesia_options(ws, "/tts/websocket")
+    ws.add_argument("--multiplex", type=int, default=1, help="contexts per socket (default: one socket each)")
+    http = routes.add_parser("http", formatter_class=_HELP, help="streamed bytes over HTTP (POST /tts/bytes)")
+    _cartesia_options(http, "/tts/bytes")
+    sagemaker = routes.add_parser(
+        "sagemaker", formatter_class=_HELP, help="SageMaker InvokeEndpointWithResponseStream"
+    )
+    sagemaker.add_argument("--endpoint", required=True, help="endpoint name")
+    sagemaker.add_argument("--region")
+    sagemaker.add_argument("--endpoint-url", help="e.g. the reference server, http://127.0.0.1:PORT")
+    for route in (ws, http, sagemaker):
+        _load_options(route)
+        route.set_defaults(func=run_probe)
+    _serve_parser(routes)
+    compare = routes.add_parser("compare", help="print and plot two runs side by side")
+    compare.add_argument("first", type=Path)
+    compare.add_argument("second", type=Path)
+    compare.add_argument("--png", type=Path, default=Path("compare.png"))
+    compare.set_defaults(func=run_compare)
+
+
+def _serve_parser(routes: Any) -> None:
+    serve = routes.add_parser(
+        "serve", formatter_class=_HELP, help="a local reference server (measures the probe, not Sonic)"
+    )
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    serve.add_argument("--first-byte-ms", type=float, default=90.0)
+    serve.add_argument("--jitter-ms", type=float, default=0.0, help="uniform extra first-byte delay 0..J")
+    serve.add_argument("--chunk-ms", type=int, default=20, help="audio per chunk")
+    serve.add_argument("--pace", type=float, default=0.5, help="chunk interval / chunk audio (0 = flat out)")
+    serve.add_argument("--audio-ms", type=int, help="audio per stream (default: --ms-per-char x length)")
+    serve.add_argument("--ms-per-char", type=float, default=60.0)
+    serve.add_argument("--leading-silence-ms", type=int, default=0)
+    serve.add_argument("--capacity", type=int, help="429 beyond this many concurrent streams")
+    serve.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="KIND:EVERY",
+        help="every N-th stream gets KIND: reset, stall, malformed, error, stream_error, "
+        "status500, status422 (repeatable)",
+    )
+    serve.add_argument("--stall-ms", type=float, default=2000.0)
+    serve.add_argument(
+        "--parts",
+        choices=("aligned", "split", "packed", "mixed"),
+        default="aligned",
+        help="how SageMaker PayloadParts cut the JSON lines",
+    )
+    serve.add_argument("--api-key", help="require this X-API-Key")
+    serve.add_argument("--seed", type=int, default=1)
+    serve.add_argument("--exit-after", type=float, help="stop by itself after this many seconds")
+    serve.set_defaults(func=run_serve)
+
+
+def _template(args: argparse.Namespace) -> RequestTemplate:
+    encoding, rate = PRESETS[args.preset] if args.preset else PRESETS["studio"]
+    audio = AudioFormat(args.encoding or encoding, args.sample_rate or rate)
+    transcripts = load_transcripts(args.transcript, args.transcripts)
+    return RequestTemplate(transcripts, args.voice_id, args.model_id, args.language, audio)
+
+
+def _missing_extra(error: ImportError) -> int:
+    print(f"sonic-deploy probe: {error.name} is missing: pip install 'sonic-deploy[probe]'", file=sys.stderr)
+    return 2
+
+
+def run_probe(args: argparse.Namespace) -> int:
+    try:
+        return _run_probe(args)
+    except ImportError as error:
+        return _missing_extra(error)
+
+
+def _run_probe(args: argparse.Namespace) -> int:
+    from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec
+    from sonic_deploy.probe.output import Progress, RunOutput, default_out_dir, stderr_or_none
+    from sonic_deploy.probe.report import summary_table, write_report
+    from sonic_deploy.probe.workers import run_levels
+
+    route = args.probe_command
+    target = TargetSpec(
+        route=route,
+        url=getattr(args, "url", None),
+        endpoint=getattr(args, "endpoint", None),
+        region=getattr(args, "region", None),
+        endpoint_url=getattr(args, "endpoint_url", None),
+        api_key=getattr(args, "api_key", ""),
+        cartesia_version=getattr(args, "cartesia_version", DEFAULT_CARTESIA_VERSION),
+        multiplex=getattr(args, "multiplex", 1),
+        timeout_s=args.timeout,
+    )
+    settings = ProbeSettings(
+        target,
+        _template(args),
+        args.audible_threshold_db,
+        args.playback_delay_ms,
+        args.max_in_flight,
+        args.seed,
+        args.ramp_up,
+        args.error_backoff_ms / 1000,
+    )
+    if args.rate:
+        levels = [
+            Level(i, rate=r, duration_s=args.duration, warmup=args.warmup or 0, arrivals=args.arrivals)
+            for i, r in enumerate(args.rate)
+        ]
+    else:
+        levels = [
+            Level(
+                i,
+                concurrency=int(c),
+                requests=args.requests,
+                warmup=int(c) if args.warmup is None else args.warmup,
+            )
+            for i, c in enumerate(args.concurrency)
+        ]
+    out_dir: Path = args.out or default_out_dir(route)
+    try:
+        output = RunOutput(out_dir, target.describe(), Progress(stderr_or_none(args.quiet)))
+    except FileExistsError as error:
+        print(f"sonic-deploy probe: {error}", file=sys.stderr)
+        return 2
+    print(f"probe {route}: writing to {out_dir}/", file=sys.stderr)
+    interrupted = False
+    try:
+        run_levels(settings, levels, max(1, args.workers), output)
+    except KeyboardInterrupt:
+        interrupted = True
+        output.interrupted()
+    finally:
+        output.close()
+        output.write_summary()
+    if output.levels and not args.no_report:
+        write_report(out_dir)
+    print(summary_table(output.summary()))
+    return 130 if interrupted else 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        from sonic_deploy.probe.reference_stream import ServerConfig
+        from sonic_deploy.probe.server import serve
+    except ImportError as error:
+        return _missing_extra(error)
+
+    faults: dict[str, int] = {}
+    for item in args.fault:
+        kind, _, every = item.partition(":")
+        faults[kind] = int(every or 1)
+    config = ServerConfig(
+        host=args.host,
+        port=args.port,
+        first_byte_ms=args.first_byte_ms,
+        jitter_ms=args.jitter_ms,
+        chunk_ms=args.chunk_ms,
+        pace=args.pace,
+        audio_ms=args.audio_ms,
+        ms_per_char=args.ms_per_char,
+        leading_silence_ms=args.leading_silence_ms,
+        capacity=args.capacity,
+        faults=faults,
+        stall_ms=args.stall_ms,
+        parts=args.parts,
+        api_key=args.api_key,
+        seed=args.seed,
+        exit_after_s=args.exit_after,
+    )
+    # The standard loop on purpose: its timers are precise to the microsecond, uvloop's to the millisecond
+    # (and uvloop's cached clock can fire a delay early), and the server's delays are the reference.
+    asyncio.run(serve(config))
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    try:
+        from sonic_deploy.probe.report import compare
+    except ImportError as error:
+        return _missing_extra(error)
+
+    print(compare(args.first, args.second, args.png))
+    return 0

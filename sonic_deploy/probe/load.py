@@ -1,0 +1,204 @@
+"""Load shapes: a closed-loop sweep of concurrency levels, or an open loop of scheduled arrivals.
+
+Open loop: every request has a scheduled start, and its latency counts from then, so a slow server (or an
+overloaded client) cannot hide queueing by delaying the next request (coordinated omission).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sonic_deploy.probe.metrics import StreamRecorder
+from sonic_deploy.probe.requests import RequestTemplate, new_context_id
+from sonic_deploy.probe.stats import LevelStats
+from sonic_deploy.probe.targets import Target
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Where to send requests; picklable, so that worker processes build their own clients."""
+
+    route: str
+    url: str | None = None
+    endpoint: str | None = None
+    region: str | None = None
+    endpoint_url: str | None = None
+    api_key: str = "probe"
+    cartesia_version: str = "2025-04-16"
+    multiplex: int = 1
+    timeout_s: float = 30.0
+
+    def build(self) -> Target:
+        headers = {"X-API-Key": self.api_key, "Cartesia-Version": self.cartesia_version}
+        if self.route == "ws":
+            from sonic_deploy.probe.targets.ws import WebSocketTarget
+
+            return WebSocketTarget(str(self.url), headers, self.multiplex, self.timeout_s)
+        if self.route == "http":
+            from sonic_deploy.probe.targets.http import HttpBytesTarget
+
+            return HttpBytesTarget(str(self.url), headers, self.timeout_s)
+        from sonic_deploy.probe.targets.sagemaker import SageMakerTarget
+
+        return SageMakerTarget(str(self.endpoint), self.region, self.endpoint_url, self.timeout_s)
+
+    def describe(self) -> dict[str, Any]:
+        where = (
+            {"url": self.url}
+            if self.route in ("ws", "http")
+            else {"endpoint": self.endpoint, "region": self.region, "endpoint_url": self.endpoint_url}
+        )
+        return {"route": self.route, **where, "multiplex": self.multiplex, "timeout_s": self.timeout_s}
+
+
+@dataclass(frozen=True)
+class Level:
+    index: int
+    concurrency: int | None = None
+    rate: float | None = None
+    requests: int = 0
+    duration_s: float = 0.0
+    warmup: int = 0
+    arrivals: str = "poisson"
+
+    def share(self, worker: int, workers: int) -> Level:
+        """This worker's part of the level; the parts add up to the whole."""
+
+        def part(total: int) -> int:
+            return total // workers + (1 if worker < total % workers else 0)
+
+        rate = None if self.rate is None else self.rate / workers
+        concurrency = None if self.concurrency is None else part(self.concurrency)
+        return replace(
+            self, concurrency=concurrency, rate=rate, requests=part(self.requests), warmup=part(self.warmup)
+        )
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    target: TargetSpec
+    template: RequestTemplate
+    threshold_db: float | None = -40.0
+    playback_delay_ms: float = 0.0
+    max_in_flight: int = 1024
+    seed: int = 1
+    # Closed loop: slot starts are spread over this many seconds, so that streams are not in lock-step.
+    ramp_up_s: float = 0.0
+    # Closed loop: a slot whose request failed waits this long before its next one.
+    error_backoff_s: float = 0.1
+
+
+class _LevelRun:
+    def __init__(self, settings: ProbeSettings, whole: Level, worker: int, workers: int, emit: Emit) -> None:
+        self.settings, self.whole, self.emit = settings, whole, emit
+        self.worker, self.workers = worker, workers
+        self.level = whole.share(worker, workers)
+        self.stats = LevelStats()
+        self.target = settings.target.build()
+        self.transcripts = settings.template.cycle()
+        self.sequence = itertools.count()
+
+    async def one(self, scheduled_at: float, warmup: bool) -> bool:
+        """One request, recorded and emitted; True if it succeeded."""
+        recorder = StreamRecorder(
+            audio=self.settings.template.audio,
+            scheduled_at=scheduled_at,
+            open_loop=self.level.rate is not None and not warmup,
+            threshold_db=self.settings.threshold_db,
+            playback_delay_ms=self.settings.playback_delay_ms,
+        )
+        context_id = new_context_id()
+        body = self.settings.template.body(next(self.transcripts), context_id, self.target.route)
+        try:
+            await self.target.request(body, recorder)
+        except Exception as error:  # an error never aborts the run: it is counted, and the run goes on
+            recorder.fail("unexpected", repr(error))
+        record = {
+            "level": self.level.index,
+            "concurrency": self.whole.concurrency,
+            "rate": self.whole.rate,
+            "worker": self.worker,
+            "seq": next(self.sequence),
+            "warmup": warmup,
+            "context_id": context_id,
+            "time": round(time.time(), 6),
+            **recorder.record(),
+        }
+        if not warmup:
+            self.stats.add(record)
+        self.emit(record)
+        return recorder.ok
+
+    async def closed(self, warmups: int, count: int, concurrency: int) -> None:
+        """Slots take requests from one queue: warm-ups first, then measured ones, with no barrier between,
+        so that the spread of the ramp-up carries over into the measured requests."""
+        issued = itertools.count()
+        slots = max(1, min(concurrency, warmups + count))
+        ramp_up = self.settings.ramp_up_s
+
+        async def slot(index: int) -> None:
+            await asyncio.sleep(ramp_up * (index + self.worker / self.workers) / slots)
+            while (number := next(issued)) < warmups + count:
+                if not await self.one(time.perf_counter(), warmup=number < warmups):
+                    # As a caller would: retrying a 429 at once would turn the slot into a flood.
+                    await asyncio.sleep(self.settings.error_backoff_s)
+
+        await asyncio.gather(*(slot(i) for i in range(slots)))
+
+    async def open(self, rate: float, duration_s: float) -> None:
+        chance = random.Random(self.settings.seed * 1000 + self.worker)
+        gate = asyncio.Semaphore(self.settings.max_in_flight)
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def scheduled(at: float) -> None:
+            async with gate:
+                await self.one(at, warmup=False)
+
+        start = time.perf_counter()
+        poisson = self.level.arrivals == "poisson"
+        # Poisson arrivals split into independent Poisson streams; constant ones interleave across workers.
+        at = start + (chance.expovariate(rate) if poisson else self.worker / self.workers / rate)
+        while at < start + duration_s:
+            await asyncio.sleep(max(0.0, at - time.perf_counter()))
+            task = asyncio.create_task(scheduled(at))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            at += chance.expovariate(rate) if poisson else 1 / rate
+        if tasks:
+            await asyncio.gather(*tasks)
+
+    async def run(self) -> LevelStats:
+        level = self.level
+        await self.target.start(self.settings.max_in_flight if level.rate else max(1, level.concurrency or 1))
+        try:
+            if level.rate is not None:
+                if level.warmup:
+                    await self.closed(level.warmup, 0, min(level.warmup, 8))
+                await self.open(level.rate, level.duration_s)
+            elif level.concurrency:
+                await self.closed(level.warmup, level.requests, level.concurrency)
+        finally:
+            await self.target.stop()
+        return self.stats
+
+
+async def run_level(
+    settings: ProbeSettings,
+    whole: Level,
+    worker: int,
+    workers: int,
+    emit: Emit,
+    start_at: float | None = None,
+) -> LevelStats:
+    """Run this worker's share of `whole` from `start_at` (perf_counter), so that workers start together."""
+    if start_at is not None:
+        await asyncio.sleep(max(0.0, start_at - time.perf_counter()))
+    return await _LevelRun(settings, whole, worker, workers, emit).run()

@@ -1,0 +1,171 @@
+"""The reference server's behaviour, apart from any wire format: when each chunk goes out, and which faults.
+
+It stands in for Sonic to measure the probe, not Sonic: every delay here is one the server was told to make.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import math
+import random
+from collections import Counter, deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sonic_deploy.probe.audio import tone
+from sonic_deploy.probe.requests import AudioFormat
+
+# Faults, checked in this order; `every` N-th admitted stream (counted from 1 across all protocols) gets one.
+FAULTS = ("reset", "stall", "malformed", "error", "stream_error", "status500", "status422")
+PART_LAYOUTS = ("aligned", "split", "packed", "mixed")
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 0
+    first_byte_ms: float = 90.0
+    jitter_ms: float = 0.0
+    chunk_ms: int = 20
+    pace: float = 0.5
+    audio_ms: int | None = None
+    ms_per_char: float = 60.0
+    leading_silence_ms: int = 0
+    capacity: int | None = None
+    faults: dict[str, int] = field(default_factory=dict)
+    stall_ms: float = 2000.0
+    parts: str = "aligned"
+    api_key: str | None = None
+    seed: int = 1
+    exit_after_s: float | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.faults) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown fault {sorted(unknown)}: use {', '.join(FAULTS)}")
+        if self.parts not in PART_LAYOUTS:
+            raise ValueError(f"unknown part layout {self.parts!r}: use {', '.join(PART_LAYOUTS)}")
+        if self.chunk_ms <= 0 or self.pace < 0:
+            raise ValueError("chunk_ms must be > 0 and pace >= 0")
+
+
+class BadRequestError(Exception):
+    """The request body cannot be served (the real API answers 422)."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One step of a stream: `chunk` (audio), `done`, or a fault to render in the protocol's own way."""
+
+    kind: str
+    audio: bytes = b""
+    b64: str = ""
+
+
+def parse_request(body: Any, require_context: bool) -> tuple[str, AudioFormat, str]:
+    """(transcript, audio format, context id) from a JSON body, or BadRequestError."""
+    if not isinstance(body, dict):
+        raise BadRequestError("body must be a JSON object")
+    transcript = body.get("transcript")
+    if not isinstance(transcript, str) or not transcript.strip():
+        raise BadRequestError("transcript must be a non-empty string")
+    voice = body.get("voice")
+    if not isinstance(voice, dict) or voice.get("mode") != "id" or not voice.get("id"):
+        raise BadRequestError('voice must be {"mode": "id", "id": ...}')
+    output = body.get("output_format")
+    if not isinstance(output, dict):
+        raise BadRequestError("output_format must be an object")
+    try:
+        audio = AudioFormat(str(output["encoding"]), int(output["sample_rate"]))
+    except (KeyError, TypeError, ValueError) as error:
+        raise BadRequestError(f"bad output_format: {error}") from error
+    context_id = body.get("context_id")
+    if require_context and not (isinstance(context_id, str) and context_id):
+        raise BadRequestError("context_id is required")
+    return transcript, audio, str(context_id or "")
+
+
+class ReferenceBehaviour:
+    """Admission (capacity), fault choice, and the timed sequence of events of each stream."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.active = 0
+        self.admitted = 0
+        self.counts: Counter[str] = Counter()
+        # How late the first chunk left, against the delay the server was told to make (its own error).
+        self.first_byte_lateness: deque[float] = deque(maxlen=100_000)
+        self._random = random.Random(config.seed)
+
+    def admit(self) -> str | None:
+        """None if over capacity (429); otherwise the fault for this stream ("" for none)."""
+        if self.config.capacity is not None and self.active >= self.config.capacity:
+            self.counts["over_capacity"] += 1
+            return None
+        self.active += 1
+        self.admitted += 1
+        self.counts["admitted"] += 1
+        for fault in FAULTS:
+            every = self.config.faults.get(fault)
+            if every and self.admitted % every == 0:
+                self.counts[f"fault_{fault}"] += 1
+                return fault
+        return ""
+
+    def release(self, completed: bool) -> None:
+        self.active -= 1
+        self.counts["completed" if completed else "interrupted"] += 1
+
+    def audio_ms(self, transcript: str) -> int:
+        config = self.config
+        wanted = config.audio_ms if config.audio_ms is not None else len(transcript) * config.ms_per_char
+        return max(config.chunk_ms, int(wanted))
+
+    async def events(self, transcript: str, audio: AudioFormat, fault: str) -> AsyncIterator[Event]:
+        """Chunks on a fixed schedule from the request's arrival (no drift); faults mid-way."""
+        config = self.config
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        first = start + (config.first_byte_ms + self._random.uniform(0, config.jitter_ms)) / 1000
+        count = math.ceil(self.audio_ms(transcript) / config.chunk_ms)
+        silent_chunks = math.ceil(config.leading_silence_ms / config.chunk_ms)
+        interval = config.chunk_ms * config.pace / 1000
+        fault_at = max(1, count // 2)
+        stalled = 0.0
+        for index in range(count):
+            if index == fault_at and fault in ("reset", "malformed", "error", "stream_error"):
+                yield Event(fault)
+                if fault != "malformed":
+                    return
+            if index == fault_at and fault == "stall":
+                stalled = config.stall_ms / 1000
+            delay = first + index * interval + stalled - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            raw = tone(audio, config.chunk_ms, index < silent_chunks)
+            yield Event("chunk", raw, _b64(raw))
+            if index == 0:  # resumed once the first chunk was handed to the socket
+                self.first_byte_lateness.append(loop.time() - first)
+        yield Event("done")
+
+    def lateness_ms(self) -> dict[str, float | int | None]:
+        ordered = sorted(self.first_byte_lateness)
+        if not ordered:
+            return {"count": 0, "p50": None, "p99": None, "max": None}
+
+        def at(fraction: float) -> float:
+            return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000, 3)
+
+        return {"count": len(ordered), "p50": at(0.5), "p99": at(0.99), "max": at(1.0)}
+
+
+_B64: dict[bytes, str] = {}
+
+
+def _b64(raw: bytes) -> str:
+    # The same few chunk payloads are sent again and again: encode each once.
+    if raw not in _B64:
+        _B64[raw] = base64.b64encode(raw).decode()
+    return _B64[raw]

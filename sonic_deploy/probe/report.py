@@ -1,0 +1,142 @@
+"""report.png (TTFA percentiles against load, and a CDF per level), text tables, and `compare`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from sonic_deploy.probe.output import REPORT, read_samples, read_summary
+
+
+def load_axis(level: dict[str, Any]) -> tuple[str, float]:
+    if level["rate"] is not None:
+        return "rate (requests/s)", float(level["rate"])
+    return "concurrency", float(level["concurrency"])
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def summary_table(summary: dict[str, Any]) -> str:
+    header = (
+        f"{'load':>10} {'reqs':>6} {'ok':>6}  {'TTFA p50':>9} {'p95':>7} {'p99':>7} {'max':>7}"
+        f"  {'audible p50':>11} {'total p50':>9} {'RTF p50':>7} {'underruns':>9}  errors"
+    )
+    rows = [header]
+    for level in summary["levels"]:
+        name, value = load_axis(level)
+        load = f"{'c' if name == 'concurrency' else 'r'}={value:g}"
+        ttfa = level["ttfa_ms"]
+        errors = ", ".join(f"{k}={v}" for k, v in level["errors"].items()) or "none"
+        rows.append(
+            f"{load:>10} {level['requests']:>6} {level['ok']:>6}"
+            f"  {_fmt(ttfa['p50']):>9} {_fmt(ttfa['p95']):>7}"
+            f" {_fmt(ttfa['p99']):>7} {_fmt(ttfa['max']):>7}  {_fmt(level['ttfa_audible_ms']['p50']):>11}"
+            f" {_fmt(level['total_ms']['p50']):>9} {_fmt(level['rtf']['p50'], 3):>7} {level['underruns']:>9}"
+            f"  {errors}"
+        )
+    return "\n".join(rows)
+
+
+def _title(summary: dict[str, Any]) -> str:
+    target = summary["target"]
+    where = target.get("url") or target.get("endpoint")
+    return f"{target['route']} {where}  ({summary['client']['host']}, {summary['started_at']})"
+
+
+def _percentile_lines(axis: Any, summary: dict[str, Any], label: str = "", style: str = "-") -> None:
+    levels = summary["levels"]
+    xs = [load_axis(level)[1] for level in levels]
+    for key, colour in (("p50", "tab:blue"), ("p95", "tab:orange"), ("p99", "tab:red")):
+        ys = [level["ttfa_ms"][key] for level in levels]
+        points = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
+        if points:
+            axis.plot(*zip(*points, strict=True), style, marker="o", color=colour, label=f"{label}{key}")
+    if levels:
+        axis.set_xlabel(load_axis(levels[0])[0])
+        if levels[0]["rate"] is None and len(xs) > 1 and min(xs) > 0:
+            axis.set_xscale("log", base=2)
+        axis.set_xticks(xs, [f"{x:g}" for x in xs])
+        axis.minorticks_off()
+        for x, level in zip(xs, levels, strict=True):
+            failed = level["requests"] - level["ok"]
+            if failed and label == "":
+                axis.annotate(
+                    f"{failed}/{level['requests']} failed",
+                    (x, 0),
+                    textcoords="offset points",
+                    xytext=(0, 4),
+                    ha="center",
+                    fontsize=7,
+                    color="tab:red",
+                )
+    axis.set_ylim(bottom=0)
+    axis.set_ylabel("time to first audio (ms)")
+    axis.grid(True, alpha=0.3)
+    if axis.get_legend_handles_labels()[0]:
+        axis.legend(fontsize=8)
+
+
+def write_report(out_dir: Path) -> Path:
+    summary = read_summary(out_dir)
+    samples = [s for s in read_samples(out_dir) if not s["warmup"] and s["ok"] and s["ttfa_ms"] is not None]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=90)
+    _percentile_lines(left, summary)
+    left.set_title("TTFA percentiles by load", fontsize=10)
+    for level in summary["levels"]:
+        name, value = load_axis(level)
+        key = "rate" if name.startswith("rate") else "concurrency"
+        values = sorted(s["ttfa_ms"] for s in samples if s[key] == level[key])
+        if values:
+            fractions = [(i + 1) / len(values) for i in range(len(values))]
+            right.step(values, fractions, where="post", label=f"{key[0]}={value:g} (n={len(values)})")
+    right.set_xlabel("time to first audio (ms)")
+    right.set_ylabel("fraction of requests")
+    right.set_title("TTFA CDF per level", fontsize=10)
+    right.grid(True, alpha=0.3)
+    if right.get_legend_handles_labels()[0]:
+        right.legend(fontsize=8)
+    figure.suptitle(_title(summary), fontsize=9)
+    figure.tight_layout()
+    path = out_dir / REPORT
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def compare(first: Path, second: Path, png: Path) -> str:
+    """Two runs side by side (e.g. SageMaker against ECS): a text table and a plot."""
+    runs = [read_summary(first), read_summary(second)]
+    names = [f"A={first.name}", f"B={second.name}"]
+    lines = [f"{name}: {_title(run)}" for name, run in zip(names, runs, strict=True)]
+    lines.append(
+        f"{'load':>10}  {'A p50':>7} {'A p95':>7} {'A p99':>7} {'A err':>5}   "
+        f"{'B p50':>7} {'B p95':>7} {'B p99':>7} {'B err':>5}"
+    )
+    keyed = [{load_axis(level): level for level in run["levels"]} for run in runs]
+    for key in sorted(set(keyed[0]) | set(keyed[1]), key=lambda k: (k[0], k[1])):
+        cells = []
+        for table in keyed:
+            level = table.get(key)
+            if level is None:
+                cells.append(f"{'-':>7} {'-':>7} {'-':>7} {'-':>5}")
+                continue
+            ttfa, errors = level["ttfa_ms"], level["requests"] - level["ok"]
+            cells.append(f"{_fmt(ttfa['p50']):>7} {_fmt(ttfa['p95']):>7} {_fmt(ttfa['p99']):>7} {errors:>5}")
+        load = f"{'c' if key[0] == 'concurrency' else 'r'}={key[1]:g}"
+        lines.append(f"{load:>10}  {cells[0]}   {cells[1]}")
+    figure, axis = plt.subplots(figsize=(7, 4.2), dpi=90)
+    _percentile_lines(axis, runs[0], "A ", "-")
+    _percentile_lines(axis, runs[1], "B ", "--")
+    axis.set_title(f"A: {runs[0]['target']['route']}  vs  B: {runs[1]['target']['route']}", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(png)
+    plt.close(figure)
+    lines.append(f"plot: {png}")
+    return "\n".join(lines)

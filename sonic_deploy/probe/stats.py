@@ -1,0 +1,110 @@
+"""Per-level statistics: one HDR histogram per measure, so that worker processes merge exactly."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped]
+
+# Histograms hold microseconds (and RTF x 1000) as integers, 3 significant digits, up to one hour.
+SCALE = 1000
+HIGHEST = 3_600_000_000
+SIGNIFICANT_DIGITS = 3
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
+MEASURES = (
+    "ttfa_ms",
+    "ttfa_audible_ms",
+    "service_ttfa_ms",
+    "connect_ms",
+    "total_ms",
+    "rtf",
+    "max_gap_ms",
+    "late_ms",
+)
+# An open-loop request that starts this much after its scheduled time is reported as a late start.
+LATE_START_MS = 5.0
+
+
+def new_histogram() -> Any:
+    return HdrHistogram(1, HIGHEST, SIGNIFICANT_DIGITS)
+
+
+@dataclass
+class LevelStats:
+    """Counts and histograms for the measured (not warm-up) requests of one load level."""
+
+    requests: int = 0
+    ok: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    underruns: int = 0
+    requests_with_underruns: int = 0
+    late_starts: int = 0
+    histograms: dict[str, Any] = field(default_factory=lambda: {m: new_histogram() for m in MEASURES})
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.requests += 1
+        if record["ok"]:
+            self.ok += 1
+        else:
+            self.errors[str(record["error"])] += 1
+        self.underruns += int(record["underruns"])
+        self.requests_with_underruns += record["underruns"] > 0
+        late = record.get("late_ms")
+        self.late_starts += late is not None and late > LATE_START_MS
+        for measure in MEASURES:
+            value = record.get(measure)
+            # Latencies of failed requests would mix two populations; they are counted as errors instead.
+            if value is None or (not record["ok"] and measure != "late_ms"):
+                continue
+            self.histograms[measure].record_value(min(HIGHEST, max(0, round(value * SCALE))))
+
+    def encode(self) -> dict[str, Any]:
+        """A picklable form for the trip from a worker process to the parent."""
+        return {
+            "requests": self.requests,
+            "ok": self.ok,
+            "errors": dict(self.errors),
+            "underruns": self.underruns,
+            "requests_with_underruns": self.requests_with_underruns,
+            "late_starts": self.late_starts,
+            "histograms": {m: h.encode() for m, h in self.histograms.items() if h.get_total_count()},
+        }
+
+    def merge(self, encoded: dict[str, Any]) -> None:
+        for name in ("requests", "ok", "underruns", "requests_with_underruns", "late_starts"):
+            setattr(self, name, getattr(self, name) + int(encoded[name]))
+        self.errors.update(encoded["errors"])
+        for measure, blob in encoded["histograms"].items():
+            self.histograms[measure].decode_and_add(blob)
+
+    def percentiles(self, measure: str) -> dict[str, float | None]:
+        histogram = self.histograms[measure]
+        if not histogram.get_total_count():
+            return {**dict.fromkeys(PERCENTILES), "max": None}
+        values: dict[str, float | None] = {
+            key: histogram.get_value_at_percentile(p) / SCALE for key, p in PERCENTILES.items()
+        }
+        values["max"] = histogram.get_max_value() / SCALE
+        return values
+
+    def summary(self, concurrency: int | None, rate: float | None) -> dict[str, Any]:
+        return {
+            "concurrency": concurrency,
+            "rate": rate,
+            "requests": self.requests,
+            "ok": self.ok,
+            "errors": dict(sorted(self.errors.items())),
+            "ttfa_ms": self.percentiles("ttfa_ms"),
+            "total_ms": self.percentiles("total_ms"),
+            "rtf": self.percentiles("rtf"),
+            "underruns": self.underruns,
+            "requests_with_underruns": self.requests_with_underruns,
+            "ttfa_audible_ms": self.percentiles("ttfa_audible_ms"),
+            "service_ttfa_ms": self.percentiles("service_ttfa_ms"),
+            "connect_ms": self.percentiles("connect_ms"),
+            "max_gap_ms": self.percentiles("max_gap_ms"),
+            "late_ms": self.percentiles("late_ms"),
+            "late_starts": self.late_starts,
+        }

@@ -1,0 +1,87 @@
+"""Streamed bytes over HTTP (`POST /tts/bytes`), with connection set-up timed through aiohttp's tracing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+
+from sonic_deploy.probe.metrics import StreamRecorder
+from sonic_deploy.probe.targets.cartesia_events import status_kind
+
+
+async def _connect_started(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceConnectionCreateStartParams
+) -> None:
+    context.trace_request_ctx["connect_began"] = time.perf_counter()
+
+
+async def _connect_ended(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceConnectionCreateEndParams
+) -> None:
+    began = context.trace_request_ctx.get("connect_began")
+    if began is not None:
+        context.trace_request_ctx["connect_s"] = time.perf_counter() - began
+
+
+async def _headers_sent(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceRequestHeadersSentParams
+) -> None:
+    context.trace_request_ctx["sent_at"] = time.perf_counter()
+
+
+class HttpBytesTarget:
+    route = "http"
+
+    def __init__(self, url: str, headers: dict[str, str], timeout_s: float) -> None:
+        self.url, self.headers, self.timeout_s = url, headers, timeout_s
+        self._session: aiohttp.ClientSession | None = None
+
+    async def start(self, max_in_flight: int) -> None:
+        tracing = aiohttp.TraceConfig()
+        tracing.on_connection_create_start.append(_connect_started)
+        tracing.on_connection_create_end.append(_connect_ended)
+        tracing.on_request_headers_sent.append(_headers_sent)
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=max_in_flight, limit_per_host=0),
+            trace_configs=[tracing],
+            timeout=aiohttp.ClientTimeout(total=None),
+        )
+
+    async def stop(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def request(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
+        assert self._session is not None, "start() first"
+        trace: dict[str, float] = {}
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                recorder.sent()
+                async with self._session.post(
+                    self.url, json=body, headers=self.headers, trace_request_ctx=trace
+                ) as response:
+                    if "connect_s" in trace:
+                        recorder.connected(trace["connect_s"])
+                    # TTFA counts from the request on the wire; connection set-up is reported apart.
+                    recorder.sent_at = trace.get("sent_at", recorder.sent_at)
+                    if response.status != 200:
+                        detail = (await response.text())[:200]
+                        recorder.fail(status_kind("status", response.status), detail)
+                        return
+                    async for data in response.content.iter_any():
+                        recorder.audio_bytes(data, time.perf_counter())
+                    recorder.done()
+        except TimeoutError:
+            recorder.fail("timeout", f"no end of stream within {self.timeout_s} s")
+        except aiohttp.ClientConnectorError as error:
+            refused = isinstance(error.os_error, ConnectionRefusedError)
+            recorder.fail("refused" if refused else "connect", repr(error))
+        except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as error:
+            recorder.fail("cut", repr(error))
+        except aiohttp.ClientError as error:
+            recorder.fail("connect" if recorder.sent_at is None else "cut", repr(error))

@@ -1,0 +1,140 @@
+"""SageMaker `InvokeEndpointWithResponseStream` through boto3, one thread per request in flight.
+
+Timestamps are taken in the worker thread as each event is parsed, so they do not wait for the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+    ResponseStreamingError,
+)
+from urllib3.exceptions import ProtocolError
+from urllib3.exceptions import ReadTimeoutError as StreamReadTimeoutError
+
+from sonic_deploy.probe.eventstream import LineAssembler
+from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
+from sonic_deploy.probe.targets.cartesia_events import apply_event, decode_event, status_kind
+
+_STREAM_ERRORS = {
+    "ModelStreamError": "model_stream_error",
+    "InternalStreamFailure": "internal_stream_failure",
+}
+
+
+def classify_client_error(error: ClientError) -> tuple[str, str]:
+    code = str(error.response.get("Error", {}).get("Code", "unknown"))
+    message = str(error.response.get("Error", {}).get("Message", ""))
+    if code == "ModelError":
+        return status_kind("model_error", error.response.get("OriginalStatusCode")), message
+    if code in _STREAM_ERRORS:
+        return _STREAM_ERRORS[code], message
+    return f"client_error_{code}", message
+
+
+def _refused(error: EndpointConnectionError) -> bool:
+    """botocore keeps the socket error in `kwargs["error"]` (urllib3's NewConnectionError) or its chain."""
+    cause: BaseException | None = error
+    seen = 0
+    while cause is not None and seen < 10:
+        if isinstance(cause, ConnectionRefusedError) or "Connection refused" in str(cause):
+            return True
+        kwargs = getattr(cause, "kwargs", {})
+        nested = kwargs.get("error") if isinstance(kwargs, dict) else None
+        cause = nested if isinstance(nested, BaseException) else (cause.__cause__ or cause.__context__)
+        seen += 1
+    return False
+
+
+class SageMakerTarget:
+    route = "sagemaker"
+
+    def __init__(self, endpoint: str, region: str | None, endpoint_url: str | None, timeout_s: float) -> None:
+        self.endpoint, self.region, self.endpoint_url, self.timeout_s = (
+            endpoint,
+            region,
+            endpoint_url,
+            timeout_s,
+        )
+        self._client: Any = None
+        self._threads: ThreadPoolExecutor | None = None
+
+    async def start(self, max_in_flight: int) -> None:
+        # Retries would hide errors the probe must count; the pool is as large as the load so no request
+        # waits for a connection (Cartesia's advice: reuse connections, size max_pool_connections).
+        config = Config(
+            max_pool_connections=max_in_flight,
+            retries={"total_max_attempts": 1},
+            connect_timeout=self.timeout_s,
+            read_timeout=self.timeout_s,
+            tcp_keepalive=True,
+        )
+        self._client = boto3.session.Session().client(
+            "sagemaker-runtime", region_name=self.region, endpoint_url=self.endpoint_url, config=config
+        )
+        self._threads = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="probe-sagemaker")
+
+    async def stop(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=True, cancel_futures=True)
+        self._threads = None
+
+    async def request(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
+        assert self._threads is not None, "start() first"
+        await asyncio.get_running_loop().run_in_executor(self._threads, self._invoke, body, recorder)
+
+    def _invoke(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
+        deadline = time.perf_counter() + self.timeout_s
+        try:
+            recorder.sent()
+            response = self._client.invoke_endpoint_with_response_stream(
+                EndpointName=self.endpoint,
+                Body=json.dumps(body).encode(),
+                ContentType="application/json",
+                Accept="text/event-stream",
+            )
+            self._read(response["Body"], recorder, deadline)
+        except ClientError as error:
+            recorder.fail(*classify_client_error(error))
+        except (ReadTimeoutError, ConnectTimeoutError, StreamReadTimeoutError) as error:
+            recorder.fail("timeout", repr(error))
+        except EndpointConnectionError as error:
+            recorder.fail("refused" if _refused(error) else "connect", repr(error))
+        except (ResponseStreamingError, ConnectionClosedError, ProtocolError) as error:
+            recorder.fail("cut", repr(error))
+        except MalformedEventError as error:
+            recorder.fail("malformed", str(error))
+        except BotoCoreError as error:
+            recorder.fail("connect" if recorder.first_byte_at is None else "cut", repr(error))
+
+    def _read(self, stream: Any, recorder: StreamRecorder, deadline: float) -> None:
+        lines = LineAssembler()
+        finished = False
+        try:
+            for event in stream:
+                at = time.perf_counter()
+                part = event.get("PayloadPart")
+                if finished or part is None:
+                    continue  # read to the end so that the connection goes back to the pool
+                for line in lines.feed(part.get("Bytes", b"")):
+                    finished = finished or apply_event(decode_event(line), at, recorder)
+                if not finished and at > deadline:
+                    recorder.fail("timeout", f"no end of stream within {self.timeout_s} s")
+                    return
+        finally:
+            stream.close()
+        if not finished:
+            recorder.fail("cut", f"stream ended without a done event (pending {lines.pending[:40]!r})")

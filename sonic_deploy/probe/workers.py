@@ -1,0 +1,92 @@
+"""Running levels in this process, or in worker processes whose histograms the parent merges exactly."""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import time
+from typing import Any, Protocol
+
+from sonic_deploy.probe import event_loop
+from sonic_deploy.probe.load import Level, ProbeSettings, run_level
+from sonic_deploy.probe.stats import LevelStats
+
+
+class LevelSink(Protocol):
+    def begin_level(self, level: Level) -> None: ...
+
+    def record(self, record: dict[str, Any]) -> None: ...
+
+    def level_done(self, level: Level, stats: LevelStats) -> None: ...
+
+
+# Workers begin a level together, this long after the parent says so (time to receive the command).
+START_DELAY_S = 0.3
+
+
+def run_levels(settings: ProbeSettings, levels: list[Level], workers: int, sink: LevelSink) -> None:
+    if workers <= 1:
+        for level in levels:
+            sink.begin_level(level)
+            sink.level_done(level, event_loop.run(run_level(settings, level, 0, 1, sink.record)))
+        return
+    _run_in_processes(settings, levels, workers, sink)
+
+
+def _worker_main(settings: ProbeSettings, worker: int, workers: int, commands: Any, results: Any) -> None:
+    def emit(record: dict[str, Any]) -> None:
+        results.put(("record", record))
+
+    while (command := commands.get()) is not None:
+        level, start_at = command
+        try:
+            stats = event_loop.run(run_level(settings, level, worker, workers, emit, start_at))
+            results.put(("level", worker, stats.encode()))
+        except Exception as error:
+            results.put(("failed", worker, repr(error)))
+            raise
+
+
+def _run_in_processes(settings: ProbeSettings, levels: list[Level], workers: int, sink: LevelSink) -> None:
+    context = multiprocessing.get_context("spawn")
+    results: Any = context.Queue()
+    commands = [context.Queue() for _ in range(workers)]
+    processes = [
+        context.Process(target=_worker_main, args=(settings, w, workers, commands[w], results), daemon=True)
+        for w in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        for level in levels:
+            sink.begin_level(level)
+            start_at = time.perf_counter() + START_DELAY_S
+            for command in commands:
+                command.put((level, start_at))
+            merged = LevelStats()
+            reported: set[int] = set()
+            while len(reported) < workers:
+                try:
+                    message = results.get(timeout=0.5)
+                except queue.Empty:
+                    dead = [w for w, p in enumerate(processes) if not p.is_alive() and w not in reported]
+                    if dead:
+                        raise RuntimeError(
+                            f"worker process(es) {dead} died during level {level.index}"
+                        ) from None
+                    continue
+                if message[0] == "record":
+                    sink.record(message[1])
+                elif message[0] == "level":
+                    merged.merge(message[2])
+                    reported.add(message[1])
+                else:
+                    raise RuntimeError(f"worker {message[1]} failed: {message[2]}")
+            sink.level_done(level, merged)
+    finally:
+        for command in commands:
+            command.put(None)
+        for process in processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()

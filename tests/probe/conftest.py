@@ -1,0 +1,48 @@
+"""Fixtures: a reference server in another process, and a way to run the probe against it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from sonic_deploy.cli import main
+
+from .harness import ProbeRun, ReferenceServer, ServerFactory
+
+
+@pytest.fixture
+def reference_server() -> Iterator[ServerFactory]:
+    started: list[ReferenceServer] = []
+
+    def start(*options: str) -> ReferenceServer:
+        server = ReferenceServer(*options)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _dummy_aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """boto3 signs requests to the reference server; it needs credentials, never real ones."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.fixture
+def run_probe(tmp_path: Path) -> Callable[..., ProbeRun]:
+    runs = iter(range(1000))
+
+    def run(*argv: str) -> ProbeRun:
+        out = tmp_path / f"run{next(runs)}"
+        code = main(["probe", *argv, "--out", str(out), "--quiet", "--no-report"])
+        return ProbeRun(out, code)
+
+    return run

@@ -1,0 +1,64 @@
+"""A reference server in another process, and the outputs of one probe run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class ReferenceServer:
+    def __init__(self, *options: str) -> None:
+        command = [sys.executable, "-m", "sonic_deploy.cli", "probe", "serve", "--port", "0"]
+        self.process = subprocess.Popen(
+            [*command, "--exit-after", "120", *options], stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line.startswith("listening on http://"), f"server did not start: {line!r}"
+        self.base = line.split("listening on ")[1].strip()
+        self.port = int(self.base.rsplit(":", 1)[1])
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/tts/websocket"
+
+    @property
+    def http_url(self) -> str:
+        return f"{self.base}/tts/bytes"
+
+    def stats(self) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{self.base}/stats", timeout=5) as response:
+            stats: dict[str, Any] = json.load(response)
+        return stats
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:  # still draining a stalled stream: not worth waiting for
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+
+ServerFactory = Callable[..., ReferenceServer]
+
+
+class ProbeRun:
+    def __init__(self, out: Path, exit_code: int) -> None:
+        self.out, self.exit_code = out, exit_code
+        self.summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
+        lines = (out / "samples.jsonl").read_text().splitlines()
+        self.samples: list[dict[str, Any]] = [json.loads(line) for line in lines]
+
+    @property
+    def measured(self) -> list[dict[str, Any]]:
+        return [s for s in self.samples if not s["warmup"]]
+
+    def level(self, index: int = 0) -> dict[str, Any]:
+        level: dict[str, Any] = self.summary["levels"][index]
+        return level

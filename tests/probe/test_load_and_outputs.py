@@ -1,0 +1,152 @@
+"""Open loop without coordinated omission, worker processes merged exactly, the report, compare, the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sonic_deploy.cli import main
+from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.output import Progress, RunOutput, read_samples, read_summary
+from sonic_deploy.probe.report import compare, write_report
+from sonic_deploy.probe.stats import LevelStats
+
+from .harness import ProbeRun, ServerFactory
+
+Run = Callable[..., ProbeRun]
+LEVEL_KEYS = {"concurrency", "rate", "requests", "ok", "errors", "ttfa_ms", "total_ms", "rtf", "underruns"}
+PERCENTILE_KEYS = {"p50", "p90", "p95", "p99", "max"}
+
+
+def test_open_loop_counts_latency_from_the_schedule(reference_server: ServerFactory, run_probe: Run) -> None:
+    # 20 arrivals/s but one request in flight at a time, each ~110 ms: a queue builds up in the client.
+    server = reference_server("--first-byte-ms", "100", "--audio-ms", "40", "--pace", "0.5")
+    run = run_probe(
+        "ws",
+        "--url",
+        server.ws_url,
+        "--rate",
+        "20",
+        "--duration",
+        "0.52",
+        "--arrivals",
+        "constant",
+        "--max-in-flight",
+        "1",
+    )
+    level = run.level()
+    assert (level["concurrency"], level["rate"], level["requests"], level["ok"]) == (None, 20.0, 11, 11)
+    # Request k cannot start before k x 100 ms (the server's delay) but was due at k x 50 ms: k x 50 ms late.
+    lates = [s["late_ms"] for s in sorted(run.samples, key=lambda s: s["time"])]
+    assert all(late >= 50 * k - 5 for k, late in enumerate(lates))
+    assert level["late_starts"] == 10
+    # Counted from the schedule, the last TTFA holds its wait; counted from sending, it would hide it.
+    assert level["ttfa_ms"]["max"] >= 600
+    assert level["service_ttfa_ms"]["max"] < level["ttfa_ms"]["max"] - 400
+
+
+def test_worker_processes_merge_into_the_same_statistics(
+    reference_server: ServerFactory, run_probe: Run
+) -> None:
+    server = reference_server("--first-byte-ms", "30", "--audio-ms", "60", "--pace", "0.5")
+    run = run_probe(
+        "http", "--url", server.http_url, "--workers", "2", "--concurrency", "4", "--requests", "16"
+    )
+    level = run.level()
+    assert (level["requests"], level["ok"]) == (16, 16)
+    assert {s["worker"] for s in run.samples} == {0, 1}
+    assert len(run.samples) == 16 + 4
+    # The parent's merged histograms equal statistics rebuilt from every sample on disk.
+    rebuilt = LevelStats()
+    for sample in run.measured:
+        rebuilt.add(sample)
+    assert rebuilt.summary(4, None) == level
+
+
+def test_summary_schema_report_and_compare(
+    reference_server: ServerFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = reference_server("--first-byte-ms", "20", "--audio-ms", "60", "--pace", "0.5")
+    outs = [tmp_path / "ws", tmp_path / "sm"]
+    common = ["--concurrency", "1,2", "--requests", "4", "--quiet"]
+    assert main(["probe", "ws", "--url", server.ws_url, *common, "--out", str(outs[0])]) == 0
+    assert (
+        main(
+            [
+                "probe",
+                "sagemaker",
+                "--endpoint",
+                "e",
+                "--endpoint-url",
+                server.base,
+                *common,
+                "--out",
+                str(outs[1]),
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "TTFA p50" in printed and "c=2" in printed
+    run = ProbeRun(outs[0], 0)
+    assert set(run.summary) >= {"target", "levels", "client", "started_at", "version"}
+    assert set(run.summary["client"]) >= {"host", "cpu_count", "python"}
+    for level in run.summary["levels"]:
+        assert set(level) >= LEVEL_KEYS
+        assert set(level["ttfa_ms"]) == set(level["total_ms"]) == set(level["rtf"]) == PERCENTILE_KEYS
+    for out in outs:
+        assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = compare(outs[0], outs[1], tmp_path / "compare.png")
+    assert "A=ws" in text and "B=sm" in text and "c=1" in text and "c=2" in text
+    assert (tmp_path / "compare.png").stat().st_size > 1000
+    assert write_report(outs[0]) == outs[0] / "report.png"
+
+
+def test_every_option_has_a_default_but_the_target() -> None:
+    with pytest.raises(SystemExit) as missing:
+        main(["probe", "ws"])
+    assert missing.value.code == 2
+    with pytest.raises(SystemExit) as bad:
+        main(["probe", "http", "--url", "http://127.0.0.1:1/tts/bytes", "--concurrency", "0,2"])
+    assert bad.value.code == 2
+
+
+def test_the_probe_never_imports_aws_cdk() -> None:
+    modules = [
+        "sonic_deploy.cli",
+        "sonic_deploy.probe.cli",
+        "sonic_deploy.probe.load",
+        "sonic_deploy.probe.workers",
+        "sonic_deploy.probe.server",
+        "sonic_deploy.probe.report",
+        "sonic_deploy.probe.targets.ws",
+        "sonic_deploy.probe.targets.http",
+        "sonic_deploy.probe.targets.sagemaker",
+    ]
+    code = (
+        f"import importlib, sys; [importlib.import_module(m) for m in {modules!r}]; "
+        "print(sorted(m for m in sys.modules if m.startswith(('aws_cdk', 'constructs'))))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_an_interrupted_level_keeps_every_sample_and_a_marked_summary(tmp_path: Path) -> None:
+    output = RunOutput(tmp_path, {"route": "ws"}, Progress(None))
+    output.begin_level(Level(0, concurrency=2, requests=10))
+    base = {"ok": True, "error": None, "ttfa_ms": 91.0, "total_ms": 500.0, "rtf": 0.5, "underruns": 0}
+    for seq in range(3):
+        output.record({**base, "warmup": seq == 0, "seq": seq})
+    output.interrupted()
+    output.close()
+    output.write_summary()
+    summary = read_summary(tmp_path)
+    assert [(level["requests"], level["interrupted"]) for level in summary["levels"]] == [(2, True)]
+    assert summary["levels"][0]["ttfa_ms"]["p50"] == pytest.approx(91.0, rel=1e-3)
+    assert [s["seq"] for s in read_samples(tmp_path)] == [0, 1, 2]
+    with pytest.raises(FileExistsError, match="already holds a run"):
+        RunOutput(tmp_path, {"route": "ws"}, Progress(None))

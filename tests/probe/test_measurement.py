@@ -1,0 +1,103 @@
+"""Per-request measurement on synthetic timestamps: TTFA origin, gaps, underruns, audible audio."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from sonic_deploy.probe.audio import ALAW_TABLE, MULAW_TABLE, AudibleDetector, tone
+from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
+from sonic_deploy.probe.requests import AudioFormat
+
+S16 = AudioFormat("pcm_s16le", 8000)  # 16 bytes per millisecond
+
+
+def _recorder(open_loop: bool = False, scheduled_at: float = 0.0, delay_ms: float = 0.0) -> StreamRecorder:
+    recorder = StreamRecorder(
+        audio=S16, scheduled_at=scheduled_at, open_loop=open_loop, playback_delay_ms=delay_ms
+    )
+    recorder.sent_at = 10.0
+    return recorder
+
+
+def test_chunks_faster_than_real_time_never_underrun() -> None:
+    recorder = _recorder()
+    for index in range(10):  # 20 ms of audio every 10 ms
+        recorder.audio_bytes(tone(S16, 20, False), 10.09 + index * 0.01)
+    recorder.done()
+    record = recorder.record()
+    assert record["ttfa_ms"] == pytest.approx(90.0)
+    assert record["underruns"] == 0
+    assert record["audio_ms"] == pytest.approx(200.0)
+    assert record["max_gap_ms"] == pytest.approx(10.0)
+
+
+def test_a_stall_longer_than_the_buffer_is_one_underrun_of_the_right_length() -> None:
+    recorder = _recorder()
+    arrivals = [10.1 + i * 0.01 for i in range(5)] + [10.5 + i * 0.01 for i in range(5)]
+    for at in arrivals:
+        recorder.audio_bytes(tone(S16, 20, False), at)
+    recorder.done()
+    record = recorder.record()
+    # 100 ms of audio played from 10.1 runs out at 10.2; the next chunk comes at 10.5.
+    assert record["underruns"] == 1
+    assert record["underrun_ms"] == pytest.approx(300.0)
+    assert record["max_gap_ms"] == pytest.approx(360.0)
+
+
+def test_a_playback_buffer_absorbs_a_short_stall() -> None:
+    recorder = _recorder(delay_ms=400)
+    for at in [10.1 + i * 0.01 for i in range(5)] + [10.5]:
+        recorder.audio_bytes(tone(S16, 20, False), at)
+    assert recorder.record()["underruns"] == 0
+
+
+def test_open_loop_latency_counts_from_the_scheduled_start() -> None:
+    recorder = _recorder(open_loop=True, scheduled_at=9.0)
+    recorder.audio_bytes(b"\x01\x00" * 8, 10.09)
+    recorder.done()
+    record = recorder.record()
+    assert record["ttfa_ms"] == pytest.approx(1090.0)
+    assert record["service_ttfa_ms"] == pytest.approx(90.0)
+
+
+def test_first_audible_audio_skips_leading_silence() -> None:
+    recorder = _recorder()
+    recorder.audio_bytes(tone(S16, 20, True), 10.1)
+    recorder.audio_bytes(tone(S16, 20, True), 10.12)
+    recorder.audio_bytes(tone(S16, 20, False), 10.14)
+    record = recorder.record()
+    assert record["ttfa_ms"] == pytest.approx(100.0)
+    assert record["ttfa_audible_ms"] == pytest.approx(140.0)
+
+
+@pytest.mark.parametrize("encoding", ["pcm_s16le", "pcm_f32le", "pcm_mulaw", "pcm_alaw"])
+def test_audible_detection_in_every_encoding_across_odd_chunk_boundaries(encoding: str) -> None:
+    audio = AudioFormat(encoding, 8000)
+    silence, sound = tone(audio, 10, True), tone(audio, 10, False)
+    detector = AudibleDetector(audio, threshold_db=-40)
+    stream = silence + sound
+    cut = len(silence) + 1  # inside the first audible sample for multi-byte encodings
+    assert not detector.feed(stream[: cut - 2])
+    assert detector.feed(stream[cut - 2 :])
+    assert not AudibleDetector(audio, threshold_db=-6).feed(sound)  # the tone is at -12 dBFS
+
+
+def test_g711_tables_decode_known_codes() -> None:
+    assert MULAW_TABLE[0xFF] == 0
+    assert MULAW_TABLE[0x00] == -32124
+    assert MULAW_TABLE[0x80] == 32124
+    assert ALAW_TABLE[0xD5] == 8
+    assert ALAW_TABLE[0x55] == -8
+    assert ALAW_TABLE[0xAA] == 32256
+
+
+def test_malformed_chunk_data_is_reported_as_malformed() -> None:
+    recorder = _recorder()
+    with pytest.raises(MalformedEventError):
+        recorder.audio_b64("%%% not base64", 10.1)
+    with pytest.raises(MalformedEventError):
+        recorder.audio_b64(None, 10.1)
+    recorder.audio_b64(base64.b64encode(b"\x00\x10").decode(), 10.1)
+    assert recorder.bytes == 2
