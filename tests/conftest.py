@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from functools import cache
@@ -21,11 +22,22 @@ CONFIG_DIR = ROOT / "config"
 
 @cache
 def synthesized(env_name: str) -> tuple[Settings, dict[str, Stack]]:
+    """One synth per environment per test session (what `cdk synth -c env=NAME` would make)."""
     settings = load_settings(CONFIG_DIR, env_name)
     app = App(context=cli_context())
     stacks = add_stacks(app, settings)
-    app.synth()
+    _ASSEMBLY_DIRS[env_name] = Path(app.synth().directory)
     return settings, stacks
+
+
+_ASSEMBLY_DIRS: dict[str, Path] = {}
+
+
+def assembly_manifest(env_name: str) -> dict[str, Any]:
+    """The cloud assembly manifest of `synthesized(env_name)`."""
+    synthesized(env_name)
+    manifest: dict[str, Any] = json.loads((_ASSEMBLY_DIRS[env_name] / "manifest.json").read_text())
+    return manifest
 
 
 @cache
