@@ -70,7 +70,14 @@ def run_level(
         "--out", str(out), "--quiet", "--no-report", "--timeout", "60", *extra,
     ]  # fmt: skip
     began = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONHASHSEED": "0"})
+    # The reference server ignores signatures, but boto3 signs every request: give it a Region and keys.
+    local_aws = {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    env = {**local_aws, **os.environ, "PYTHONHASHSEED": "0"}
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
     elapsed = time.perf_counter() - began
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     measured = [s for s in samples if not s["warmup"]]

@@ -218,6 +218,13 @@ def _run_probe(args: argparse.Namespace) -> int:
             )
             for i, c in enumerate(args.concurrency)
         ]
+    if route == "sagemaker":
+        from sonic_deploy.probe.targets.sagemaker import setup_problem
+
+        problem = setup_problem(target.region)
+        if problem is not None:
+            print(f"sonic-deploy probe: {problem}", file=sys.stderr)
+            return 2
     out_dir: Path = args.out or default_out_dir(route)
     try:
         output = RunOutput(out_dir, target.describe(), Progress(stderr_or_none(args.quiet)))

@@ -82,3 +82,36 @@ def test_transcripts_from_a_file_skip_blank_lines(tmp_path: Path) -> None:
         load_transcripts(None, path)
     with pytest.raises(ValueError, match="unknown encoding"):
         AudioFormat("mp3", 44100)
+
+
+def test_sagemaker_probe_without_region_or_credentials_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from sonic_deploy.cli import main
+
+    for name in (
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_PROFILE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    args = [
+        "probe",
+        "sagemaker",
+        "--endpoint",
+        "e",
+        "--endpoint-url",
+        "http://127.0.0.1:9",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert main(args) == 2
+    assert "no AWS Region for the SageMaker runtime. Fix: pass --region" in capsys.readouterr().err
+    assert main([*args, "--region", "us-east-1"]) == 2
+    assert "no AWS credentials found. Fix: sign in" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # nothing written for a run that could not start

@@ -59,6 +59,19 @@ def _refused(error: EndpointConnectionError) -> bool:
     return False
 
 
+def setup_problem(region: str | None) -> str | None:
+    """What stops boto3 from calling the endpoint at all, said once, before any request is counted."""
+    session = boto3.session.Session()
+    if not (region or session.region_name):
+        return "no AWS Region for the SageMaker runtime. Fix: pass --region (the endpoint's Region) or set AWS_REGION"
+    if session.get_credentials() is None:
+        return (
+            "no AWS credentials found. Fix: sign in (aws sso login --profile NAME; export AWS_PROFILE=NAME); "
+            "against `sonic-deploy probe serve` any values do (AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x)"
+        )
+    return None
+
+
 class SageMakerTarget:
     route = "sagemaker"
 
