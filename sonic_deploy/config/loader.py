@@ -24,6 +24,7 @@ from sonic_deploy.config.schema import (
     InstanceCatalogue,
     InstanceType,
     ModelPackages,
+    catalogue_streams,
 )
 
 ENVIRONMENTS_DIR = "environments"
@@ -62,8 +63,7 @@ class Settings:
         configured = self.environment.sagemaker.streams_per_instance
         if configured is not None:
             return configured
-        instance = self.sagemaker_instance
-        return instance.gpus * self.catalogue.gpus[instance.gpu].streams_per_gpu
+        return catalogue_streams(self.catalogue, self.environment.sagemaker.instance_type)
 
     @property
     def resource_prefix(self) -> str:

@@ -90,7 +90,7 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
         )
 
     net = env.network
-    zones = net.existing_vpc.availability_zones if net.existing_vpc else net.availability_zones
+    zones = net.zones
     zones_field = (
         "network.existing_vpc.availability_zones" if net.existing_vpc else "network.availability_zones"
     )

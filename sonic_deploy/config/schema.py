@@ -68,6 +68,11 @@ class NetworkConfig(Strict):
     existing_vpc: ExistingVpc | None = None
     flow_log_retention_days: int = 90
 
+    @property
+    def zones(self) -> list[str]:
+        """The AZs the stacks use: the existing VPC's, or the ones named for a new VPC."""
+        return self.existing_vpc.availability_zones if self.existing_vpc else self.availability_zones
+
 
 class AlarmConfig(Strict):
     email: list[Email] = []
@@ -206,6 +211,12 @@ class GpuModel(Strict):
 class InstanceCatalogue(Strict):
     gpus: dict[str, GpuModel]
     instance_types: dict[str, InstanceType]
+
+
+def catalogue_streams(catalogue: InstanceCatalogue, instance_type: str) -> int:
+    """Concurrent streams one instance of a catalogued type serves: GPUs x streams per GPU."""
+    row = catalogue.instance_types[instance_type]
+    return row.gpus * catalogue.gpus[row.gpu].streams_per_gpu
 
 
 class ModelPackages(Strict):

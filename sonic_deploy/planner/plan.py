@@ -7,6 +7,7 @@ from datetime import date
 from pathlib import Path
 
 from sonic_deploy.config import ConfigError, Settings
+from sonic_deploy.config.schema import catalogue_streams
 from sonic_deploy.planner.capacity import StreamsPerInstance, Workload
 from sonic_deploy.planner.costs import EcsOverheads, PlanRow, ecs_rows, sagemaker_row
 from sonic_deploy.planner.price_table import PriceLookup, PriceRow, PriceTable, price_age_days
@@ -105,6 +106,6 @@ def streams_per_instance(
         )
     gpu = catalogue.gpus[row.gpu]
     return StreamsPerInstance(
-        row.gpus * gpu.streams_per_gpu,
+        catalogue_streams(catalogue, instance_type),
         f"catalogue: {row.gpus} x {row.gpu} at {gpu.streams_per_gpu} ({gpu.source})",
     )

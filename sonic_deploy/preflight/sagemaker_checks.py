@@ -99,8 +99,7 @@ def check_zones_offer_hardware(ec2: EC2Client, settings: Settings) -> CheckResul
     """SageMaker has no per-AZ offering API; EC2's offering of the same hardware is the closest evidence."""
     instance_type = settings.environment.sagemaker.instance_type
     hardware = instance_type.removeprefix("ml.")
-    network = settings.environment.network
-    zones = network.existing_vpc.availability_zones if network.existing_vpc else network.availability_zones
+    zones = settings.environment.network.zones
     check = f"{hardware} hardware in the endpoint's AZs"
     try:
         offers = ec2.describe_instance_type_offerings(

@@ -26,10 +26,7 @@ class SonicStack(Stack):
     stack with an explicit account (a context lookup: an AWS call at synth, which fails offline)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
-        net = settings.environment.network
-        self._zones = list(
-            net.existing_vpc.availability_zones if net.existing_vpc else net.availability_zones
-        )
+        self._zones = list(settings.environment.network.zones)
         super().__init__(scope, construct_id, **kwargs)
         Validations.of(self).acknowledge(
             Acknowledgment(

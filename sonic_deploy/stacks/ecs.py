@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from aws_cdk import CfnOutput, Duration
@@ -224,7 +225,6 @@ def _containers(cfg: EcsConfig, registry: ImageRegistry, secrets: SonicSecrets) 
     for name, spec in cfg.services.items():
         if name == "cloudwatch_agent" or spec.port is None:
             continue
-        worker = name == "gpu_worker"
         containers[name] = ContainerSpec(
             image=registry.image(name),
             port=spec.port,
@@ -235,8 +235,11 @@ def _containers(cfg: EcsConfig, registry: ImageRegistry, secrets: SonicSecrets) 
             command=spec.command,
             health_check=spec.health_check,
             metrics_port=spec.metrics_port,
-            gpu=worker,
-            health_start_period=Duration.seconds(cfg.worker_start_period_s if worker else 60),
-            health_retries=cfg.worker_health_retries if worker else 3,
         )
+    containers["gpu_worker"] = dataclasses.replace(
+        containers["gpu_worker"],
+        gpu=True,
+        health_start_period=Duration.seconds(cfg.worker_start_period_s),
+        health_retries=cfg.worker_health_retries,
+    )
     return containers
