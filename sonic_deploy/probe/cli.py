@@ -33,6 +33,18 @@ def _numbers(text: str) -> list[float]:
     return values
 
 
+def _ramp_up(text: str) -> float | None:
+    if text == "auto":
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0 or auto, got {text!r}")
+    return seconds
+
+
 def _load_options(parser: argparse.ArgumentParser) -> None:
     request = parser.add_argument_group("request")
     request.add_argument("--transcript", help="text to speak (default: a short sentence)")
@@ -51,9 +63,11 @@ def _load_options(parser: argparse.ArgumentParser) -> None:
     )
     load.add_argument(
         "--ramp-up",
-        type=float,
-        default=0.0,
-        help="seconds over which closed-loop slots start (default: all at once)",
+        type=_ramp_up,
+        default=None,
+        metavar="SECONDS|auto",
+        help="closed loop: spread the slots' starts over this many seconds; auto = over one warm-up "
+        "request's duration, timed alone first; 0 = all at once, in lock-step (default: auto)",
     )
     load.add_argument(
         "--error-backoff-ms",
@@ -276,9 +290,12 @@ def run_serve(args: argparse.Namespace) -> int:
         seed=args.seed,
         exit_after_s=args.exit_after,
     )
+    from sonic_deploy.probe.event_loop import steady_collector
+
     # The standard loop on purpose: its timers are precise to the microsecond, uvloop's to the millisecond
     # (and uvloop's cached clock can fire a delay early), and the server's delays are the reference.
-    asyncio.run(serve(config))
+    with steady_collector():
+        asyncio.run(serve(config))
     return 0
 
 

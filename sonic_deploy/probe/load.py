@@ -20,6 +20,8 @@ from sonic_deploy.probe.stats import LevelStats
 from sonic_deploy.probe.targets import Target
 
 Emit = Callable[[dict[str, Any]], None]
+# The automatic ramp-up follows one request's duration, up to this.
+MAX_AUTO_RAMP_UP_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -90,8 +92,9 @@ class ProbeSettings:
     playback_delay_ms: float = 0.0
     max_in_flight: int = 1024
     seed: int = 1
-    # Closed loop: slot starts are spread over this many seconds, so that streams are not in lock-step.
-    ramp_up_s: float = 0.0
+    # Closed loop: slot starts are spread over this many seconds, so that streams are not in lock-step;
+    # None: over the duration of one warm-up request, run alone first (see `_LevelRun.closed`).
+    ramp_up_s: float | None = None
     # Closed loop: a slot whose request failed waits this long before its next one.
     error_backoff_s: float = 0.1
 
@@ -139,10 +142,23 @@ class _LevelRun:
 
     async def closed(self, warmups: int, count: int, concurrency: int) -> None:
         """Slots take requests from one queue: warm-ups first, then measured ones, with no barrier between,
-        so that the spread of the ramp-up carries over into the measured requests."""
+        so that the spread of the ramp-up carries over into the measured requests.
+
+        With the automatic ramp-up, one warm-up request runs alone first and the slots then start spread
+        over its duration: the level is in its steady state from its first measured request. Started all at
+        once (`--ramp-up 0`), slots stay in lock-step, every handshake and first chunk of the level landing
+        in the same millisecond, which no caller traffic looks like.
+        """
         issued = itertools.count()
         slots = max(1, min(concurrency, warmups + count))
         ramp_up = self.settings.ramp_up_s
+        if ramp_up is None:
+            ramp_up = 0.0
+            if warmups and slots > 1:
+                began = time.perf_counter()
+                next(issued)
+                await self.one(began, warmup=True)
+                ramp_up = min(MAX_AUTO_RAMP_UP_S, time.perf_counter() - began)
 
         async def slot(index: int) -> None:
             await asyncio.sleep(ramp_up * (index + self.worker / self.workers) / slots)

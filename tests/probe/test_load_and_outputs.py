@@ -49,6 +49,38 @@ def test_open_loop_counts_latency_from_the_schedule(reference_server: ServerFact
     assert level["service_ttfa_ms"]["max"] < level["ttfa_ms"]["max"] - 400
 
 
+def _sent_times(run: ProbeRun) -> list[tuple[float, bool]]:
+    """(when each request was sent, on the samples' wall clock; warm-up?) in sending order."""
+    sent = [(s["time"] - s["total_ms"] / 1000, s["warmup"]) for s in run.samples]
+    return sorted(sent)
+
+
+def test_the_automatic_ramp_up_times_one_request_alone_then_spreads_the_slots(
+    reference_server: ServerFactory, run_probe: Run
+) -> None:
+    # Each request takes ~200 ms (100 ms to the first byte, 200 ms of audio at half pace).
+    server = reference_server("--first-byte-ms", "100", "--audio-ms", "200", "--pace", "0.5")
+    run = run_probe("ws", "--url", server.ws_url, "--concurrency", "4", "--requests", "8")
+    assert (run.level()["requests"], run.level()["ok"]) == (8, 8)
+    pilot = min(run.samples, key=lambda s: s["seq"])
+    pilot_end = pilot["time"]
+    sent = _sent_times(run)
+    # The pilot warm-up ran alone: nothing else was sent before it finished...
+    assert all(at >= pilot_end - 0.005 for at, _ in sent[1:])
+    # ...then the four slots started spread over its ~200 ms (one every ~50 ms), not in the same instant.
+    starts = [at for at, _ in sent[1:5]]
+    assert starts[-1] - starts[0] >= 0.1
+
+
+def test_ramp_up_zero_starts_every_slot_at_once(reference_server: ServerFactory, run_probe: Run) -> None:
+    server = reference_server("--first-byte-ms", "100", "--audio-ms", "200", "--pace", "0.5")
+    run = run_probe("ws", "--url", server.ws_url, "--concurrency", "4", "--requests", "8", "--ramp-up", "0")
+    starts = [at for at, _ in _sent_times(run)[:4]]
+    assert starts[-1] - starts[0] < 0.05
+    with pytest.raises(SystemExit):
+        main(["probe", "ws", "--url", server.ws_url, "--ramp-up", "soon"])
+
+
 def test_worker_processes_merge_into_the_same_statistics(
     reference_server: ServerFactory, run_probe: Run
 ) -> None:

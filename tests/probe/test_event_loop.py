@@ -1,0 +1,36 @@
+"""The cycle collector while a level runs: set-up frozen out, young collections rare, nothing leaked."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from sonic_deploy.probe.event_loop import steady_collector
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.me = self  # a reference cycle: only the cycle collector frees it
+
+
+def test_the_collector_is_restored_and_unfrozen_afterwards() -> None:
+    before = gc.get_threshold()
+    with steady_collector(young_threshold=50_000):
+        assert gc.get_threshold()[0] == 50_000
+        assert gc.get_threshold()[1:] == before[1:]
+        assert gc.get_freeze_count() > 0  # what existed on entry is out of every collection
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+def test_cycles_made_while_measuring_are_still_collected_once_enough_pile_up() -> None:
+    with steady_collector(young_threshold=10_000):
+        first = _Node()
+        watch = weakref.ref(first)
+        del first
+        for _ in range(1_000):
+            _Node()
+        assert watch() is not None  # Python's default would have collected after 700 new objects...
+        for _ in range(30_000):
+            _Node()
+        assert watch() is None  # ...this still does, once a growing heap reaches the threshold
