@@ -124,6 +124,13 @@ def add_parser(subparsers: Any) -> None:
     sagemaker.add_argument("--endpoint", required=True, help="endpoint name")
     sagemaker.add_argument("--region")
     sagemaker.add_argument("--endpoint-url", help="e.g. the reference server, http://127.0.0.1:PORT")
+    sagemaker.add_argument(
+        "--client",
+        choices=("async", "boto3"),
+        default="async",
+        help="async: boto3's endpoint, credentials, SigV4 and event-stream decoder, with aiohttp's I/O on the "
+        "event loop; boto3: the boto3 client itself, one thread per request (what a boto3 app sees)",
+    )
     for route in (ws, http, sagemaker):
         _load_options(route)
         route.set_defaults(func=run_probe)
@@ -206,6 +213,7 @@ def _run_probe(args: argparse.Namespace) -> int:
         cartesia_version=getattr(args, "cartesia_version", DEFAULT_CARTESIA_VERSION),
         multiplex=getattr(args, "multiplex", 1),
         timeout_s=args.timeout,
+        client=getattr(args, "client", "async"),
     )
     settings = ProbeSettings(
         target,

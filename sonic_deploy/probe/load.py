@@ -37,6 +37,8 @@ class TargetSpec:
     cartesia_version: str = "2025-04-16"
     multiplex: int = 1
     timeout_s: float = 30.0
+    # SageMaker: "async" (boto3's request, signature and decoder; aiohttp's I/O) or "boto3" (threads).
+    client: str = "async"
 
     def build(self) -> Target:
         headers = {"X-API-Key": self.api_key, "Cartesia-Version": self.cartesia_version}
@@ -48,15 +50,24 @@ class TargetSpec:
             from sonic_deploy.probe.targets.http import HttpBytesTarget
 
             return HttpBytesTarget(str(self.url), headers, self.timeout_s)
-        from sonic_deploy.probe.targets.sagemaker import SageMakerTarget
+        if self.client == "boto3":
+            from sonic_deploy.probe.targets.sagemaker import SageMakerTarget
 
-        return SageMakerTarget(str(self.endpoint), self.region, self.endpoint_url, self.timeout_s)
+            return SageMakerTarget(str(self.endpoint), self.region, self.endpoint_url, self.timeout_s)
+        from sonic_deploy.probe.targets.sagemaker_async import AsyncSageMakerTarget
+
+        return AsyncSageMakerTarget(str(self.endpoint), self.region, self.endpoint_url, self.timeout_s)
 
     def describe(self) -> dict[str, Any]:
         where = (
             {"url": self.url}
             if self.route in ("ws", "http")
-            else {"endpoint": self.endpoint, "region": self.region, "endpoint_url": self.endpoint_url}
+            else {
+                "endpoint": self.endpoint,
+                "region": self.region,
+                "endpoint_url": self.endpoint_url,
+                "client": self.client,
+            }
         )
         return {"route": self.route, **where, "multiplex": self.multiplex, "timeout_s": self.timeout_s}
 

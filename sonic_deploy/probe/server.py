@@ -211,14 +211,10 @@ def _ndjson(event: Event, context_id: str) -> bytes:
         return b'{"type": "chunk", "data": \n'
     message: dict[str, Any]
     if event.kind == "chunk":
-        message = {
-            "type": "chunk",
-            "data": event.b64,
-            "done": False,
-            "step_time": 0.0,
-            "context_id": context_id,
-        }
-    elif event.kind == "error":
+        # Thousands of these a second: built by hand, not through json.dumps (base64 needs no escaping).
+        tail = f'", "done": false, "step_time": 0.0, "context_id": {json.dumps(context_id)}}}\n'
+        return ('{"type": "chunk", "data": "' + event.b64 + tail).encode()
+    if event.kind == "error":
         message = {
             "type": "error",
             "error": "injected error event",

@@ -14,7 +14,8 @@ from sonic_deploy.probe.reference_stream import FAULTS
 from .harness import ProbeRun, ReferenceServer, ServerFactory
 
 Run = Callable[..., ProbeRun]
-ROUTES = ["ws", "http", "sagemaker"]
+# SageMaker twice: the default client (aiohttp on the event loop) and boto3's own, which must agree.
+ROUTES = ["ws", "http", "sagemaker", "sagemaker-boto3"]
 
 # What each injected fault must be counted as, per route (raw HTTP bytes cannot carry an error event).
 FAULT_KINDS: dict[str, dict[str, str | None]] = {
@@ -46,7 +47,13 @@ FAULT_KINDS: dict[str, dict[str, str | None]] = {
         "status422": "model_error_422",
     },
 }
-CAPACITY_KIND = {"ws": "error_event_429", "http": "status_429", "sagemaker": "model_error_429"}
+FAULT_KINDS["sagemaker-boto3"] = FAULT_KINDS["sagemaker"]
+CAPACITY_KIND = {
+    "ws": "error_event_429",
+    "http": "status_429",
+    "sagemaker": "model_error_429",
+    "sagemaker-boto3": "model_error_429",
+}
 
 
 def target(route: str, server: ReferenceServer) -> list[str]:
@@ -54,7 +61,8 @@ def target(route: str, server: ReferenceServer) -> list[str]:
         return ["ws", "--url", server.ws_url]
     if route == "http":
         return ["http", "--url", server.http_url]
-    return ["sagemaker", "--endpoint", "reference", "--endpoint-url", server.base]
+    sagemaker = ["sagemaker", "--endpoint", "reference", "--endpoint-url", server.base]
+    return [*sagemaker, "--client", "boto3"] if route == "sagemaker-boto3" else sagemaker
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -158,14 +166,16 @@ def test_a_stall_shorter_than_the_timeout_is_an_underrun(
     assert all(240 <= s["underrun_ms"] <= 330 and s["max_gap_ms"] >= 500 for s in stalled)
 
 
+@pytest.mark.parametrize("route", ["sagemaker", "sagemaker-boto3"])
 @pytest.mark.parametrize("layout", ["split", "packed", "mixed"])
 def test_sagemaker_events_split_across_or_packed_into_parts(
-    layout: str, reference_server: ServerFactory, run_probe: Run
+    layout: str, route: str, reference_server: ServerFactory, run_probe: Run
 ) -> None:
     server = reference_server(
         "--first-byte-ms", "20", "--audio-ms", "200", "--pace", "0.25", "--parts", layout
     )
-    run = run_probe(*target("sagemaker", server), "--concurrency", "2", "--requests", "6")
+    run = run_probe(*target(route, server), "--concurrency", "2", "--requests", "6")
+    assert run.summary["target"]["client"] == ("boto3" if route == "sagemaker-boto3" else "async")
     assert run.level()["ok"] == 6
     assert all(s["ok"] and s["bytes"] == 200 * 88200 // 1000 and s["chunks"] == 10 for s in run.samples)
 
@@ -246,6 +256,7 @@ def test_a_refused_connection_is_counted_not_fatal(route: str, run_probe: Run) -
         "http": ["http", "--url", f"http://127.0.0.1:{port}/tts/bytes"],
         "sagemaker": ["sagemaker", "--endpoint", "x", "--endpoint-url", f"http://127.0.0.1:{port}"],
     }
+    urls["sagemaker-boto3"] = [*urls["sagemaker"], "--client", "boto3"]
     run = run_probe(*urls[route], "--concurrency", "2", "--requests", "4", "--warmup", "0")
     assert run.exit_code == 0
     assert run.level()["errors"] == {"refused": 4}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any
 
@@ -27,10 +29,50 @@ async def _connect_ended(
         context.trace_request_ctx["connect_s"] = time.perf_counter() - began
 
 
-async def _headers_sent(
-    session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceRequestHeadersSentParams
+async def _body_sent(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceRequestChunkSentParams
 ) -> None:
+    """Called just before the body goes to the socket, with the headers, in the same step: the moment the
+    request leaves. aiohttp's `on_request_headers_sent` is too early: it fires when the headers are put
+    aside to go out with the body, which a separate task writes once the loop gets round to it."""
     context.trace_request_ctx["sent_at"] = time.perf_counter()
+
+
+def traced_session(max_in_flight: int) -> aiohttp.ClientSession:
+    """A pool as large as the load, so that no request waits for a connection, that records per request
+    (in `trace_request_ctx`) the connection set-up time and when the request was written."""
+    tracing = aiohttp.TraceConfig()
+    tracing.on_connection_create_start.append(_connect_started)
+    tracing.on_connection_create_end.append(_connect_ended)
+    tracing.on_request_chunk_sent.append(_body_sent)
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=max_in_flight, limit_per_host=0),
+        trace_configs=[tracing],
+        timeout=aiohttp.ClientTimeout(total=None),
+    )
+
+
+def traced_start(trace: dict[str, float], recorder: StreamRecorder) -> None:
+    """Once the response headers are in: connection set-up apart, TTFA from the request on the wire."""
+    if "connect_s" in trace:
+        recorder.connected(trace["connect_s"])
+    recorder.sent_at = trace.get("sent_at", recorder.sent_at)
+
+
+@contextmanager
+def counted_failures(recorder: StreamRecorder, timeout_s: float) -> Iterator[None]:
+    """aiohttp's failures, and the request's deadline, as error kinds on the recorder."""
+    try:
+        yield
+    except TimeoutError:
+        recorder.fail("timeout", f"no end of stream within {timeout_s} s")
+    except aiohttp.ClientConnectorError as error:
+        refused = isinstance(error.os_error, ConnectionRefusedError)
+        recorder.fail("refused" if refused else "connect", repr(error))
+    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as error:
+        recorder.fail("cut", repr(error))
+    except aiohttp.ClientError as error:
+        recorder.fail("connect" if recorder.sent_at is None else "cut", repr(error))
 
 
 class HttpBytesTarget:
@@ -41,15 +83,7 @@ class HttpBytesTarget:
         self._session: aiohttp.ClientSession | None = None
 
     async def start(self, max_in_flight: int) -> None:
-        tracing = aiohttp.TraceConfig()
-        tracing.on_connection_create_start.append(_connect_started)
-        tracing.on_connection_create_end.append(_connect_ended)
-        tracing.on_request_headers_sent.append(_headers_sent)
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=max_in_flight, limit_per_host=0),
-            trace_configs=[tracing],
-            timeout=aiohttp.ClientTimeout(total=None),
-        )
+        self._session = traced_session(max_in_flight)
 
     async def stop(self) -> None:
         if self._session is not None:
@@ -59,16 +93,13 @@ class HttpBytesTarget:
     async def request(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
         assert self._session is not None, "start() first"
         trace: dict[str, float] = {}
-        try:
+        with counted_failures(recorder, self.timeout_s):
             async with asyncio.timeout(self.timeout_s):
                 recorder.sent()
                 async with self._session.post(
                     self.url, json=body, headers=self.headers, trace_request_ctx=trace
                 ) as response:
-                    if "connect_s" in trace:
-                        recorder.connected(trace["connect_s"])
-                    # TTFA counts from the request on the wire; connection set-up is reported apart.
-                    recorder.sent_at = trace.get("sent_at", recorder.sent_at)
+                    traced_start(trace, recorder)
                     if response.status != 200:
                         detail = (await response.text())[:200]
                         recorder.fail(status_kind("status", response.status), detail)
@@ -76,12 +107,3 @@ class HttpBytesTarget:
                     async for data in response.content.iter_any():
                         recorder.audio_bytes(data, time.perf_counter())
                     recorder.done()
-        except TimeoutError:
-            recorder.fail("timeout", f"no end of stream within {self.timeout_s} s")
-        except aiohttp.ClientConnectorError as error:
-            refused = isinstance(error.os_error, ConnectionRefusedError)
-            recorder.fail("refused" if refused else "connect", repr(error))
-        except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as error:
-            recorder.fail("cut", repr(error))
-        except aiohttp.ClientError as error:
-            recorder.fail("connect" if recorder.sent_at is None else "cut", repr(error))

@@ -1,6 +1,8 @@
-"""SageMaker `InvokeEndpointWithResponseStream` through boto3, one thread per request in flight.
+"""SageMaker `InvokeEndpointWithResponseStream` through boto3 (`--client boto3`), one thread per request.
 
-Timestamps are taken in the worker thread as each event is parsed, so they do not wait for the event loop.
+What a boto3 application sees, boto3's own cost included. Timestamps are taken in the worker thread as
+each event is parsed, so they do not wait for the event loop; they do wait for the interpreter lock, which
+256 threads share (see `sagemaker_async` for the default client, which has no threads).
 """
 
 from __future__ import annotations
@@ -35,14 +37,40 @@ _STREAM_ERRORS = {
 }
 
 
+def error_kind(code: str, original_status: object = None) -> str:
+    """`model_error_429`, `model_stream_error`, `client_error_ValidationError`... (one naming, both clients)."""
+    if code == "ModelError":
+        return status_kind("model_error", original_status)
+    if code in _STREAM_ERRORS:
+        return _STREAM_ERRORS[code]
+    return f"client_error_{code}"
+
+
 def classify_client_error(error: ClientError) -> tuple[str, str]:
     code = str(error.response.get("Error", {}).get("Code", "unknown"))
     message = str(error.response.get("Error", {}).get("Message", ""))
-    if code == "ModelError":
-        return status_kind("model_error", error.response.get("OriginalStatusCode")), message
-    if code in _STREAM_ERRORS:
-        return _STREAM_ERRORS[code], message
-    return f"client_error_{code}", message
+    return error_kind(code, error.response.get("OriginalStatusCode")), message
+
+
+class PartReader:
+    """The JSON events carried by a stream's `PayloadPart`s, however the parts cut them."""
+
+    def __init__(self, recorder: StreamRecorder) -> None:
+        self.recorder = recorder
+        self.finished = False
+        self._lines = LineAssembler()
+
+    def feed(self, data: bytes, at: float) -> bool:
+        """Account for one part that arrived at `at`; True once the stream is finished (done or error)."""
+        for line in self._lines.feed(data):
+            self.finished = self.finished or apply_event(decode_event(line), at, self.recorder)
+        return self.finished
+
+    def ended(self) -> None:
+        """The response ended: without a done event, the stream was cut."""
+        if not self.finished:
+            pending = self._lines.pending[:40]
+            self.recorder.fail("cut", f"stream ended without a done event (pending {pending!r})")
 
 
 def _refused(error: EndpointConnectionError) -> bool:
@@ -134,20 +162,16 @@ class SageMakerTarget:
             recorder.fail("connect" if recorder.first_byte_at is None else "cut", repr(error))
 
     def _read(self, stream: Any, recorder: StreamRecorder, deadline: float) -> None:
-        lines = LineAssembler()
-        finished = False
+        parts = PartReader(recorder)
         try:
             for event in stream:
                 at = time.perf_counter()
                 part = event.get("PayloadPart")
-                if finished or part is None:
+                if parts.finished or part is None:
                     continue  # read to the end so that the connection goes back to the pool
-                for line in lines.feed(part.get("Bytes", b"")):
-                    finished = finished or apply_event(decode_event(line), at, recorder)
-                if not finished and at > deadline:
+                if not parts.feed(part.get("Bytes", b""), at) and at > deadline:
                     recorder.fail("timeout", f"no end of stream within {self.timeout_s} s")
                     return
         finally:
             stream.close()
-        if not finished:
-            recorder.fail("cut", f"stream ended without a done event (pending {lines.pending[:40]!r})")
+        parts.ended()
