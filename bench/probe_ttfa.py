@@ -6,6 +6,7 @@ error's p50/p99/max over every measured request and counts lost samples (request
 samples.jsonl or summary.json). It is a measurement, not a test: nothing here passes or fails CI.
 
     .venv/bin/python bench/probe_ttfa.py [--route ws|http|sagemaker] [--levels 1,64,256] [--workers 1]
+    .venv/bin/python bench/probe_ttfa.py --route sagemaker -- --client boto3   # probe options after --
 """
 
 from __future__ import annotations

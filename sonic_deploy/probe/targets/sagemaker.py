@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -112,6 +113,7 @@ class SageMakerTarget:
         )
         self._client: Any = None
         self._threads: ThreadPoolExecutor | None = None
+        self._sending = threading.local()  # the recorder of the request this thread is sending
 
     async def start(self, max_in_flight: int) -> None:
         # Retries would hide errors the probe must count; the pool is as large as the load so no request
@@ -127,6 +129,11 @@ class SageMakerTarget:
             "sagemaker-runtime", region_name=self.region, endpoint_url=self.endpoint_url, config=config
         )
         self._threads = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="probe-sagemaker")
+        # "Sent" is when botocore hands the signed request to urllib3, after serialising and signing it
+        # (about a millisecond of boto3's own work that is not the endpoint's); each request has its thread.
+        self._client.meta.events.register(
+            "before-send.sagemaker-runtime.InvokeEndpointWithResponseStream", self._stamp_sent
+        )
 
     async def stop(self) -> None:
         if self._threads is not None:
@@ -137,10 +144,16 @@ class SageMakerTarget:
         assert self._threads is not None, "start() first"
         await asyncio.get_running_loop().run_in_executor(self._threads, self._invoke, body, recorder)
 
+    def _stamp_sent(self, **kwargs: Any) -> None:
+        recorder = getattr(self._sending, "recorder", None)
+        if recorder is not None:
+            recorder.sent()
+
     def _invoke(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
         deadline = time.perf_counter() + self.timeout_s
+        self._sending.recorder = recorder
         try:
-            recorder.sent()
+            recorder.sent()  # again just before sending, by `_stamp_sent`
             response = self._client.invoke_endpoint_with_response_stream(
                 EndpointName=self.endpoint,
                 Body=json.dumps(body).encode(),
