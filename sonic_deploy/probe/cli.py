@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import sys
 from pathlib import Path
@@ -40,7 +41,7 @@ def _ramp_up(text: str) -> float | None:
         seconds = float(text)
     except ValueError:
         seconds = -1.0
-    if seconds < 0:
+    if not (math.isfinite(seconds) and seconds >= 0):
         raise argparse.ArgumentTypeError(f"expected seconds >= 0 or auto, got {text!r}")
     return seconds
 

@@ -11,8 +11,10 @@ import asyncio
 import gc
 import importlib.util
 import os
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -42,31 +44,55 @@ def _factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return None
 
 
+@dataclass
+class CollectorPauses:
+    """The cycle collector's runs while measuring: a pause is visible in the output, not hidden in it."""
+
+    collections: int = 0
+    total_ms: float = 0.0
+    max_ms: float = 0.0
+    _began: float = field(default=0.0, repr=False)
+
+    def observe(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        pause = (time.perf_counter() - self._began) * 1000
+        self.collections += 1
+        self.total_ms += pause
+        self.max_ms = max(self.max_ms, pause)
+
+
 @contextmanager
-def steady_collector(young_threshold: int = STEADY_YOUNG_THRESHOLD) -> Iterator[None]:
+def steady_collector(young_threshold: int = STEADY_YOUNG_THRESHOLD) -> Iterator[CollectorPauses]:
     """Keep the cycle collector from pausing a measurement, without turning it off.
 
     With Python's defaults, a young collection runs every 700 net new container objects, and now and then a
     full one walks every object the process holds (botocore's service models, the HDR histograms...): on
     the 2-core development VM that paused the probe for up to 40 ms in the middle of a level, and every
-    first chunk that arrived meanwhile was stamped that much late. Streams leave almost no cyclic garbage
-    (reference counting frees them), so here: what exists now is frozen out of later collections, and a
-    young collection waits for `young_threshold` net new objects, which a growing heap still reaches.
-    Everything is restored, and collected, on the way out.
+    first chunk that arrived meanwhile was stamped that much late. Here: what exists on entry is frozen out
+    of later collections, and a young collection waits for `young_threshold` net new container objects
+    (live ones, or cyclic garbage not yet collected), which a level's streams do not reach unless its heap
+    keeps growing. When one runs anyway, it is counted in the pauses yielded. Everything is restored on
+    the way out, even on an error; objects frozen by someone else before entry stay frozen.
     """
     thresholds = gc.get_threshold()
+    was_frozen = gc.get_freeze_count() > 0
     gc.collect()
     gc.freeze()
     gc.set_threshold(young_threshold, *thresholds[1:])
+    pauses = CollectorPauses()
+    gc.callbacks.append(pauses.observe)
     try:
-        yield
+        yield pauses
     finally:
+        gc.callbacks.remove(pauses.observe)
         gc.set_threshold(*thresholds)
-        gc.unfreeze()
-        gc.collect()
+        if not was_frozen:
+            gc.unfreeze()
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run one level's coroutine on its own loop, with the collector kept steady."""
-    with steady_collector(), asyncio.Runner(loop_factory=_factory()) as runner:
+    """Run one level's coroutine on its own loop."""
+    with asyncio.Runner(loop_factory=_factory()) as runner:
         return runner.run(coroutine)

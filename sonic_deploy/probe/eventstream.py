@@ -107,6 +107,8 @@ def _parse_headers(raw: bytes) -> dict[str, HeaderValue]:
             elif kind in (6, _STRING):
                 (length,) = struct.unpack_from(">H", raw, at)
                 data = raw[at + 2 : at + 2 + length]
+                if len(data) != length:
+                    raise FrameError(f"header {name!r} is cut short")
                 value = data.decode() if kind == _STRING else data
                 at += 2 + length
             else:

@@ -10,10 +10,11 @@ import asyncio
 import itertools
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sonic_deploy.probe.event_loop import steady_collector
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.requests import RequestTemplate, new_context_id
 from sonic_deploy.probe.stats import LevelStats
@@ -155,21 +156,19 @@ class _LevelRun:
         """Slots take requests from one queue: warm-ups first, then measured ones, with no barrier between,
         so that the spread of the ramp-up carries over into the measured requests.
 
-        With the automatic ramp-up, one warm-up request runs alone first and the slots then start spread
-        over its duration: the level is in its steady state from its first measured request. Started all at
-        once (`--ramp-up 0`), slots stay in lock-step, every handshake and first chunk of the level landing
-        in the same millisecond, which no caller traffic looks like.
+        With the automatic ramp-up, one warm-up request runs alone first (in each worker process) and the
+        slots then start spread over its duration: with a warm-up per slot (the default), the level is in
+        its steady state from its first measured request. Started all at once (`--ramp-up 0`), slots stay
+        in lock-step, every handshake and first chunk of the level landing in the same millisecond, which
+        no caller traffic looks like.
         """
         issued = itertools.count()
         slots = max(1, min(concurrency, warmups + count))
         ramp_up = self.settings.ramp_up_s
         if ramp_up is None:
-            ramp_up = 0.0
-            if warmups and slots > 1:
-                began = time.perf_counter()
-                next(issued)
-                await self.one(began, warmup=True)
-                ramp_up = min(MAX_AUTO_RAMP_UP_S, time.perf_counter() - began)
+            ramp_up = await self._pilot(issued, warmups) if slots > 1 else 0.0
+        if count:  # a measured level, not an open loop's warm-up
+            self.stats.ramp_up_s = ramp_up
 
         async def slot(index: int) -> None:
             await asyncio.sleep(ramp_up * (index + self.worker / self.workers) / slots)
@@ -179,6 +178,18 @@ class _LevelRun:
                     await asyncio.sleep(self.settings.error_backoff_s)
 
         await asyncio.gather(*(slot(i) for i in range(slots)))
+
+    async def _pilot(self, issued: Iterator[int], warmups: int) -> float:
+        """The automatic ramp-up: the duration of a warm-up request run alone. A failed one says nothing
+        about it (a 429 or a refusal is quick, a timeout slow): the next warm-up is tried, after the usual
+        back-off, while warm-ups last. None succeeded, or none to run: 0 (all at once)."""
+        for _ in range(warmups):
+            began = time.perf_counter()
+            next(issued)
+            if await self.one(began, warmup=True):
+                return min(MAX_AUTO_RAMP_UP_S, time.perf_counter() - began)
+            await asyncio.sleep(self.settings.error_backoff_s)
+        return 0.0
 
     async def open(self, rate: float, duration_s: float) -> None:
         chance = random.Random(self.settings.seed * 1000 + self.worker)
@@ -206,12 +217,16 @@ class _LevelRun:
         level = self.level
         await self.target.start(self.settings.max_in_flight if level.rate else max(1, level.concurrency or 1))
         try:
-            if level.rate is not None:
-                if level.warmup:
-                    await self.closed(level.warmup, 0, min(level.warmup, 8))
-                await self.open(level.rate, level.duration_s)
-            elif level.concurrency:
-                await self.closed(level.warmup, level.requests, level.concurrency)
+            # After the target is built and started: what they made is frozen out of collections too.
+            with steady_collector() as pauses:
+                if level.rate is not None:
+                    if level.warmup:
+                        await self.closed(level.warmup, 0, min(level.warmup, 8))
+                    await self.open(level.rate, level.duration_s)
+                elif level.concurrency:
+                    await self.closed(level.warmup, level.requests, level.concurrency)
+            self.stats.gc_collections = pauses.collections
+            self.stats.gc_total_ms, self.stats.gc_max_ms = pauses.total_ms, pauses.max_ms
         finally:
             await self.target.stop()
         return self.stats

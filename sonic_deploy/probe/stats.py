@@ -42,6 +42,12 @@ class LevelStats:
     requests_with_underruns: int = 0
     late_starts: int = 0
     histograms: dict[str, Any] = field(default_factory=lambda: {m: new_histogram() for m in MEASURES})
+    # How the level ran on the client: the closed loop's ramp-up (the longest of the workers'), and the
+    # cycle collector's pauses while measuring (see event_loop.steady_collector).
+    ramp_up_s: float | None = None
+    gc_collections: int = 0
+    gc_total_ms: float = 0.0
+    gc_max_ms: float = 0.0
 
     def add(self, record: dict[str, Any]) -> None:
         self.requests += 1
@@ -70,6 +76,8 @@ class LevelStats:
             "requests_with_underruns": self.requests_with_underruns,
             "late_starts": self.late_starts,
             "histograms": {m: h.encode() for m, h in self.histograms.items() if h.get_total_count()},
+            "ramp_up_s": self.ramp_up_s,
+            "gc": (self.gc_collections, self.gc_total_ms, self.gc_max_ms),
         }
 
     def merge(self, encoded: dict[str, Any]) -> None:
@@ -78,6 +86,12 @@ class LevelStats:
         self.errors.update(encoded["errors"])
         for measure, blob in encoded["histograms"].items():
             self.histograms[measure].decode_and_add(blob)
+        if encoded["ramp_up_s"] is not None:
+            self.ramp_up_s = max(self.ramp_up_s or 0.0, encoded["ramp_up_s"])
+        collections, total_ms, max_ms = encoded["gc"]
+        self.gc_collections += collections
+        self.gc_total_ms += total_ms
+        self.gc_max_ms = max(self.gc_max_ms, max_ms)
 
     def percentiles(self, measure: str) -> dict[str, float | None]:
         histogram = self.histograms[measure]
@@ -107,4 +121,10 @@ class LevelStats:
             "max_gap_ms": self.percentiles("max_gap_ms"),
             "late_ms": self.percentiles("late_ms"),
             "late_starts": self.late_starts,
+            "ramp_up_s": None if self.ramp_up_s is None else round(self.ramp_up_s, 3),
+            "client_gc": {
+                "collections": self.gc_collections,
+                "total_ms": round(self.gc_total_ms, 3),
+                "max_ms": round(self.gc_max_ms, 3),
+            },
         }

@@ -34,3 +34,32 @@ def test_cycles_made_while_measuring_are_still_collected_once_enough_pile_up() -
         for _ in range(30_000):
             _Node()
         assert watch() is None  # ...this still does, once a growing heap reaches the threshold
+
+
+def test_the_collector_is_restored_when_the_level_fails() -> None:
+    before = gc.get_threshold()
+    try:
+        with steady_collector(young_threshold=50_000):
+            raise RuntimeError("a level that fails")
+    except RuntimeError:
+        pass
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (before, 0)
+
+
+def test_objects_frozen_before_entry_stay_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with steady_collector():
+            pass
+        assert gc.get_freeze_count() >= frozen > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_a_collection_while_measuring_is_counted_with_its_pause() -> None:
+    with steady_collector(young_threshold=1_000) as pauses:
+        for _ in range(5_000):
+            _Node()
+    assert pauses.collections >= 1
+    assert 0 < pauses.max_ms <= pauses.total_ms

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sonic_deploy.cli import main
-from sonic_deploy.probe.load import Level
+from sonic_deploy.probe import event_loop
+from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec, run_level
+from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.output import Progress, RunOutput, read_samples, read_summary
 from sonic_deploy.probe.report import compare, write_report
+from sonic_deploy.probe.requests import RequestTemplate
 from sonic_deploy.probe.stats import LevelStats
 
 from .harness import ProbeRun, ServerFactory
@@ -96,7 +102,12 @@ def test_worker_processes_merge_into_the_same_statistics(
     rebuilt = LevelStats()
     for sample in run.measured:
         rebuilt.add(sample)
-    assert rebuilt.summary(4, None) == level
+    client_side = {"ramp_up_s", "client_gc"}  # how the client ran, not in the samples
+    assert {k: v for k, v in rebuilt.summary(4, None).items() if k not in client_side} == {
+        k: v for k, v in level.items() if k not in client_side
+    }
+    assert level["ramp_up_s"] > 0.03  # each worker timed a pilot of ~60 ms and spread its slots over it
+    assert set(level["client_gc"]) == {"collections", "total_ms", "max_ms"}
 
 
 def test_summary_schema_report_and_compare(
@@ -182,3 +193,44 @@ def test_an_interrupted_level_keeps_every_sample_and_a_marked_summary(tmp_path: 
     assert [s["seq"] for s in read_samples(tmp_path)] == [0, 1, 2]
     with pytest.raises(FileExistsError, match="already holds a run"):
         RunOutput(tmp_path, {"route": "ws"}, Progress(None))
+
+
+class _FlakyTarget:
+    """The first request fails at once (as a 429 would); the others take 100 ms. Notes when each began."""
+
+    route = "ws"
+
+    def __init__(self) -> None:
+        self.began: list[float] = []
+
+    async def start(self, max_in_flight: int) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+    async def request(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
+        self.began.append(time.perf_counter())
+        if len(self.began) == 1:
+            recorder.fail("error_event_429", "no free capacity")
+            return
+        recorder.sent()
+        await asyncio.sleep(0.1)
+        recorder.audio_bytes(b"\x00\x01" * 441, time.perf_counter())
+        recorder.done()
+
+
+def test_a_failed_pilot_tells_nothing_so_the_next_warm_up_is_timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    target = _FlakyTarget()
+    monkeypatch.setattr(TargetSpec, "build", lambda spec: target)
+    settings = ProbeSettings(
+        TargetSpec(route="ws", url="ws://unused"), RequestTemplate(), error_backoff_s=0.05
+    )
+    level = Level(0, concurrency=4, requests=8, warmup=4)
+    stats = event_loop.run(run_level(settings, level, 0, 1, lambda record: None))
+    assert stats.ramp_up_s is not None and 0.09 <= stats.ramp_up_s < 0.2  # the second warm-up's 100 ms
+    failed, pilot, *rest = target.began
+    assert pilot >= failed + 0.05  # after the usual back-off
+    assert all(began >= pilot + 0.1 for began in rest)  # the pilot ran alone
+    assert rest[3] - rest[0] >= 0.06  # four slots spread over ~100 ms, not at once
+    assert (stats.requests, stats.ok) == (8, 8)

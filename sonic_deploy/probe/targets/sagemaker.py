@@ -21,9 +21,12 @@ from botocore.exceptions import (
     ClientError,
     ConnectionClosedError,
     ConnectTimeoutError,
+    CredentialRetrievalError,
     EndpointConnectionError,
+    NoCredentialsError,
     ReadTimeoutError,
     ResponseStreamingError,
+    TokenRetrievalError,
 )
 from urllib3.exceptions import ProtocolError
 from urllib3.exceptions import ReadTimeoutError as StreamReadTimeoutError
@@ -32,6 +35,7 @@ from sonic_deploy.probe.eventstream import LineAssembler
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 from sonic_deploy.probe.targets.cartesia_events import apply_event, decode_event, status_kind
 
+_CREDENTIAL_ERRORS = (NoCredentialsError, CredentialRetrievalError, TokenRetrievalError)
 _STREAM_ERRORS = {
     "ModelStreamError": "model_stream_error",
     "InternalStreamFailure": "internal_stream_failure",
@@ -171,6 +175,8 @@ class SageMakerTarget:
             recorder.fail("cut", repr(error))
         except MalformedEventError as error:
             recorder.fail("malformed", str(error))
+        except _CREDENTIAL_ERRORS as error:  # an expired SSO session, a failed role assumption...
+            recorder.fail("credentials", repr(error))
         except BotoCoreError as error:
             recorder.fail("connect" if recorder.first_byte_at is None else "cut", repr(error))
 

@@ -1,38 +1,79 @@
 """SageMaker `InvokeEndpointWithResponseStream` on the event loop (`--client async`, the default).
 
-The same request a boto3 client sends: the endpoint and signing name come from a boto3 client of
-`sagemaker-runtime`, the credentials from boto3's chain, the signature from botocore's SigV4. The I/O
-differs: aiohttp on the event loop, with no thread per request; and the event-stream frames are decoded by
-`eventstream.FrameDecoder` (checked against botocore's decoder in the tests), which parses each distinct
-header block once where botocore parses every message's headers in Python. With 256 streams in flight on a 2-core host, boto3's threads
-contend for the interpreter lock and delay the probe's own timestamps by tens of milliseconds; this
-client does not (bench/probe_ttfa.py measures both).
+boto3's request, sent without boto3's threads. A boto3 client of `sagemaker-runtime` (one per process)
+gives the endpoint URL, the signing name, the Region, the credentials and the service model: the headers
+are the ones its serialiser writes (`Accept` travels as `X-Amzn-SageMaker-Accept`), the signature is
+botocore's SigV4, and error responses are parsed by botocore's own parser, so both clients name errors
+alike. What differs is the I/O: aiohttp on the event loop, with no thread per request, and the event-stream
+frames decoded by `eventstream.FrameDecoder` (checked against botocore's decoder in the tests), which parses
+each distinct header block once where botocore parses every message's headers in Python. With 256 streams
+in flight on a 2-core host, boto3's threads contend for the interpreter lock and delay the probe's own
+timestamps by tens of milliseconds; this client does not (bench/probe_ttfa.py measures both).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
 import time
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 import aiohttp
-import boto3
+import botocore.session
 from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
+from botocore.awsrequest import AWSRequest, HeadersDict
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError
+from botocore.parsers import create_parser
 
 from sonic_deploy.probe.eventstream import FrameDecoder, FrameError
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 from sonic_deploy.probe.targets.http import counted_failures, traced_session, traced_start
 from sonic_deploy.probe.targets.sagemaker import PartReader, error_kind
 
+OPERATION = "InvokeEndpointWithResponseStream"
+# Enough of an error body for its code and message; the rest is not read.
+ERROR_BODY_BYTES = 64 * 1024
 
-def _error_code(headers: Any, body: dict[str, Any]) -> str:
-    """As botocore reads a rest-json error: `x-amzn-ErrorType` (before any `:`), else the body's type."""
-    code = str(headers.get("x-amzn-ErrorType") or body.get("__type") or body.get("code") or "unknown")
-    return code.split(":")[0].rsplit("#", 1)[-1]
+
+@functools.cache
+def runtime_client(region: str | None, endpoint_url: str | None) -> tuple[botocore.session.Session, Any]:
+    """botocore's session (boto3's credential chain and config) and one client per process and place:
+    building a client loads the service model (tens of thousands of objects), which a level must not do,
+    nor leave behind as garbage."""
+    session = botocore.session.get_session()
+    client = session.create_client(
+        "sagemaker-runtime",
+        region_name=region,
+        endpoint_url=endpoint_url,
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    return session, client
+
+
+class _Credentials:
+    """Frozen credentials, refreshed in a thread when botocore says so: a refresh may call STS, SSO or the
+    instance metadata service, and must not stall the event loop (every stream's timestamps with it)."""
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self._frozen: Any = None
+        self._lock = asyncio.Lock()
+
+    def _stale(self) -> bool:
+        refresh_needed = getattr(self._source, "refresh_needed", None)
+        return self._frozen is None or (callable(refresh_needed) and bool(refresh_needed()))
+
+    async def get(self) -> Any:
+        if self._stale():
+            async with self._lock:
+                if self._stale():
+                    self._frozen = await asyncio.to_thread(self._source.get_frozen_credentials)
+        return self._frozen
 
 
 class AsyncSageMakerTarget:
@@ -40,52 +81,59 @@ class AsyncSageMakerTarget:
 
     def __init__(self, endpoint: str, region: str | None, endpoint_url: str | None, timeout_s: float) -> None:
         self.endpoint, self.timeout_s = endpoint, timeout_s
-        boto = boto3.session.Session()
-        client = boto.client(
-            "sagemaker-runtime",
-            region_name=region,
-            endpoint_url=endpoint_url,
-            config=Config(retries={"total_max_attempts": 1}),
-        )
+        self._botocore, client = runtime_client(region, endpoint_url)
         path = f"/endpoints/{urllib.parse.quote(endpoint, safe='')}/invocations-response-stream"
         self.url = client.meta.endpoint_url.rstrip("/") + path
-        self._signer_name = client.meta.service_model.signing_name
+        self._signing_name = client.meta.service_model.signing_name
         self._region = client.meta.region_name
-        credentials = boto.get_credentials()
-        if credentials is None:  # `setup_problem` says so, with the fix, before any target is built
-            raise RuntimeError("no AWS credentials")
-        self._credentials = credentials
+        operation = client.meta.service_model.operation_model(OPERATION)
+        members = operation.input_shape.members
+        # The wire names the serialiser uses: `ContentType` -> Content-Type, `Accept` -> X-Amzn-SageMaker-Accept.
+        self._headers = {
+            members["ContentType"].serialization["name"]: "application/json",
+            members["Accept"].serialization["name"]: "text/event-stream",
+        }
+        self._parser = create_parser(client.meta.service_model.metadata["protocol"])
+        self._output_shape = operation.output_shape
+        self._service_model = client.meta.service_model
+        self._credentials: _Credentials | None = None
         self._session: aiohttp.ClientSession | None = None
 
     async def start(self, max_in_flight: int) -> None:
-        self._session = traced_session(max_in_flight)
+        source = self._botocore.get_credentials()
+        if source is None:  # `setup_problem` says so, with the fix, before any target is built
+            raise RuntimeError("no AWS credentials")
+        self._credentials = _Credentials(source)
+        # As boto3 does: proxies from the environment, and its CA bundle (AWS_CA_BUNDLE or the config file).
+        ca_bundle = self._botocore.get_config_variable("ca_bundle")
+        context = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else None
+        self._session = traced_session(max_in_flight, trust_env=True, ssl_context=context)
 
     async def stop(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
 
-    def _signed_headers(self, payload: bytes) -> dict[str, str]:
-        request = AWSRequest(
-            method="POST",
-            url=self.url,
-            data=payload,
-            headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
-        )
-        SigV4Auth(self._credentials.get_frozen_credentials(), self._signer_name, self._region).add_auth(
-            request
-        )
+    def _signed_headers(self, payload: bytes, credentials: Any) -> dict[str, str]:
+        request = AWSRequest(method="POST", url=self.url, data=payload, headers=dict(self._headers))
+        SigV4Auth(credentials, self._signing_name, self._region).add_auth(request)
         return dict(request.headers.items())
 
     async def request(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
-        assert self._session is not None, "start() first"
+        assert self._session is not None and self._credentials is not None, "start() first"
         payload = json.dumps(body).encode()
         trace: dict[str, float] = {}
         with counted_failures(recorder, self.timeout_s):
             async with asyncio.timeout(self.timeout_s):
-                recorder.sent()
+                try:
+                    credentials = await self._credentials.get()
+                except BotoCoreError as error:  # an expired SSO session, a failed role assumption...
+                    recorder.fail("credentials", repr(error))
+                    return
+                headers = self._signed_headers(payload, credentials)
+                recorder.sent()  # taken again when aiohttp writes the body (traced_start)
                 async with self._session.post(
-                    self.url, data=payload, headers=self._signed_headers(payload), trace_request_ctx=trace
+                    self.url, data=payload, headers=headers, trace_request_ctx=trace
                 ) as response:
                     traced_start(trace, recorder)
                     if response.status != 200:
@@ -94,15 +142,23 @@ class AsyncSageMakerTarget:
                     await self._read(response, recorder)
 
     async def _failed(self, response: aiohttp.ClientResponse, recorder: StreamRecorder) -> None:
-        text = await response.text()
+        raw = await response.content.read(ERROR_BODY_BYTES)
+        recorder.fail(*self.classify(response.status, response.headers.items(), raw))
+
+    def classify(self, status: int, headers: Iterable[tuple[str, str]], raw: bytes) -> tuple[str, str]:
+        """An error response, parsed by botocore's own parser with its modelled fields (`OriginalStatusCode`),
+        as boto3 parses it: (error kind, message)."""
+        answer = {"status_code": status, "headers": HeadersDict(headers), "body": raw}
         try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = {}
-        error = parsed if isinstance(parsed, dict) else {}
-        code = _error_code(response.headers, error)
-        message = str(error.get("message") or error.get("Message") or text[:200])
-        recorder.fail(error_kind(code, error.get("OriginalStatusCode")), message)
+            parsed: dict[str, Any] = self._parser.parse(answer, self._output_shape)
+            code = str(parsed.get("Error", {}).get("Code") or status)
+            shape = self._service_model.shape_for_error_code(code)
+            if shape is not None:
+                parsed.update(self._parser.parse(answer, shape))
+        except ValueError:  # a body that is not UTF-8 (a proxy's page, say): named by its status
+            parsed, code = {}, str(status)
+        message = str(parsed.get("Error", {}).get("Message") or raw[:200].decode(errors="replace"))
+        return error_kind(code, parsed.get("OriginalStatusCode")), message
 
     async def _read(self, response: aiohttp.ClientResponse, recorder: StreamRecorder) -> None:
         frames = FrameDecoder()
@@ -111,9 +167,14 @@ class AsyncSageMakerTarget:
             async for data in response.content.iter_any():
                 at = time.perf_counter()
                 for headers, payload in frames.feed(data):
-                    if headers.get(":message-type") in ("exception", "error"):
-                        code = headers.get(":exception-type") or headers.get(":error-code") or "unknown"
-                        recorder.fail(error_kind(str(code)), payload.decode(errors="replace")[:300])
+                    kind = headers.get(":message-type")
+                    if kind == "exception":
+                        code = str(headers.get(":exception-type") or "unknown")
+                        recorder.fail(error_kind(code), payload.decode(errors="replace")[:300])
+                        return
+                    if kind == "error":
+                        code = str(headers.get(":error-code") or "unknown")
+                        recorder.fail(error_kind(code), str(headers.get(":error-message") or ""))
                         return
                     if headers.get(":event-type") == "PayloadPart" and not parts.finished:
                         parts.feed(payload, at)
