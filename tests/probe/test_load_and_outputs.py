@@ -76,6 +76,7 @@ def test_the_automatic_ramp_up_times_one_request_alone_then_spreads_the_slots(
     # ...then the four slots started spread over its ~200 ms (one every ~50 ms), not in the same instant.
     starts = [at for at, _ in sent[1:5]]
     assert starts[-1] - starts[0] >= 0.1
+    assert 0.15 <= run.level()["ramp_up_s"] < 0.5
 
 
 def test_ramp_up_zero_starts_every_slot_at_once(reference_server: ServerFactory, run_probe: Run) -> None:
@@ -83,6 +84,7 @@ def test_ramp_up_zero_starts_every_slot_at_once(reference_server: ServerFactory,
     run = run_probe("ws", "--url", server.ws_url, "--concurrency", "4", "--requests", "8", "--ramp-up", "0")
     starts = [at for at, _ in _sent_times(run)[:4]]
     assert starts[-1] - starts[0] < 0.05
+    assert run.level()["ramp_up_s"] == 0
     with pytest.raises(SystemExit):
         main(["probe", "ws", "--url", server.ws_url, "--ramp-up", "soon"])
 

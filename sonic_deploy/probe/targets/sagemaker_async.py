@@ -1,7 +1,8 @@
 """SageMaker `InvokeEndpointWithResponseStream` on the event loop (`--client async`, the default).
 
-boto3's request, sent without boto3's threads. A boto3 client of `sagemaker-runtime` (one per process)
-gives the endpoint URL, the signing name, the Region, the credentials and the service model: the headers
+boto3's request, sent without boto3's threads. A botocore client of `sagemaker-runtime` (what boto3 is
+built on; one per process) gives the endpoint URL, the signing name, the Region, the credentials (boto3's
+chain) and the service model: the headers
 are the ones its serialiser writes (`Accept` travels as `X-Amzn-SageMaker-Accept`), the signature is
 botocore's SigV4, and error responses are parsed by botocore's own parser, so both clients name errors
 alike. What differs is the I/O: aiohttp on the event loop, with no thread per request, and the event-stream
