@@ -162,3 +162,21 @@ def test_an_error_body_botocore_cannot_read_is_named_by_its_status() -> None:
     kind, message = target.classify(502, [("Content-Type", "application/json")], b"\xff\xfe not utf-8")
     assert kind == "client_error_502"
     assert "not utf-8" in message
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "expected"), [("", "http://proxy.internal:3128"), ("amazonaws.com", None)]
+)
+def test_the_async_client_goes_through_the_proxy_boto3_would_use(
+    no_proxy: str, expected: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    target = AsyncSageMakerTarget(ENDPOINT, REGION, None, 5.0)
+
+    async def started() -> str | None:
+        await target.start(1)
+        await target.stop()
+        return target._proxy
+
+    assert asyncio.run(started()) == expected

@@ -39,12 +39,10 @@ async def _body_sent(
     context.trace_request_ctx["sent_at"] = time.perf_counter()
 
 
-def traced_session(
-    max_in_flight: int, trust_env: bool = False, ssl_context: ssl.SSLContext | None = None
-) -> aiohttp.ClientSession:
+def traced_session(max_in_flight: int, ssl_context: ssl.SSLContext | None = None) -> aiohttp.ClientSession:
     """A pool as large as the load, so that no request waits for a connection, that records per request
-    (in `trace_request_ctx`) the connection set-up time and when the request was written. Direct unless
-    `trust_env` (then HTTP(S)_PROXY and NO_PROXY apply, as they do to boto3)."""
+    (in `trace_request_ctx`) the connection set-up time and when the request was written. Direct: no
+    proxy from the environment unless a request names one."""
     tracing = aiohttp.TraceConfig()
     tracing.on_connection_create_start.append(_connect_started)
     tracing.on_connection_create_end.append(_connect_ended)
@@ -53,7 +51,6 @@ def traced_session(
         connector=aiohttp.TCPConnector(limit=max_in_flight, limit_per_host=0, ssl=ssl_context or True),
         trace_configs=[tracing],
         timeout=aiohttp.ClientTimeout(total=None),
-        trust_env=trust_env,
     )
 
 
