@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 
-from sonic_deploy.probe.targets.http import traced_session
+from sonic_deploy.probe.targets.http import stamped_body, traced_session
 
 
 def _server(arrivals: list[float]) -> tuple[socket.socket, threading.Thread]:
@@ -56,3 +56,43 @@ def test_sent_is_when_the_body_is_written_not_when_the_headers_are_set_aside() -
     # aiohttp sets the headers aside and a separate task writes them with the body, a loop turn (here at
     # least 50 ms) later: counted from the headers, TTFA would hold that turn.
     assert 0 <= arrivals[0] - trace["sent_at"] < 0.025
+
+
+def test_body_chunks_are_stamped_when_read_from_the_socket_not_when_the_reader_resumes() -> None:
+    """Headers at once, then a chunk 100 ms later, read while another coroutine holds the loop."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    sent_chunk: list[float] = []
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            while not connection.recv(65536).endswith(b"BODY"):
+                pass
+            connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            time.sleep(0.1)
+            sent_chunk.append(time.perf_counter())
+            connection.sendall(b"5\r\nhello\r\n0\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    seen: list[tuple[float, float]] = []
+
+    async def run() -> None:
+        busy = asyncio.create_task(_busy_loop())
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+        async with (
+            traced_session(4) as session,
+            session.post(url, data=b"BODY", trace_request_ctx={}) as response,
+        ):
+            async for at, data in stamped_body(response):
+                seen.append((at, time.perf_counter()))
+                assert data == b"hello"
+        busy.cancel()
+
+    asyncio.run(run())
+    thread.join(timeout=5)
+    listener.close()
+    ((stamped, resumed),) = seen
+    # The busy coroutine runs between the read (which stamps) and the reader's resumption: 50 ms apart.
+    assert stamped >= sent_chunk[0]
+    assert resumed - stamped >= 0.04

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
+from aiohttp.client_proto import ResponseHandler
 
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.targets.cartesia_events import status_kind
@@ -39,6 +41,49 @@ async def _body_sent(
     context.trace_request_ctx["sent_at"] = time.perf_counter()
 
 
+class _StampedHandler(ResponseHandler):
+    """aiohttp's protocol, noting when its first unread bytes were read from the socket.
+
+    As the WebSocket client does: under load, the task reading a body resumes a loop turn or more after
+    its bytes arrived (behind every other stream's work), and that wait belongs to the client.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
+        self.read_at: float | None = None
+
+    def data_received(self, data: bytes) -> None:
+        if self.read_at is None:
+            self.read_at = time.perf_counter()
+        super().data_received(data)
+
+
+class _StampingConnector(aiohttp.TCPConnector):
+    """A TCPConnector whose connections speak through `_StampedHandler` (aiohttp's `_factory` hook; if a
+    release renames it, chunks are stamped when read instead, and tests/probe/test_http_client.py fails)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._factory = functools.partial(_StampedHandler, loop=self._loop)  # type: ignore[assignment]
+
+
+async def stamped_body(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[float, bytes]]:
+    """The body as it arrives, each piece with when its first bytes were read from the socket (or, on a
+    connection that does not note it, when the reader got it)."""
+    connection = response.connection
+    handler = connection.protocol if connection is not None else None
+    stamped = handler if isinstance(handler, _StampedHandler) else None
+    if stamped is not None:
+        stamped.read_at = None  # the headers' read is not the body's
+    async for data in response.content.iter_any():
+        at = stamped.read_at if stamped is not None else None
+        if stamped is None or at is None:  # bytes that came in with the headers
+            at = time.perf_counter()
+        else:
+            stamped.read_at = None
+        yield at, data
+
+
 def traced_session(max_in_flight: int, ssl_context: ssl.SSLContext | None = None) -> aiohttp.ClientSession:
     """A pool as large as the load, so that no request waits for a connection, that records per request
     (in `trace_request_ctx`) the connection set-up time and when the request was written. Direct: no
@@ -48,7 +93,7 @@ def traced_session(max_in_flight: int, ssl_context: ssl.SSLContext | None = None
     tracing.on_connection_create_end.append(_connect_ended)
     tracing.on_request_chunk_sent.append(_body_sent)
     return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=max_in_flight, limit_per_host=0, ssl=ssl_context or True),
+        connector=_StampingConnector(limit=max_in_flight, limit_per_host=0, ssl=ssl_context or True),
         trace_configs=[tracing],
         timeout=aiohttp.ClientTimeout(total=None),
     )
@@ -106,6 +151,6 @@ class HttpBytesTarget:
                         detail = (await response.text())[:200]
                         recorder.fail(status_kind("status", response.status), detail)
                         return
-                    async for data in response.content.iter_any():
-                        recorder.audio_bytes(data, time.perf_counter())
+                    async for at, data in stamped_body(response):
+                        recorder.audio_bytes(data, at)
                     recorder.done()

@@ -18,7 +18,6 @@ import asyncio
 import functools
 import json
 import ssl
-import time
 import urllib.parse
 from collections.abc import Iterable
 from typing import Any
@@ -34,7 +33,7 @@ from botocore.utils import get_environ_proxies
 
 from sonic_deploy.probe.eventstream import FrameDecoder, FrameError
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
-from sonic_deploy.probe.targets.http import counted_failures, traced_session, traced_start
+from sonic_deploy.probe.targets.http import counted_failures, stamped_body, traced_session, traced_start
 from sonic_deploy.probe.targets.sagemaker import PartReader, error_kind
 
 OPERATION = "InvokeEndpointWithResponseStream"
@@ -170,8 +169,7 @@ class AsyncSageMakerTarget:
         frames = FrameDecoder()
         parts = PartReader(recorder)
         try:
-            async for data in response.content.iter_any():
-                at = time.perf_counter()
+            async for at, data in stamped_body(response):
                 for headers, payload in frames.feed(data):
                     kind = headers.get(":message-type")
                     if kind == "exception":
