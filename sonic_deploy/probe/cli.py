@@ -129,8 +129,8 @@ def add_parser(subparsers: Any) -> None:
         "--client",
         choices=("async", "boto3"),
         default="async",
-        help="async: boto3's endpoint, credentials, SigV4 and event-stream decoder, with aiohttp's I/O on the "
-        "event loop; boto3: the boto3 client itself, one thread per request (what a boto3 app sees)",
+        help="async: boto3's request (endpoint, credentials, headers, SigV4) and error parsing, with aiohttp's "
+        "I/O on the event loop; boto3: the boto3 client itself, one thread per request (what a boto3 app sees)",
     )
     for route in (ws, http, sagemaker):
         _load_options(route)

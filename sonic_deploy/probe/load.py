@@ -38,7 +38,7 @@ class TargetSpec:
     cartesia_version: str = "2025-04-16"
     multiplex: int = 1
     timeout_s: float = 30.0
-    # SageMaker: "async" (boto3's request, signature and decoder; aiohttp's I/O) or "boto3" (threads).
+    # SageMaker: "async" (boto3's request and error parsing; aiohttp's I/O) or "boto3" (its own threads).
     client: str = "async"
 
     def build(self) -> Target:
