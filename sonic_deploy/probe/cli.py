@@ -244,7 +244,7 @@ def _run_probe(args: argparse.Namespace) -> int:
     if route == "sagemaker":
         from sonic_deploy.probe.targets.sagemaker import setup_problem
 
-        problem = setup_problem(target.region)
+        problem = setup_problem(target.region, target.endpoint_url)
         if problem is not None:
             print(f"sonic-deploy probe: {problem}", file=sys.stderr)
             return 2

@@ -114,4 +114,15 @@ def test_sagemaker_probe_without_region_or_credentials_says_so(
     assert "no AWS Region for the SageMaker runtime. Fix: pass --region" in capsys.readouterr().err
     assert main([*args, "--region", "us-east-1"]) == 2
     assert "no AWS credentials found. Fix: sign in" in capsys.readouterr().err
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    bad_url = [*args[:5], "not a url", "--region", "us-east-1", "--out", str(tmp_path / "o")]
+    assert main(bad_url) == 2
+    assert (
+        "--endpoint-url 'not a url' is not usable: Invalid endpoint: not a url. Fix:"
+        in capsys.readouterr().err
+    )
+    bad_region = [*args[:6], "--region", "us east", "--out", str(tmp_path / "o")]
+    assert main(bad_region) == 2
+    assert "--region 'us east' is not usable: Provided region_name 'us east'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # nothing written for a run that could not start

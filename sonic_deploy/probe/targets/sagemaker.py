@@ -23,6 +23,7 @@ from botocore.exceptions import (
     ConnectTimeoutError,
     CredentialRetrievalError,
     EndpointConnectionError,
+    InvalidRegionError,
     NoCredentialsError,
     ReadTimeoutError,
     ResponseStreamingError,
@@ -35,6 +36,7 @@ from sonic_deploy.probe.eventstream import LineAssembler
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 from sonic_deploy.probe.targets.cartesia_events import apply_event, decode_event, status_kind
 
+OPERATION = "InvokeEndpointWithResponseStream"
 _CREDENTIAL_ERRORS = (NoCredentialsError, CredentialRetrievalError, TokenRetrievalError)
 _STREAM_ERRORS = {
     "ModelStreamError": "model_stream_error",
@@ -92,11 +94,17 @@ def _refused(error: EndpointConnectionError) -> bool:
     return False
 
 
-def setup_problem(region: str | None) -> str | None:
+def setup_problem(region: str | None, endpoint_url: str | None = None) -> str | None:
     """What stops boto3 from calling the endpoint at all, said once, before any request is counted."""
     session = boto3.session.Session()
     if not (region or session.region_name):
         return "no AWS Region for the SageMaker runtime. Fix: pass --region (the endpoint's Region) or set AWS_REGION"
+    try:
+        session.client("sagemaker-runtime", region_name=region, endpoint_url=endpoint_url)
+    except InvalidRegionError as error:
+        return f"--region {region!r} is not usable: {str(error).rstrip('.')}. Fix: a Region such as us-east-2"
+    except ValueError as error:  # botocore's "Invalid endpoint: ..."
+        return f"--endpoint-url {endpoint_url!r} is not usable: {error}. Fix: an http(s)://HOST[:PORT] URL"
     if session.get_credentials() is None:
         return (
             "no AWS credentials found. Fix: sign in (aws sso login --profile NAME; export AWS_PROFILE=NAME); "
@@ -135,9 +143,7 @@ class SageMakerTarget:
         self._threads = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="probe-sagemaker")
         # "Sent" is when botocore hands the signed request to urllib3, after serialising and signing it
         # (about a millisecond of boto3's own work that is not the endpoint's); each request has its thread.
-        self._client.meta.events.register(
-            "before-send.sagemaker-runtime.InvokeEndpointWithResponseStream", self._stamp_sent
-        )
+        self._client.meta.events.register(f"before-send.sagemaker-runtime.{OPERATION}", self._stamp_sent)
 
     async def stop(self) -> None:
         if self._threads is not None:

@@ -34,9 +34,8 @@ from botocore.utils import get_environ_proxies
 from sonic_deploy.probe.eventstream import FrameDecoder, FrameError
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 from sonic_deploy.probe.targets.http import counted_failures, stamped_body, traced_session, traced_start
-from sonic_deploy.probe.targets.sagemaker import PartReader, error_kind
+from sonic_deploy.probe.targets.sagemaker import OPERATION, PartReader, error_kind
 
-OPERATION = "InvokeEndpointWithResponseStream"
 # Enough of an error body for its code and message; the rest is not read.
 ERROR_BODY_BYTES = 64 * 1024
 
