@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import time
 from typing import Any
+
+import pybase64
 
 from sonic_deploy.probe.audio import AudibleDetector
 from sonic_deploy.probe.requests import AudioFormat
@@ -65,8 +65,10 @@ class StreamRecorder:
         if not isinstance(data, str):
             raise MalformedEventError("chunk without base64 `data`")
         try:
-            raw = base64.b64decode(data, validate=True)
-        except binascii.Error as error:
+            # pybase64: the standard library's strict decoding (the same inputs refused) at a tenth of its
+            # CPU, which every chunk of every stream costs the event loop.
+            raw = pybase64.b64decode(data, validate=True)
+        except ValueError as error:  # binascii.Error
             raise MalformedEventError(f"chunk data is not base64: {error}") from error
         self.audio_bytes(raw, at)
 

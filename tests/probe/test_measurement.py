@@ -93,11 +93,23 @@ def test_g711_tables_decode_known_codes() -> None:
     assert ALAW_TABLE[0xAA] == 32256
 
 
-def test_malformed_chunk_data_is_reported_as_malformed() -> None:
+# Whatever the standard library's strict decoder refuses (and its ValueError on non-ASCII text).
+NOT_BASE64 = ["%%% not base64", "aGk", "aG k=", "aGk=\n", "aGk=aGk=", "aGk\u00e9="]
+
+
+@pytest.mark.parametrize("data", NOT_BASE64)
+def test_chunk_data_the_standard_library_refuses_is_malformed(data: str) -> None:
+    with pytest.raises(ValueError):
+        base64.b64decode(data, validate=True)
+    with pytest.raises(MalformedEventError):
+        _recorder().audio_b64(data, 10.1)
+
+
+def test_chunk_data_is_decoded_exactly() -> None:
     recorder = _recorder()
     with pytest.raises(MalformedEventError):
-        recorder.audio_b64("%%% not base64", 10.1)
-    with pytest.raises(MalformedEventError):
         recorder.audio_b64(None, 10.1)
-    recorder.audio_b64(base64.b64encode(b"\x00\x10").decode(), 10.1)
-    assert recorder.bytes == 2
+    raw = bytes(range(256)) * 7
+    recorder.audio_b64(base64.b64encode(raw).decode(), 10.1)
+    recorder.audio_b64(base64.b64encode(b"\x00\x10").decode(), 10.2)
+    assert recorder.bytes == len(raw) + 2

@@ -87,7 +87,7 @@ def test_the_async_client_sends_and_signs_what_boto3_sends(boto3_client: Any) ->
     target = AsyncSageMakerTarget(ENDPOINT, REGION, None, 5.0)
     credentials = boto3.session.Session().get_credentials()
     assert credentials is not None
-    ours = target._signed_headers(b'{"transcript": "hi"}', credentials.get_frozen_credentials())
+    ours = target._signer.sign(b'{"transcript": "hi"}', credentials.get_frozen_credentials())
     assert target.url == expected.url
     # Accept travels as X-Amzn-SageMaker-Accept, as boto3's serialiser writes it (not as Accept).
     theirs = {k.lower(): _text(v) for k, v in expected.headers.items() if k.lower() not in VARYING}

@@ -1,5 +1,5 @@
 """Event-stream frames: ours and botocore's decoders read the same messages from the same bytes; JSON lines
-reassembled across parts."""
+reassembled across parts, and decoded or refused."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from sonic_deploy.probe.eventstream import (
     payload_part,
     stream_exception,
 )
+from sonic_deploy.probe.metrics import MalformedEventError
+from sonic_deploy.probe.targets.cartesia_events import decode_event
 
 STREAM = (
     payload_part(b'{"type": "chunk", "data": "AAAA"}\n')
@@ -117,3 +119,16 @@ def test_lines_split_across_parts_and_packed_in_one_part() -> None:
     assert lines.feed(b'}\n{"b": 2}\n{"c"') == [b'{"a": 1}', b'{"b": 2}']
     assert lines.feed(b": 3}\n") == [b'{"c": 3}']
     assert lines.pending == b""
+
+
+@pytest.mark.parametrize(
+    "line", [b'{"type": "chunk", "data": \n', b"[1, 2]", b'{"step_time": NaN}', b"\xff{}"]
+)
+def test_an_event_that_is_not_a_json_object_is_malformed(line: bytes) -> None:
+    with pytest.raises(MalformedEventError):
+        decode_event(line)
+
+
+def test_events_decode_from_bytes_and_text_alike() -> None:
+    line = '{"type": "chunk", "data": "AAA=", "done": false, "context_id": "caf\u00e9"}'
+    assert decode_event(line) == decode_event(line.encode()) == json.loads(line)

@@ -1,0 +1,101 @@
+"""AWS Signature Version 4 for the probe's one kind of request (a POST to a fixed URL), at little CPU.
+
+It computes what botocore's `SigV4Auth` computes (the tests compare the two, header for header), but works
+out once what does not change between requests: the canonical path and host, the fixed headers, and the
+signing key (four HMACs, derived again by botocore for every request, here once a day per secret). With
+256 streams on a 2-core host, botocore's signing was about a tenth of the client's CPU, spent on the
+event loop that every stream's timestamps share.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import hmac
+from collections.abc import Mapping
+from urllib.parse import quote, urlsplit
+
+from botocore.credentials import ReadOnlyCredentials
+from botocore.utils import normalize_url_path
+
+ALGORITHM = "AWS4-HMAC-SHA256"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _trimmed(value: str) -> str:
+    """SigV4's Trimall: no spaces at either end, runs of spaces as one."""
+    return " ".join(value.split())
+
+
+def signed_host(url: str) -> str:
+    """The `host` the signature covers, as the HTTP client sends it: lower case, the port only if not the
+    scheme's default, an IPv6 address in brackets."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if parts.port is not None and parts.port != _DEFAULT_PORTS.get(parts.scheme):
+        host = f"{host}:{parts.port}"
+    return host
+
+
+class RequestSigner:
+    """Signs POSTs of any body to `url` with `headers`, for `service` in `region`."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], service: str, region: str) -> None:
+        parts = urlsplit(url)
+        if parts.query:
+            raise ValueError(f"a URL with a query string is not supported here: {url}")
+        self._path = quote(normalize_url_path(parts.path), safe="/~")
+        self._headers = dict(headers)
+        self._canonical = {name.lower(): _trimmed(value) for name, value in headers.items()}
+        self._canonical["host"] = signed_host(url)
+        self._scope_tail = f"{region}/{service}/aws4_request"
+        self._key_for: tuple[str, str] | None = None
+        self._key = b""
+
+    def _signing_key(self, secret: str, date: str) -> bytes:
+        if self._key_for != (secret, date):
+            key = f"AWS4{secret}".encode()
+            for part in (date, *self._scope_tail.split("/")):
+                key = hmac.digest(key, part.encode(), "sha256")
+            self._key_for, self._key = (secret, date), key
+        return self._key
+
+    def sign(
+        self, payload: bytes, credentials: ReadOnlyCredentials, now: datetime.datetime | None = None
+    ) -> dict[str, str]:
+        """The headers to send with `payload`: the fixed ones, `X-Amz-Date`, `X-Amz-Security-Token` (with
+        temporary credentials) and `Authorization` (the HTTP client adds `Host` itself, from the URL)."""
+        access_key, secret_key = credentials.access_key, credentials.secret_key
+        if access_key is None or secret_key is None:
+            raise ValueError("credentials without an access key or a secret key cannot sign")
+        stamp = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y%m%dT%H%M%SZ")
+        headers = {**self._headers, "X-Amz-Date": stamp}
+        canonical = {**self._canonical, "x-amz-date": stamp}
+        if credentials.token:
+            headers["X-Amz-Security-Token"] = credentials.token
+            canonical["x-amz-security-token"] = _trimmed(credentials.token)
+        names = sorted(canonical)
+        signed_names = ";".join(names)
+        request = "\n".join(
+            (
+                "POST",
+                self._path,
+                "",  # no query string
+                *(f"{name}:{canonical[name]}" for name in names),
+                "",
+                signed_names,
+                hashlib.sha256(payload).hexdigest(),
+            )
+        )
+        scope = f"{stamp[:8]}/{self._scope_tail}"
+        digest = hashlib.sha256(request.encode()).hexdigest()
+        to_sign = f"{ALGORITHM}\n{stamp}\n{scope}\n{digest}"
+        key = self._signing_key(secret_key, stamp[:8])
+        signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+        headers["Authorization"] = (
+            f"{ALGORITHM} Credential={access_key}/{scope}, "
+            f"SignedHeaders={signed_names}, Signature={signature}"
+        )
+        return headers
