@@ -26,7 +26,7 @@ _SIGNED = {2: ">b", 3: ">h", 4: ">i", 5: ">q", 8: ">q"}
 HeaderValue = bool | int | bytes | str
 
 
-def _crc(data: bytes) -> int:
+def _crc(data: bytes | memoryview) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
@@ -129,31 +129,38 @@ class FrameDecoder:
     _CACHE_LIMIT = 64
 
     def __init__(self) -> None:
-        self._buffer = bytearray()
+        self._pending = b""  # the start of a message whose end has not arrived yet
         self._headers: dict[bytes, dict[str, HeaderValue]] = {}
 
     def feed(self, data: bytes) -> list[tuple[dict[str, HeaderValue], bytes]]:
-        """The (headers, payload) of every message completed by `data`; FrameError if one is bad."""
-        buffer = self._buffer
-        buffer += data
+        """The (headers, payload) of every message completed by `data`; FrameError if one is bad.
+
+        Messages are read in place (checksums over memoryviews): the only copies are each payload and
+        what is left over for the next call."""
+        if self._pending:
+            data = self._pending + data
+        view = memoryview(data)
+        end, at = len(data), 0
         messages: list[tuple[dict[str, HeaderValue], bytes]] = []
-        while len(buffer) >= _PRELUDE.size:
-            total, headers_length, prelude_crc = _PRELUDE.unpack_from(buffer)
-            if _crc(bytes(buffer[:8])) != prelude_crc:
+        while end - at >= _PRELUDE.size:
+            total, headers_length, prelude_crc = _PRELUDE.unpack_from(data, at)
+            if _crc(view[at : at + 8]) != prelude_crc:
                 raise FrameError("prelude checksum mismatch")
             if total > MAX_MESSAGE_BYTES or headers_length > MAX_HEADERS_BYTES or total < 16 + headers_length:
                 raise FrameError(f"impossible lengths: message {total}, headers {headers_length}")
-            if len(buffer) < total:
+            stop = at + total
+            if stop > end:
                 break
-            message = bytes(buffer[:total])
-            del buffer[:total]
-            if _crc(message[:-4]) != _CRC.unpack_from(message, total - 4)[0]:
+            if _crc(view[at : stop - 4]) != _CRC.unpack_from(data, stop - 4)[0]:
                 raise FrameError("message checksum mismatch")
-            raw = message[12 : 12 + headers_length]
+            payload_at = at + 12 + headers_length
+            raw = data[at + 12 : payload_at]
             headers = self._headers.get(raw)
             if headers is None:
                 headers = _parse_headers(raw)
                 if len(self._headers) < self._CACHE_LIMIT:
                     self._headers[raw] = headers
-            messages.append((headers, message[12 + headers_length : -4]))
+            messages.append((headers, data[payload_at : stop - 4]))
+            at = stop
+        self._pending = data[at:] if at else data
         return messages
