@@ -299,12 +299,12 @@ def run_serve(args: argparse.Namespace) -> int:
         seed=args.seed,
         exit_after_s=args.exit_after,
     )
-    from sonic_deploy.probe.event_loop import steady_collector
+    from sonic_deploy.probe.event_loop import precise_loop, steady_collector
 
-    # The standard loop on purpose: its timers are precise to the microsecond, uvloop's to the millisecond
-    # (and uvloop's cached clock can fire a delay early), and the server's delays are the reference.
-    with steady_collector():
-        asyncio.run(serve(config))
+    # The standard loop on a selector whose timers fire when due (uvloop's, like epoll's, have millisecond
+    # steps, and uvloop's cached clock can fire a delay early): the server's delays are the reference.
+    with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
+        runner.run(serve(config))
     return 0
 
 

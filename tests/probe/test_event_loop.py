@@ -1,11 +1,18 @@
-"""The cycle collector while a level runs: set-up frozen out, young collections rare, nothing leaked."""
+"""How the probe's code runs: the cycle collector while a level runs (set-up frozen out, young collections
+rare, nothing leaked), and the reference server's selector (timeouts not rounded up to milliseconds)."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import select
+import socket
 import weakref
+from typing import Any
 
-from sonic_deploy.probe.event_loop import steady_collector
+import pytest
+
+from sonic_deploy.probe.event_loop import PreciseEpollSelector, precise_loop, steady_collector
 
 
 class _Node:
@@ -63,3 +70,36 @@ def test_a_collection_while_measuring_is_counted_with_its_pause() -> None:
             _Node()
     assert pauses.collections >= 1
     assert 0 < pauses.max_ms <= pauses.total_ms
+
+
+needs_epoll = pytest.mark.skipif(not hasattr(select, "epoll"), reason="epoll is Linux's")
+
+
+@needs_epoll
+def test_the_precise_selector_waits_for_the_exact_timeout_then_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float | None] = []
+    real_select = select.select
+
+    def recording(read: Any, write: Any, error: Any, timeout: float | None = None) -> Any:
+        waits.append(timeout)
+        return real_select(read, write, error, timeout)
+
+    monkeypatch.setattr(select, "select", recording)
+    left, right = socket.socketpair()
+    with PreciseEpollSelector() as selector, left, right:
+        selector.register(left, 1, "left")  # EVENT_READ
+        assert selector.select(0.0003) == []  # 0.3 ms: epoll alone would wait a whole millisecond
+        right.send(b"x")
+        assert [key.data for key, _ in selector.select(0.0003)] == ["left"]
+        assert [key.data for key, _ in selector.select(None)] == ["left"]  # no timeout: plain epoll
+    assert waits == [0.0003, 0.0003]
+
+
+@needs_epoll
+def test_the_reference_server_loop_runs_timers_on_the_precise_selector() -> None:
+    loop = precise_loop()
+    try:
+        assert isinstance(loop._selector, PreciseEpollSelector)  # type: ignore[attr-defined]
+        assert loop.run_until_complete(asyncio.sleep(0.0013, result="woke")) == "woke"
+    finally:
+        loop.close()
