@@ -123,12 +123,14 @@ class ReferenceBehaviour:
         wanted = config.audio_ms if config.audio_ms is not None else len(transcript) * config.ms_per_char
         return max(config.chunk_ms, int(wanted))
 
-    async def events(self, transcript: str, audio: AudioFormat, fault: str) -> AsyncIterator[Event]:
-        """Chunks on a fixed schedule from the request's arrival (no drift); faults mid-way."""
+    async def events(
+        self, transcript: str, audio: AudioFormat, fault: str, arrived: float
+    ) -> AsyncIterator[Event]:
+        """Chunks on a fixed schedule from the request's arrival (`arrived`, on the loop's clock: taken
+        before the request is parsed and answered, so that neither delays the first byte); faults mid-way."""
         config = self.config
         loop = asyncio.get_running_loop()
-        start = loop.time()
-        first = start + (config.first_byte_ms + self._random.uniform(0, config.jitter_ms)) / 1000
+        first = arrived + (config.first_byte_ms + self._random.uniform(0, config.jitter_ms)) / 1000
         count = math.ceil(self.audio_ms(transcript) / config.chunk_ms)
         silent_chunks = math.ceil(config.leading_silence_ms / config.chunk_ms)
         interval = config.chunk_ms * config.pace / 1000

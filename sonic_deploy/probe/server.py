@@ -59,7 +59,8 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
     async for message in socket:
         if message.type != WSMsgType.TEXT:
             break
-        task = asyncio.create_task(_ws_context(request, socket, behaviour, message.data))
+        arrived = asyncio.get_running_loop().time()
+        task = asyncio.create_task(_ws_context(request, socket, behaviour, message.data, arrived))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     for task in list(tasks):
@@ -68,7 +69,11 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
 
 
 async def _ws_context(
-    request: web.Request, socket: web.WebSocketResponse, behaviour: ReferenceBehaviour, text: str
+    request: web.Request,
+    socket: web.WebSocketResponse,
+    behaviour: ReferenceBehaviour,
+    text: str,
+    arrived: float,
 ) -> None:
     context_id = ""
     try:
@@ -89,7 +94,7 @@ async def _ws_context(
             return
         # The same message shape thousands of times a second: build it by hand, not through json.dumps.
         chunk_tail = f'", "done": false, "context_id": {json.dumps(context_id)}}}'
-        async for event in behaviour.events(transcript, audio, fault):
+        async for event in behaviour.events(transcript, audio, fault, arrived):
             if event.kind == "chunk":
                 await socket.send_str('{"type": "chunk", "data": "' + event.b64 + chunk_tail)
             elif event.kind == "done":
@@ -121,6 +126,7 @@ async def _ws_error(socket: web.WebSocketResponse, context_id: str, status: int,
 
 
 async def _bytes(request: web.Request) -> web.StreamResponse:
+    arrived = asyncio.get_running_loop().time()
     behaviour = request.app[BEHAVIOUR]
     if not _authorised(request, behaviour):
         return web.json_response({"error": "unauthorised"}, status=401)
@@ -137,7 +143,7 @@ async def _bytes(request: web.Request) -> web.StreamResponse:
             return web.json_response({"error": "injected fault"}, status=_STATUS_FAULTS[fault])
         response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
         await response.prepare(request)
-        async for event in behaviour.events(transcript, audio, fault):
+        async for event in behaviour.events(transcript, audio, fault, arrived):
             if event.kind == "chunk":
                 await response.write(event.audio)
             elif event.kind == "done":
@@ -166,6 +172,7 @@ def _model_error(status: int, message: str) -> web.Response:
 
 
 async def _sagemaker(request: web.Request) -> web.StreamResponse:
+    arrived = asyncio.get_running_loop().time()
     behaviour = request.app[BEHAVIOUR]
     try:
         transcript, audio, context_id = parse_request(await request.json(), require_context=True)
@@ -186,7 +193,7 @@ async def _sagemaker(request: web.Request) -> web.StreamResponse:
         )
         await response.prepare(request)
         parts = _PartWriter(response, behaviour.config.parts)
-        async for event in behaviour.events(transcript, audio, fault):
+        async for event in behaviour.events(transcript, audio, fault, arrived):
             completed = event.kind == "done"
             if event.kind == "reset":
                 _abort(request)
