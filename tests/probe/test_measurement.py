@@ -95,6 +95,8 @@ def test_g711_tables_decode_known_codes() -> None:
 
 # Whatever the standard library's strict decoder refuses (and its ValueError on non-ASCII text).
 NOT_BASE64 = ["%%% not base64", "aGk", "aG k=", "aGk=\n", "aGk=aGk=", "aGk\u00e9="]
+# What it accepts, the fast decoder's stricter cases among them (padding after a whole group).
+BASE64 = ["", "aGk=", "AAAA", "AAAA=", "AAAA==", "AAAAAAAA=", base64.b64encode(bytes(range(256))).decode()]
 
 
 @pytest.mark.parametrize("data", NOT_BASE64)
@@ -103,6 +105,13 @@ def test_chunk_data_the_standard_library_refuses_is_malformed(data: str) -> None
         base64.b64decode(data, validate=True)
     with pytest.raises(MalformedEventError):
         _recorder().audio_b64(data, 10.1)
+
+
+@pytest.mark.parametrize("data", BASE64)
+def test_chunk_data_the_standard_library_accepts_is_audio(data: str) -> None:
+    recorder = _recorder()
+    recorder.audio_b64(data, 10.1)
+    assert recorder.bytes == len(base64.b64decode(data, validate=True))
 
 
 def test_chunk_data_is_decoded_exactly() -> None:

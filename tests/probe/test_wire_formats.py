@@ -121,12 +121,27 @@ def test_lines_split_across_parts_and_packed_in_one_part() -> None:
     assert lines.pending == b""
 
 
-@pytest.mark.parametrize(
-    "line", [b'{"type": "chunk", "data": \n', b"[1, 2]", b'{"step_time": NaN}', b"\xff{}"]
-)
-def test_an_event_that_is_not_a_json_object_is_malformed(line: bytes) -> None:
+@pytest.mark.parametrize("line", [b'{"type": "chunk", "data": \n', b"[1, 2]", b"\xff{}", b"[" * 100_000])
+def test_an_event_that_json_loads_refuses_or_that_is_not_an_object_is_malformed(line: bytes) -> None:
     with pytest.raises(MalformedEventError):
         decode_event(line)
+
+
+# What orjson refuses and the standard library accepts: NaN (Python's json.dumps writes it), out-of-range
+# floats, lone surrogates, a byte-order mark.
+LIBERAL = [
+    b'{"type": "chunk", "step_time": NaN}',
+    b'{"type": "chunk", "step_time": -Infinity}',
+    b'{"type": "chunk", "step_time": 1e400}',
+    b'{"type": "chunk", "context_id": "\\ud800"}',
+    b'\xef\xbb\xbf{"type": "done"}',
+]
+
+
+@pytest.mark.parametrize("line", LIBERAL)
+def test_an_event_the_standard_library_accepts_is_not_malformed(line: bytes) -> None:
+    event, expected = decode_event(line), json.loads(line)
+    assert json.dumps(event) == json.dumps(expected)  # NaN != NaN: compared as text
 
 
 def test_events_decode_from_bytes_and_text_alike() -> None:
