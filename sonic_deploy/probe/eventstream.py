@@ -129,18 +129,28 @@ class FrameDecoder:
     _CACHE_LIMIT = 64
 
     def __init__(self) -> None:
-        self._pending = b""  # the start of a message whose end has not arrived yet
+        # The start of a message whose end has not arrived yet, in pieces, and the bytes it needs in all
+        # (its prelude's 12, then its total length): pieces are joined once, when enough are in.
+        self._pieces: list[bytes] = []
+        self._held = 0
+        self._needed = 0
         self._headers: dict[bytes, dict[str, HeaderValue]] = {}
 
     def feed(self, data: bytes) -> list[tuple[dict[str, HeaderValue], bytes]]:
         """The (headers, payload) of every message completed by `data`; FrameError if one is bad.
 
-        Messages are read in place (checksums over memoryviews): the only copies are each payload and
-        what is left over for the next call."""
-        if self._pending:
-            data = self._pending + data
+        Messages are read in place (checksums over memoryviews): the only copies are each payload, and
+        a message that arrives in several reads, joined once."""
+        if self._pieces:
+            self._pieces.append(data)
+            self._held += len(data)
+            if self._held < self._needed:
+                return []
+            data = b"".join(self._pieces)
+            self._pieces, self._held = [], 0
         view = memoryview(data)
         end, at = len(data), 0
+        needed = _PRELUDE.size
         messages: list[tuple[dict[str, HeaderValue], bytes]] = []
         while end - at >= _PRELUDE.size:
             total, headers_length, prelude_crc = _PRELUDE.unpack_from(data, at)
@@ -150,6 +160,7 @@ class FrameDecoder:
                 raise FrameError(f"impossible lengths: message {total}, headers {headers_length}")
             stop = at + total
             if stop > end:
+                needed = total
                 break
             if _crc(view[at : stop - 4]) != _CRC.unpack_from(data, stop - 4)[0]:
                 raise FrameError("message checksum mismatch")
@@ -162,5 +173,7 @@ class FrameDecoder:
                     self._headers[raw] = headers
             messages.append((headers, data[payload_at : stop - 4]))
             at = stop
-        self._pending = data[at:] if at else data
+        if at < end:
+            rest = data[at:] if at else data
+            self._pieces, self._held, self._needed = [rest], len(rest), needed
         return messages
