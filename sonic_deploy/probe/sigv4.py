@@ -15,11 +15,14 @@ import hmac
 from collections.abc import Mapping
 from urllib.parse import quote, urlsplit
 
+from botocore.auth import SIGNED_HEADERS_BLACKLIST
 from botocore.credentials import ReadOnlyCredentials
 from botocore.utils import normalize_url_path
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# Set by the signer or the HTTP client, or left unsigned by botocore: not for the caller to fix.
+_NOT_FIXED = {"host", "authorization", "x-amz-date", "x-amz-security-token", *SIGNED_HEADERS_BLACKLIST}
 
 
 def _trimmed(value: str) -> str:
@@ -49,6 +52,9 @@ class RequestSigner:
         self._path = quote(normalize_url_path(parts.path), safe="/~")
         self._headers = dict(headers)
         self._canonical = {name.lower(): _trimmed(value) for name, value in headers.items()}
+        refused = sorted(set(self._canonical) & _NOT_FIXED)
+        if refused or len(self._canonical) != len(self._headers):
+            raise ValueError(f"fixed headers must be signable and distinct, ignoring case: {sorted(headers)}")
         self._canonical["host"] = signed_host(url)
         self._scope_tail = f"{region}/{service}/aws4_request"
         self._key_for: tuple[str, str] | None = None
@@ -70,7 +76,10 @@ class RequestSigner:
         access_key, secret_key = credentials.access_key, credentials.secret_key
         if access_key is None or secret_key is None:
             raise ValueError("credentials without an access key or a secret key cannot sign")
-        stamp = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y%m%dT%H%M%SZ")
+        if now is not None and now.tzinfo is None:
+            raise ValueError("`now` must carry its time zone")
+        moment = now.astimezone(datetime.UTC) if now is not None else datetime.datetime.now(datetime.UTC)
+        stamp = moment.strftime("%Y%m%dT%H%M%SZ")
         headers = {**self._headers, "X-Amz-Date": stamp}
         canonical = {**self._canonical, "x-amz-date": stamp}
         if credentials.token:

@@ -71,6 +71,32 @@ def test_header_values_are_trimmed_as_sigv4_says(monkeypatch: pytest.MonkeyPatch
     assert signer.sign(PAYLOAD, LONG_TERM, at) == expected
 
 
+def test_the_instant_is_taken_in_utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    utc = datetime.datetime(2026, 11, 30, 23, 59, 58, tzinfo=datetime.UTC)
+    berlin = utc.astimezone(datetime.timezone(datetime.timedelta(hours=1)))  # already 1 December there
+    signer = RequestSigner(URLS[0], HEADERS, "sagemaker", "us-east-2")
+    assert signer.sign(PAYLOAD, LONG_TERM, berlin) == botocore_headers(
+        URLS[0], HEADERS, LONG_TERM, utc, monkeypatch
+    )
+    with pytest.raises(ValueError, match="time zone"):
+        signer.sign(PAYLOAD, LONG_TERM, utc.replace(tzinfo=None))
+
+
 def test_a_url_with_a_query_string_is_refused() -> None:
     with pytest.raises(ValueError, match="query string"):
         RequestSigner(URLS[0] + "?x=1", HEADERS, "sagemaker", "us-east-2")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"Host": "elsewhere"},
+        {"X-Amz-Date": "20260101T000000Z"},
+        {"User-Agent": "probe"},
+        {"content-type": "x"},
+    ],
+    ids=["host", "x-amz-date", "unsigned-by-botocore", "case-duplicate"],
+)
+def test_fixed_headers_the_signer_cannot_sign_as_botocore_would_are_refused(extra: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match="fixed headers"):
+        RequestSigner(URLS[0], {**HEADERS, **extra}, "sagemaker", "us-east-2")

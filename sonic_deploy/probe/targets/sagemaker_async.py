@@ -26,6 +26,7 @@ import aiohttp
 import botocore.session
 from botocore.awsrequest import HeadersDict
 from botocore.config import Config
+from botocore.credentials import ReadOnlyCredentials
 from botocore.exceptions import BotoCoreError
 from botocore.parsers import create_parser
 from botocore.utils import get_environ_proxies
@@ -61,19 +62,26 @@ class _Credentials:
 
     def __init__(self, source: Any) -> None:
         self._source = source
-        self._frozen: Any = None
+        self._frozen: ReadOnlyCredentials | None = None
         self._lock = asyncio.Lock()
 
-    def _stale(self) -> bool:
+    def _refresh_needed(self) -> bool:
         refresh_needed = getattr(self._source, "refresh_needed", None)
-        return self._frozen is None or (callable(refresh_needed) and bool(refresh_needed()))
+        return callable(refresh_needed) and bool(refresh_needed())
 
-    async def get(self) -> Any:
-        if self._stale():
+    async def get(self) -> ReadOnlyCredentials:
+        frozen = self._frozen
+        if frozen is None or self._refresh_needed():
             async with self._lock:
-                if self._stale():
-                    self._frozen = await asyncio.to_thread(self._source.get_frozen_credentials)
-        return self._frozen
+                frozen = self._frozen
+                if frozen is None or self._refresh_needed():
+                    frozen = await asyncio.to_thread(self._fetch)
+                    self._frozen = frozen
+        return frozen
+
+    def _fetch(self) -> ReadOnlyCredentials:
+        frozen: ReadOnlyCredentials = self._source.get_frozen_credentials()
+        return frozen
 
 
 class AsyncSageMakerTarget:
