@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from sonic_deploy.probe.event_loop import PreciseEpollSelector, precise_loop, steady_collector
+from sonic_deploy.cli import main
+from sonic_deploy.probe import server
+from sonic_deploy.probe.event_loop import PreciseEpollSelector, steady_collector
 
 
 class _Node:
@@ -92,14 +94,19 @@ def test_the_precise_selector_waits_for_the_exact_timeout_then_polls(monkeypatch
         right.send(b"x")
         assert [key.data for key, _ in selector.select(0.0003)] == ["left"]
         assert [key.data for key, _ in selector.select(None)] == ["left"]  # no timeout: plain epoll
+        assert [key.data for key, _ in selector.select(0)] == ["left"]  # none left: a poll
+        assert [key.data for key, _ in selector.select(-1.0)] == ["left"]
     assert waits == [0.0003, 0.0003]
 
 
 @needs_epoll
-def test_the_reference_server_loop_runs_timers_on_the_precise_selector() -> None:
-    loop = precise_loop()
-    try:
-        assert isinstance(loop._selector, PreciseEpollSelector)  # type: ignore[attr-defined]
-        assert loop.run_until_complete(asyncio.sleep(0.0013, result="woke")) == "woke"
-    finally:
-        loop.close()
+def test_the_reference_server_runs_on_the_precise_selector(monkeypatch: pytest.MonkeyPatch) -> None:
+    selectors_used: list[object] = []
+
+    async def serve(config: object) -> None:
+        selectors_used.append(asyncio.get_running_loop()._selector)  # type: ignore[attr-defined]
+        await asyncio.sleep(0.0013)  # a timer on it fires
+
+    monkeypatch.setattr(server, "serve", serve)
+    assert main(["probe", "serve", "--port", "0"]) == 0
+    assert [type(selector) for selector in selectors_used] == [PreciseEpollSelector]
