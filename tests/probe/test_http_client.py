@@ -58,10 +58,10 @@ def test_sent_is_when_the_body_is_written_not_when_the_headers_are_set_aside() -
     assert 0 <= arrivals[0] - trace["sent_at"] < 0.025
 
 
-def test_body_chunks_are_stamped_when_read_from_the_socket_not_when_the_reader_resumes() -> None:
-    """Headers at once, then a chunk 100 ms later, read while another coroutine holds the loop."""
+def _chunk_server(sent_chunk: list[float], end_after: float = 0.0) -> tuple[socket.socket, threading.Thread]:
+    """Headers at once, then one chunk 100 ms later (noting when it was sent), then the end `end_after` s
+    after that."""
     listener = socket.create_server(("127.0.0.1", 0))
-    sent_chunk: list[float] = []
 
     def serve() -> None:
         connection, _ = listener.accept()
@@ -71,10 +71,19 @@ def test_body_chunks_are_stamped_when_read_from_the_socket_not_when_the_reader_r
             connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
             time.sleep(0.1)
             sent_chunk.append(time.perf_counter())
-            connection.sendall(b"5\r\nhello\r\n0\r\n\r\n")
+            connection.sendall(b"5\r\nhello\r\n")
+            time.sleep(end_after)
+            connection.sendall(b"0\r\n\r\n")
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
+    return listener, thread
+
+
+def test_body_chunks_are_stamped_when_read_from_the_socket_not_when_the_reader_resumes() -> None:
+    """The chunk is read while another coroutine holds the loop."""
+    sent_chunk: list[float] = []
+    listener, thread = _chunk_server(sent_chunk)
     seen: list[tuple[float, float]] = []
 
     async def run() -> None:
@@ -96,3 +105,29 @@ def test_body_chunks_are_stamped_when_read_from_the_socket_not_when_the_reader_r
     # The busy coroutine runs between the read (which stamps) and the reader's resumption: 50 ms apart.
     assert stamped >= sent_chunk[0]
     assert resumed - stamped >= 0.04
+
+
+def test_a_chunk_that_came_in_before_the_reader_started_keeps_its_stamp() -> None:
+    """The reader starts 200 ms after the headers, 100 ms after the chunk came in (the body goes on): the
+    chunk's read counts, neither the headers' nor the reader's start."""
+    sent_chunk: list[float] = []
+    listener, thread = _chunk_server(sent_chunk, end_after=0.3)
+    seen: list[tuple[float, float]] = []
+
+    async def run() -> None:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+        async with (
+            traced_session(4) as session,
+            session.post(url, data=b"BODY", trace_request_ctx={}) as response,
+        ):
+            headers_at = time.perf_counter()
+            await asyncio.sleep(0.2)
+            async for at, data in stamped_body(response):
+                seen.append((at, headers_at))
+                assert data == b"hello"
+
+    asyncio.run(run())
+    thread.join(timeout=5)
+    listener.close()
+    ((stamped, headers_at),) = seen
+    assert sent_chunk[0] <= stamped < headers_at + 0.15

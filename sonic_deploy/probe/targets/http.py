@@ -42,20 +42,30 @@ async def _body_sent(
 
 
 class _StampedHandler(ResponseHandler):
-    """aiohttp's protocol, noting when its first unread bytes were read from the socket.
+    """aiohttp's protocol, noting when the first body bytes not yet read by the probe came off the socket.
 
     As the WebSocket client does: under load, the task reading a body resumes a loop turn or more after
-    its bytes arrived (behind every other stream's work), and that wait belongs to the client.
+    its bytes arrived (behind every other stream's work), and that wait belongs to the client. Only a read
+    that brought body bytes counts (they are counted by the response's stream, aiohttp's `_payload`): not
+    one that brought only headers, and not a stamp left from an earlier response on the connection.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop)
         self.read_at: float | None = None
 
+    def _body(self) -> tuple[object, int]:
+        payload = getattr(self, "_payload", None)
+        return payload, (payload.total_bytes if payload is not None else 0)
+
     def data_received(self, data: bytes) -> None:
-        if self.read_at is None:
-            self.read_at = time.perf_counter()
+        at = time.perf_counter()
+        before, before_bytes = self._body()
         super().data_received(data)
+        if self.read_at is None:
+            payload, total = self._body()
+            if total > (before_bytes if payload is before else 0):
+                self.read_at = at
 
 
 class _StampingConnector(aiohttp.TCPConnector):
@@ -73,11 +83,11 @@ async def stamped_body(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[
     connection = response.connection
     handler = connection.protocol if connection is not None else None
     stamped = handler if isinstance(handler, _StampedHandler) else None
-    if stamped is not None:
-        stamped.read_at = None  # the headers' read is not the body's
+    if stamped is not None and response.content.total_bytes == 0:
+        stamped.read_at = None  # none of this body has come in: nothing stamped is this body's
     async for data in response.content.iter_any():
         at = stamped.read_at if stamped is not None else None
-        if stamped is None or at is None:  # bytes that came in with the headers
+        if stamped is None or at is None:  # a connection that does not stamp its reads
             at = time.perf_counter()
         else:
             stamped.read_at = None
