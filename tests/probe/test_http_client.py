@@ -55,7 +55,7 @@ def test_sent_is_when_the_body_is_written_not_when_the_headers_are_set_aside() -
     listener.close()
     # aiohttp sets the headers aside and a separate task writes them with the body, a loop turn (here at
     # least 50 ms) later: counted from the headers, TTFA would hold that turn.
-    assert 0 <= arrivals[0] - trace["sent_at"] < 0.025
+    assert 0 <= arrivals[0] - trace["sent_at"] < 0.045  # under one busy turn (50 ms)
 
 
 def _chunk_server(sent_chunk: list[float], end_after: float = 0.0) -> tuple[socket.socket, threading.Thread]:
