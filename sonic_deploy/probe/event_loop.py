@@ -102,7 +102,8 @@ class PreciseEpollSelector(selectors.EpollSelector):
     `asyncio.sleep` ends up to a millisecond late, on top of what the kernel adds (on the development VM the
     median overshoot of a 89-90 ms sleep is 0.85 ms, and 0.36 ms with this selector: bench/timer_precision.py).
     Here the wait is a `select()` on the epoll descriptor itself (microseconds), followed by a poll that
-    does not block. Without a timeout, or with none left, it is plain epoll.
+    does not block. Without a timeout, or with none left, it is plain epoll; so is an epoll descriptor of
+    1024 or more, which `select()` cannot take (the loop makes it before any socket, so it is low).
     """
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
