@@ -2,14 +2,15 @@
 
 boto3's request, sent without boto3's threads. A botocore client of `sagemaker-runtime` (what boto3 is
 built on; one per process) gives the endpoint URL, the signing name, the Region, the credentials (boto3's
-chain) and the service model: the headers
-are the ones its serialiser writes (`Accept` travels as `X-Amzn-SageMaker-Accept`), the signature is
-SigV4 (`sigv4.RequestSigner`, the same headers as botocore's signer for a fraction of its CPU), and error responses are parsed by botocore's own parser, so both clients name errors
-alike. What differs is the I/O: aiohttp on the event loop, with no thread per request, and the event-stream
-frames decoded by `eventstream.FrameDecoder` (checked against botocore's decoder in the tests), which parses
-each distinct header block once where botocore parses every message's headers in Python. With 256 streams
-in flight on a 2-core host, boto3's threads contend for the interpreter lock and delay the probe's own
-timestamps by tens of milliseconds; this client does not (bench/probe_ttfa.py measures both).
+chain) and the service model: the headers are the ones its serialiser writes (`Accept` travels as
+`X-Amzn-SageMaker-Accept`), the signature is SigV4 (`sigv4.RequestSigner`: the headers botocore's signer
+writes, at a fraction of its CPU), and error responses are parsed by botocore's own parser, so both
+clients name errors alike. What differs is the I/O: aiohttp on the event loop, with no thread per request,
+and the event-stream frames decoded by `eventstream.FrameDecoder` (checked against botocore's decoder in
+the tests), which parses each distinct header block once where botocore parses every message's headers in
+Python. With 256 streams in flight on a 2-core host, boto3's threads contend for the interpreter lock and
+delay the probe's own timestamps by tens of milliseconds; this client does not (bench/probe_ttfa.py
+measures both).
 """
 
 from __future__ import annotations
