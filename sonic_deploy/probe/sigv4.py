@@ -53,8 +53,10 @@ class RequestSigner:
         self._headers = dict(headers)
         self._canonical = {name.lower(): _trimmed(value) for name, value in headers.items()}
         refused = sorted(set(self._canonical) & _NOT_FIXED)
-        if refused or len(self._canonical) != len(self._headers):
-            raise ValueError(f"fixed headers must be signable and distinct, ignoring case: {sorted(headers)}")
+        if refused:
+            raise ValueError(f"fixed headers {refused} are set by the signer or the HTTP client, or unsigned")
+        if len(self._canonical) != len(self._headers):
+            raise ValueError(f"fixed headers must be distinct, ignoring case: {sorted(headers)}")
         self._canonical["host"] = signed_host(url)
         self._scope_tail = f"{region}/{service}/aws4_request"
         self._key_for: tuple[str, str] | None = None

@@ -58,9 +58,9 @@ def test_sent_is_when_the_body_is_written_not_when_the_headers_are_set_aside() -
     assert 0 <= arrivals[0] - trace["sent_at"] < 0.045  # under one busy turn (50 ms)
 
 
-def _chunk_server(sent_chunk: list[float], end_after: float = 0.0) -> tuple[socket.socket, threading.Thread]:
-    """Headers at once, then one chunk 100 ms later (noting when it was sent), then the end `end_after` s
-    after that."""
+def _chunk_server(sent_chunk: list[float]) -> tuple[socket.socket, threading.Thread]:
+    """Headers at once, then one chunk 100 ms later (noting when it was sent), then the end 300 ms after
+    that: the body is still open when the reader reads the chunk."""
     listener = socket.create_server(("127.0.0.1", 0))
 
     def serve() -> None:
@@ -72,7 +72,7 @@ def _chunk_server(sent_chunk: list[float], end_after: float = 0.0) -> tuple[sock
             time.sleep(0.1)
             sent_chunk.append(time.perf_counter())
             connection.sendall(b"5\r\nhello\r\n")
-            time.sleep(end_after)
+            time.sleep(0.3)
             connection.sendall(b"0\r\n\r\n")
 
     thread = threading.Thread(target=serve, daemon=True)
@@ -81,7 +81,8 @@ def _chunk_server(sent_chunk: list[float], end_after: float = 0.0) -> tuple[sock
 
 
 def test_body_chunks_are_stamped_when_read_from_the_socket_not_when_the_reader_resumes() -> None:
-    """The chunk is read while another coroutine holds the loop."""
+    """The chunk is read while another coroutine holds the loop (the body goes on, as a stream's does: a
+    body that has ended before its reader starts has lost its connection, and is stamped when read)."""
     sent_chunk: list[float] = []
     listener, thread = _chunk_server(sent_chunk)
     seen: list[tuple[float, float]] = []
@@ -111,7 +112,7 @@ def test_a_chunk_that_came_in_before_the_reader_started_keeps_its_stamp() -> Non
     """The reader starts 200 ms after the headers, 100 ms after the chunk came in (the body goes on): the
     chunk's read counts, neither the headers' nor the reader's start."""
     sent_chunk: list[float] = []
-    listener, thread = _chunk_server(sent_chunk, end_after=0.3)
+    listener, thread = _chunk_server(sent_chunk)
     seen: list[tuple[float, float]] = []
 
     async def run() -> None:

@@ -232,7 +232,8 @@ def test_a_failed_pilot_tells_nothing_so_the_next_warm_up_is_timed(monkeypatch: 
     stats = event_loop.run(run_level(settings, level, 0, 1, lambda record: None))
     assert stats.ramp_up_s is not None and 0.09 <= stats.ramp_up_s < 0.2  # the second warm-up's 100 ms
     failed, pilot, *rest = target.began
-    assert pilot >= failed + 0.05  # after the usual back-off
-    assert all(began >= pilot + 0.1 for began in rest)  # the pilot ran alone
+    # uvloop's timers run on a millisecond clock and may end a sleep up to a millisecond early.
+    assert pilot >= failed + 0.045  # after the usual back-off (50 ms)
+    assert all(began >= pilot + 0.095 for began in rest)  # the pilot (100 ms) ran alone
     assert rest[3] - rest[0] >= 0.06  # four slots spread over ~100 ms, not at once
     assert (stats.requests, stats.ok) == (8, 8)

@@ -78,8 +78,9 @@ class _StampingConnector(aiohttp.TCPConnector):
 
 
 async def stamped_body(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[float, bytes]]:
-    """The body as it arrives, each piece with when its first bytes were read from the socket (or, on a
-    connection that does not note it, when the reader got it)."""
+    """The body as it arrives, each piece with when its first bytes were read from the socket; or when the
+    reader got it, on a connection that does not note it, or for a body that had ended before its reader
+    started (aiohttp has then given its connection back to the pool, with its stamp)."""
     connection = response.connection
     handler = connection.protocol if connection is not None else None
     stamped = handler if isinstance(handler, _StampedHandler) else None
