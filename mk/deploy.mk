@@ -90,7 +90,10 @@ define run_cdk_for_route
 	exit "$$status"
 endef
 
+# Placeholders (REPLACE-ME images, an unconfirmed model-package ARN, example addresses) stop a deploy here,
+# before any AWS call: a first create with them fails minutes later and may leave resources behind.
 deploy: $(DEPLOY_SETUP)
+	@$(CHANGES) target --env "$(ENV)" --route "$(ROUTE)" --deploy >/dev/null || exit 2
 	$(call run_cdk_for_route,deploy,--require-approval $(APPROVAL))
 
 destroy: $(DEPLOY_SETUP)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from functools import cache
@@ -83,6 +84,34 @@ def resources_of(template: Template, type_name: str) -> dict[str, Any]:
 
 
 EditConfig = Callable[[str, str, str], Path]
+
+DEPLOYABLE_ACCOUNT = "210987654321"
+
+
+def replace_placeholders(config: Path) -> Path:
+    """Make a copy of config/ as a user has it before a deploy: the ARN confirmed, images named, a real
+    account and on-call address in place of the shipped placeholders."""
+    packages = config / "model_packages.toml"
+    packages.write_text(re.sub(r"(?ms)^unconfirmed = \[.*?\]\n", "", packages.read_text()), encoding="utf-8")
+    for env_file in (config / "environments").glob("*.toml"):
+        text = env_file.read_text(encoding="utf-8")
+        for placeholder, value in (
+            ('"REPLACE-ME.pkg.dev', '"europe-docker.pkg.dev'),
+            ('tag = "REPLACE-ME"', 'tag = "1.0.0"'),
+            ("123456789012", DEPLOYABLE_ACCOUNT),
+            ("oncall@example.com", "oncall@sonic.test"),
+        ):
+            text = text.replace(placeholder, value)
+        env_file.write_text(text, encoding="utf-8")
+    return config
+
+
+@pytest.fixture
+def deployable_config(tmp_path: Path) -> Path:
+    """A copy of config/ with every shipped placeholder replaced."""
+    copy = tmp_path / "deployable-config"
+    shutil.copytree(CONFIG_DIR, copy)
+    return replace_placeholders(copy)
 
 
 @pytest.fixture

@@ -34,7 +34,13 @@ from sonic_deploy.changes.templates import (
     refresh_command,
     stack_templates,
 )
-from sonic_deploy.config import STACK_IDS, cloudformation_stack_name, environment_names, load_settings
+from sonic_deploy.config import (
+    STACK_IDS,
+    Settings,
+    cloudformation_stack_name,
+    environment_names,
+    load_settings,
+)
 
 EXIT_OK, EXIT_DANGEROUS, EXIT_USAGE = 0, 1, 2
 EXIT_NOT_EXPLAINED = 1
@@ -66,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--with-account",
         action="store_true",
         help="when config names no account, ask the credentials' account (STS)",
+    )
+    target.add_argument(
+        "--deploy",
+        action="store_true",
+        help="refuse the route's placeholders (REPLACE-ME images, an unconfirmed ARN...) before any AWS call",
     )
     target.set_defaults(run=run_target)
 
@@ -221,9 +232,22 @@ def run_target(args: argparse.Namespace) -> int:
     if args.route is not None:
         target = resolve_target(args.config, args.env, args.route)
         facts |= {"route": target.route, "stack_id": target.stack_id, "stack_name": target.stack_name}
+    if args.deploy:
+        refuse_placeholders(settings, [args.route] if args.route else routes)
     for key, value in facts.items():
         print(f"{key}={value}")
     return EXIT_OK
+
+
+def refuse_placeholders(settings: Settings, routes: Sequence[str]) -> None:
+    """A deploy with a shipped placeholder fails in AWS minutes later; stop it here, naming each one."""
+    found = [str(p) for route in routes for p in settings.placeholders.get(route, ())]
+    if found:
+        lines = "\n  ".join(found)
+        raise TargetError(
+            f"environment {settings.environment_name} still has {len(found)} placeholder(s) to replace "
+            f"before a deploy:\n  {lines}"
+        )
 
 
 def run_environments(args: argparse.Namespace) -> int:

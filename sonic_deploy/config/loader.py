@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from sonic_deploy.config.errors import MISSING, ConfigError
 from sonic_deploy.config.explain import explain
+from sonic_deploy.config.placeholders import find_placeholders
 from sonic_deploy.config.rules import (
     DEFAULT_ENVIRONMENT,
     INSTANCE_TYPES_FILE,
@@ -53,6 +55,8 @@ class Settings:
     environment: EnvironmentConfig
     model_package_arn: str | None
     catalogue: InstanceCatalogue
+    placeholders: Mapping[str, tuple[ConfigError, ...]] = field(default_factory=dict)
+    """Route -> shipped values still to replace (synth warns about them; deploy and preflight refuse them)."""
 
     @property
     def sagemaker_instance(self) -> InstanceType:
@@ -126,8 +130,10 @@ def load_settings(config_dir: Path, environment_name: str | None = None) -> Sett
     check_catalogue(config_dir / INSTANCE_TYPES_FILE, catalogue)
     check_packages(config_dir / MODEL_PACKAGES_FILE, packages)
     check_environment(env_file, name, environment, catalogue)
-    arn = _model_package_arn(env_file, config_dir / MODEL_PACKAGES_FILE, environment, packages)
-    return Settings(config_dir, name, environment, arn, catalogue)
+    packages_file = config_dir / MODEL_PACKAGES_FILE
+    arn = _model_package_arn(env_file, packages_file, environment, packages)
+    placeholders = find_placeholders(env_file, packages_file, environment, packages, arn)
+    return Settings(config_dir, name, environment, arn, catalogue, placeholders)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -57,6 +57,16 @@ def check_packages(path: Path, packages: ModelPackages) -> None:
                     problem=f"the ARN is for {match['region']}, not {region}",
                     fix=f"move it under `{match['region']} = ...` or use the {region} ARN",
                 )
+    listed = {arn for by_region in packages.versions.values() for arn in by_region.values()}
+    for arn in packages.unconfirmed:
+        if arn not in listed:
+            raise ConfigError(
+                file=path,
+                field="unconfirmed",
+                value=arn,
+                problem="not one of the ARNs listed under [versions]",
+                fix="remove it from `unconfirmed`, or correct it to match the ARN it stands for",
+            )
 
 
 def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
@@ -135,6 +145,21 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
         _check_sagemaker(fail, env, catalogue)
     if "ecs" in env.routes:
         _check_ecs(fail, env, catalogue, zones)
+    if name != DEFAULT_ENVIRONMENT:
+        _check_alarms_reach_someone(fail, env)
+
+
+def _check_alarms_reach_someone(fail: Fail, env: EnvironmentConfig) -> None:
+    """Outside the default environment an alarm nobody receives is a silent outage."""
+    lists = {"sagemaker": env.sagemaker.alarms.email, "ecs": env.ecs.alarms.email if env.ecs else ["-"]}
+    for route in env.routes:
+        if not lists[route]:
+            fail(
+                f"{route}.alarms.email",
+                [],
+                f"no one is subscribed to the {route} route's alarms",
+                f'add the on-call address: `email = ["oncall@your-company.com"]` under [{route}.alarms]',
+            )
 
 
 SUBNET_SIZE = 2 ** (32 - 20)  # the Network construct's private subnets are /20
@@ -196,7 +221,9 @@ def _check_sagemaker(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCata
 ECS_GPU_FAMILIES = ("g6", "g6e")
 SERVICES = ("api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent")
 FARGATE_SERVICES = ("api_server", "licence_proxy", "nats", "cloudwatch_agent")  # the agent: its scraper task
-GPU_AGENT_CPU, GPU_AGENT_MEMORY_MIB = 128, 256  # the metrics daemon beside each worker (SonicMetrics)
+# The CloudWatch agent on each GPU host (SonicMetrics): ECS keeps its memory free (ECS_RESERVED_MEMORY), and
+# the worker leaves it this much CPU.
+HOST_AGENT_CPU, HOST_AGENT_MEMORY_MIB = 128, 256
 # Fargate's CPU units -> allowed memory (MiB): min, max, step.
 FARGATE_SIZES = {
     256: (512, 2048, 512),
@@ -294,21 +321,21 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
     if instance and worker and agent:
         # ECS keeps some memory for the OS and agent; leave ~6% of the instance free.
         usable_mib = int(instance.memory_gib * 1024 * 0.94)
-        if worker.memory_mib + GPU_AGENT_MEMORY_MIB > usable_mib:
+        if worker.memory_mib + HOST_AGENT_MEMORY_MIB > usable_mib:
             fail(
                 "ecs.services.gpu_worker.memory_mib",
                 worker.memory_mib,
-                f"with the metrics agent ({GPU_AGENT_MEMORY_MIB} MiB) it does not fit a {ecs.instance_type} "
+                f"with the metrics agent ({HOST_AGENT_MEMORY_MIB} MiB) it does not fit a {ecs.instance_type} "
                 f"({usable_mib} MiB usable)",
-                f"set it to {usable_mib - GPU_AGENT_MEMORY_MIB} or less, or use a larger instance type",
+                f"set it to {usable_mib - HOST_AGENT_MEMORY_MIB} or less, or use a larger instance type",
             )
-        if worker.cpu + GPU_AGENT_CPU > instance.vcpus * 1024:
+        if worker.cpu + HOST_AGENT_CPU > instance.vcpus * 1024:
             fail(
                 "ecs.services.gpu_worker.cpu",
                 worker.cpu,
-                f"with the metrics agent ({GPU_AGENT_CPU} units) it exceeds a {ecs.instance_type}'s "
+                f"with the metrics agent ({HOST_AGENT_CPU} units) it exceeds a {ecs.instance_type}'s "
                 f"{instance.vcpus * 1024} CPU units",
-                f"set it to {instance.vcpus * 1024 - GPU_AGENT_CPU} or less",
+                f"set it to {instance.vcpus * 1024 - HOST_AGENT_CPU} or less",
             )
     if ecs.licence_mode == "air-gapped" and ecs.nat_gateways > 0:
         fail(

@@ -173,6 +173,10 @@ class EcsConfig(Strict):
         description="use the ECR repositories an earlier deploy left behind instead of creating them",
     )
     copy_images: bool = Field(default=True, description="copy images from Cartesia's registry at deploy time")
+    image_copy_memory_mib: Annotated[int, Field(ge=128, le=10240)] = Field(
+        default=3008,
+        description="memory of the image-copy Lambda (its CPU and network scale with it; it has 900 s at most)",
+    )
     secrets: SecretsConfig
     services: dict[ServiceName, ServiceConfig]
     alarms: EcsAlarmConfig = EcsAlarmConfig()
@@ -223,3 +227,7 @@ class ModelPackages(Strict):
     """config/model_packages.toml: `[versions."<sonic version>"]` with one `<region> = "<arn>"` per line."""
 
     versions: dict[str, dict[str, str]]
+    unconfirmed: list[str] = Field(
+        default=[],
+        description="ARNs listed above that nobody has checked against a subscription: synth warns, deploy refuses",
+    )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
+
+from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 
 class EncryptionKey(Construct):
@@ -21,7 +23,7 @@ class EncryptionKey(Construct):
             description="sonic-deploy: endpoint volumes, logs, alarm topic and images",
             enable_key_rotation=True,
             rotation_period=Duration.days(365),
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP_ONCE_CREATED,
         )
         # CloudWatch Logs encrypts a log group with this key only if the key policy lets the Regional
         # logs service use it for log groups of this account.

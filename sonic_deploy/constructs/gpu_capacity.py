@@ -45,6 +45,8 @@ class GpuCapacity(Construct):
             description="GPU instances: no ingress (tasks have their own ENIs)",
         )
         self.role = iam.Role(self, "InstanceRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+        # Boot commands; the capacity provider adds the cluster's, SonicMetrics the GPU metrics agent.
+        self.user_data = ec2.UserData.for_linux()
         self.launch_template = ec2.LaunchTemplate(
             self,
             "LaunchTemplate",
@@ -54,7 +56,7 @@ class GpuCapacity(Construct):
             http_put_response_hop_limit=2,  # containers in bridge/host mode reach IMDS through one hop more
             security_group=self.security_group,
             role=self.role,
-            user_data=ec2.UserData.for_linux(),
+            user_data=self.user_data,
             placement_group=placement.placement_group,
             block_devices=[
                 ec2.BlockDevice(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_efs as efs
@@ -11,6 +10,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from sonic_deploy.constructs.placement import SingleAzPlacement
+from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 
 class LicenceStore(Construct):
@@ -33,7 +33,7 @@ class LicenceStore(Construct):
             vpc_subnets=placement.subnets,
             encrypted=True,
             kms_key=key,
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP_ONCE_CREATED,
             performance_mode=efs.PerformanceMode.GENERAL_PURPOSE,
         )
         self.volume = ecs.Volume(

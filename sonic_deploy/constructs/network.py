@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -12,6 +11,7 @@ from constructs import Construct
 
 from sonic_deploy.constructs.findings import acknowledge
 from sonic_deploy.constructs.naming import id_from_name
+from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 PRIVATE_SUBNET_MASK = 20  # 4,091 addresses per AZ: room for endpoint ENIs and many GPU tasks
 
@@ -71,7 +71,7 @@ class Network(Construct):
             "FlowLogs",
             encryption_key=key,
             retention=flow_log_retention,
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP_ONCE_CREATED,
         )
         self.flow_log = ec2.FlowLog(
             self,

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import cdk_ecr_deployment as ecr_deployment
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from sonic_deploy.constructs.findings import acknowledge
 from sonic_deploy.constructs.naming import id_from_name
+from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 KEEP_TAGGED_IMAGES = 10
+# The copying Lambda's memory sets its share of CPU and network: a multi-GB worker image must arrive within
+# Lambda's fixed 900 s. 3008 MB is the most a new account may give a function before a quota increase.
+COPY_MEMORY_MIB = 3008
 EXPIRE_UNTAGGED_AFTER = Duration.days(7)
 
 
@@ -45,6 +51,8 @@ class ImageRegistry(Construct):
         key: kms.IKey,
         registry_credentials: secretsmanager.ISecret,
         copy_images: bool,
+        copy_log_retention_days: int,
+        copy_memory_mib: int = COPY_MEMORY_MIB,
         reuse_repositories: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -66,7 +74,7 @@ class ImageRegistry(Construct):
                     image_scan_on_push=True,
                     encryption=ecr.RepositoryEncryption.KMS,
                     encryption_key=key,
-                    removal_policy=RemovalPolicy.RETAIN,
+                    removal_policy=KEEP_ONCE_CREATED,
                     lifecycle_rules=[
                         ecr.LifecycleRule(
                             rule_priority=1,
@@ -92,6 +100,7 @@ class ImageRegistry(Construct):
                         registry_credentials.secret_arn if image.private else None,
                     ),
                     dest=ecr_deployment.DockerImageName(repository.repository_uri_for_tag(image.tag)),
+                    memory_limit=copy_memory_mib,
                 )
 
         if self.copies:
@@ -99,6 +108,13 @@ class ImageRegistry(Construct):
         # cdk-ecr-deployment puts one copying Lambda per stack at the stack's root.
         for child in Stack.of(self).node.children:
             if child.node.id.startswith("Custom::CDKECRDeployment"):
+                copy_logs = child.node.try_find_child("LogGroup")
+                if isinstance(copy_logs, logs.LogGroup):
+                    copy_logs.apply_removal_policy(KEEP_ONCE_CREATED)
+                    # The library makes this group without a retention: logs kept forever.
+                    cast(
+                        logs.CfnLogGroup, copy_logs.node.default_child
+                    ).retention_in_days = copy_log_retention_days
                 acknowledge(
                     child,
                     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"

@@ -39,12 +39,14 @@ class TrackedMetric:
     def math(cls, expression: str, using: Mapping[str, cloudwatch.Metric]) -> TrackedMetric:
         return cls(expression=expression, using=using)
 
-    def configuration(self, *, target: float, scale_out: Duration, scale_in: Duration) -> Spec:
+    def configuration(
+        self, *, target: float, scale_out: Duration, scale_in: Duration, may_scale_in: bool = True
+    ) -> Spec:
         common: dict[str, Any] = {
             "target_value": target,
             "scale_out_cooldown": scale_out.to_seconds(),
             "scale_in_cooldown": scale_in.to_seconds(),
-            "disable_scale_in": False,
+            "disable_scale_in": not may_scale_in,
         }
         if self.predefined is not None:
             return Spec(
@@ -110,7 +112,17 @@ def _dimensions(metric: cloudwatch.Metric) -> list[appscaling.CfnScalingPolicy.M
 
 class StreamScaling(Construct):
     """A scalable target and two target-tracking policies on it: stream load (per-replica concurrency times
-    the target ratio, or a load/capacity ratio) and GPU utilisation. Scale out fast, scale in slowly."""
+    the target ratio, or a load/capacity ratio) and GPU utilisation. Scale out fast, scale in slowly.
+
+    Only the stream policy scales in. Application Auto Scaling "will scale in only if all of the target
+    tracking policies (with the scale-in portion enabled) are ready to scale in", and a policy whose metric
+    is missing is never ready ("Application Auto Scaling cannot scale your scalable target until new data
+    points are found"; Application Auto Scaling User Guide, "Target tracking scaling policies"). A GPU policy
+    with scale-in enabled would let a GPU metric that stops arriving hold the fleet at its size, paid for;
+    with scale-in disabled it can only add capacity. If the stream metric itself goes missing, nothing
+    scales either way (the fleet stays where it is, never below `min_capacity`), and the routes' alarms on
+    that metric (missing data counts as breaching) say so.
+    """
 
     def __init__(
         self,
@@ -143,11 +155,23 @@ class StreamScaling(Construct):
             "StreamLoad", streams, streams_target, scale_out_cooldown, scale_in_cooldown
         )
         self.gpu_policy = self._policy(
-            "GpuUtilisation", gpu, gpu_target_percent, scale_out_cooldown, scale_in_cooldown
+            "GpuUtilisation",
+            gpu,
+            gpu_target_percent,
+            scale_out_cooldown,
+            scale_in_cooldown,
+            may_scale_in=False,
         )
 
     def _policy(
-        self, name: str, metric: TrackedMetric, value: float, scale_out: Duration, scale_in: Duration
+        self,
+        name: str,
+        metric: TrackedMetric,
+        value: float,
+        scale_out: Duration,
+        scale_in: Duration,
+        *,
+        may_scale_in: bool = True,
     ) -> appscaling.CfnScalingPolicy:
         return appscaling.CfnScalingPolicy(
             self,
@@ -156,6 +180,6 @@ class StreamScaling(Construct):
             policy_type="TargetTrackingScaling",
             scaling_target_id=self.target.scalable_target_id,
             target_tracking_scaling_policy_configuration=metric.configuration(
-                target=value, scale_out=scale_out, scale_in=scale_in
+                target=value, scale_out=scale_out, scale_in=scale_in, may_scale_in=may_scale_in
             ),
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
+from aws_cdk import Acknowledgment, Duration, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -15,8 +15,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from sonic_deploy.config.rules import GPU_AGENT_CPU, GPU_AGENT_MEMORY_MIB
+from sonic_deploy.config.rules import HOST_AGENT_MEMORY_MIB
 from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.gpu_capacity import GpuCapacity
+from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 from sonic_deploy.constructs.sonic_service import PROMETHEUS_JOB_LABEL, PROMETHEUS_PORT_LABEL
 
 GPU_NAMESPACE = "CWAgent"
@@ -33,7 +35,7 @@ ONE_MINUTE = Duration.minutes(1)
 
 
 def gpu_agent_config() -> dict[str, Any]:
-    """Agent config for the daemon on each GPU instance: nvidia_gpu, aggregated per Auto Scaling group."""
+    """Agent config for each GPU host: nvidia_gpu, aggregated per Auto Scaling group."""
     return {
         "agent": {"metrics_collection_interval": COLLECTION_INTERVAL_S},
         "metrics": {
@@ -114,9 +116,50 @@ def prometheus_config() -> str:
     )
 
 
+# Where the GPU hosts' agent reads its config (written by user data; the package creates the folder).
+HOST_AGENT_CONFIG = "/opt/aws/amazon-cloudwatch-agent/etc/sonic-gpu.json"
+HOST_AGENT_CTL = "/opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl"
+
+
+def gpu_host_agent_commands(config: dict[str, Any]) -> list[str]:
+    """User-data lines that install the CloudWatch agent on a GPU host and start it with `config`.
+
+    Why on the host and not as an ECS daemon: the ECS agent starts a container under the `nvidia` runtime
+    only when its task has a GPU association (aws/amazon-ecs-agent agent/api/task/task.go,
+    `if task.isGPUEnabled() && task.shouldRequireNvidiaRuntime(container)`, at 8dfceca6), and the AL2023 GPU
+    AMI registers `nvidia` as a named runtime through /etc/docker-runtimes.d, never as Docker's default
+    (aws/amazon-ecs-ami scripts/al2023/gpu/enable-ecs-agent-gpu-support-al2023.sh). A daemon that reserves no
+    GPU therefore runs under runc: no /dev/nvidia*, no nvidia-smi, no metric. One that reserved a GPU would take
+    the worker's only one. On the host the agent's `nvidia_gpu` input runs the driver's /usr/bin/nvidia-smi
+    (read-only NVML queries, nothing reserved).
+
+    The package comes from the AL2023 core repository, which is on S3: the VPC's S3 gateway endpoint reaches
+    it without NAT (air-gapped mode). Only that repository is enabled, so an unreachable third-party repository
+    (the AMI adds NVIDIA's) cannot fail the install. A failure is logged and the boot goes on: the instance
+    still joins the cluster, and the GpuMetricsMissing alarm says the metric is not arriving.
+    """
+    return [
+        "# sonic-deploy: GPU metrics from the host (see SonicMetrics).",
+        "if timeout 300 dnf install -y --disablerepo='*' --enablerepo=amazonlinux "
+        "--setopt=timeout=20 amazon-cloudwatch-agent; then",
+        f"cat > {HOST_AGENT_CONFIG} <<'SONIC_GPU_AGENT'",
+        json.dumps(config, sort_keys=True),
+        "SONIC_GPU_AGENT",
+        f"{HOST_AGENT_CTL} -a fetch-config -m ec2 -s -c file:{HOST_AGENT_CONFIG}",
+        "else",
+        "echo 'sonic-deploy: amazon-cloudwatch-agent did not install: no GPU metrics from this host' >&2",
+        "fi",
+        # The agent runs outside ECS: keep its memory out of what ECS may place tasks into. The ECS agent
+        # reads this file when it starts, after user data (ecs.service: After=cloud-final.service,
+        # aws/amazon-ecs-agent packaging/amazon-linux-ami-integrated/ecs.service).
+        f"echo ECS_RESERVED_MEMORY={HOST_AGENT_MEMORY_MIB} >> /etc/ecs/ecs.config",
+    ]
+
+
 class SonicMetrics(Construct):
-    """The CloudWatch agent twice: a daemon on every GPU instance (GPU figures need the host's driver) and
-    one scraper task (a scraper per instance would publish every worker's series once per instance)."""
+    """The CloudWatch agent twice: on every GPU host, installed from user data (GPU figures need the host's
+    driver: see `gpu_host_agent_commands`), and as one scraper task (a scraper per instance would publish
+    every worker's series once per instance)."""
 
     def __init__(
         self,
@@ -124,9 +167,9 @@ class SonicMetrics(Construct):
         construct_id: str,
         *,
         cluster: ecs.Cluster,
+        gpu_capacity: GpuCapacity,
         agent_image: ecs.ContainerImage,
         subnets: ec2.SubnetSelection,
-        auto_scaling_group_name: str,
         log_key: kms.IKey,
         log_retention: logs.RetentionDays,
         worker_job: str,
@@ -136,54 +179,36 @@ class SonicMetrics(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.cluster_name = cluster.cluster_name
-        self.auto_scaling_group_name = auto_scaling_group_name
+        self.auto_scaling_group_name = gpu_capacity.auto_scaling_group.auto_scaling_group_name
         agent_logs = logs.LogGroup(
             self,
             "AgentLogs",
             encryption_key=log_key,
             retention=log_retention,
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP_ONCE_CREATED,
         )
         metric_logs = logs.LogGroup(
             self,
             "PrometheusLogs",
             encryption_key=log_key,
             retention=log_retention,
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP_ONCE_CREATED,
         )
         agent_policy = iam.ManagedPolicy.from_aws_managed_policy_name("CloudWatchAgentServerPolicy")
 
-        gpu_task = ecs.Ec2TaskDefinition(self, "GpuAgentTask", network_mode=ecs.NetworkMode.HOST)
-        gpu_task.task_role.add_managed_policy(agent_policy)
-        gpu_task.add_container(
-            "cloudwatch-agent",
-            image=agent_image,
-            cpu=GPU_AGENT_CPU,
-            memory_reservation_mib=GPU_AGENT_MEMORY_MIB,
-            environment={
-                "CW_CONFIG_CONTENT": json.dumps(gpu_agent_config(), sort_keys=True),
-                # The NVIDIA runtime mounts nvidia-smi for these without reserving a GPU from the worker.
-                "NVIDIA_VISIBLE_DEVICES": "all",
-                "NVIDIA_DRIVER_CAPABILITIES": "utility",
-            },
-            logging=ecs.LogDriver.aws_logs(stream_prefix="gpu-agent", log_group=agent_logs),
+        # PutMetricData, and ec2:DescribeTags for ${aws:AutoScalingGroupName} (the agent's ec2tagger).
+        gpu_capacity.role.add_managed_policy(agent_policy)
+        acknowledge(
+            gpu_capacity.role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/CloudWatchAgentServerPolicy]",
+            reason="AWS's documented policy for the CloudWatch agent on the GPU hosts",
         )
-        Validations.of(gpu_task).acknowledge(
+        gpu_capacity.user_data.add_commands(*gpu_host_agent_commands(gpu_agent_config()))
+        Validations.of(gpu_capacity.launch_template).acknowledge(
             Acknowledgment(
                 id="CloudFormation-Validate::E1029",
                 reason="${aws:...} in the agent config are the CloudWatch agent's placeholders, not CloudFormation's",
             )
-        )
-        # A daemon replaces its task in place on each instance: GPU figures pause briefly during a deploy.
-        self.gpu_agent = ecs.Ec2Service(
-            self,
-            "GpuAgent",
-            cluster=cluster,
-            task_definition=gpu_task,
-            daemon=True,
-            min_healthy_percent=0,
-            max_healthy_percent=100,
-            circuit_breaker=ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
         )
 
         scraper_task = ecs.FargateTaskDefinition(
@@ -219,20 +244,19 @@ class SonicMetrics(Construct):
             },
             logging=ecs.LogDriver.aws_logs(stream_prefix="scraper", log_group=agent_logs),
         )
-        for task in (gpu_task, scraper_task):
-            acknowledge(
-                task, "AwsSolutions-ECS2", reason="the agent's generated configuration, nothing secret"
-            )
-            acknowledge(
-                task.task_role,
-                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/CloudWatchAgentServerPolicy]",
-                reason="AWS's documented policy for the CloudWatch agent",
-            )
-            acknowledge(
-                task.obtain_execution_role(),
-                "AwsSolutions-IAM5[Resource::*]",
-                reason="ecr:GetAuthorizationToken is not resource-scoped",
-            )
+        acknowledge(
+            scraper_task, "AwsSolutions-ECS2", reason="the agent's generated configuration, nothing secret"
+        )
+        acknowledge(
+            scraper_task.task_role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/CloudWatchAgentServerPolicy]",
+            reason="AWS's documented policy for the CloudWatch agent",
+        )
+        acknowledge(
+            scraper_task.obtain_execution_role(),
+            "AwsSolutions-IAM5[Resource::*]",
+            reason="ecr:GetAuthorizationToken is not resource-scoped",
+        )
         acknowledge(
             scraper_task.task_role,
             "AwsSolutions-IAM5[Resource::*]",
@@ -266,11 +290,13 @@ class SonicMetrics(Construct):
             dimensions_map={"ClusterName": self.cluster_name},
         )
 
-    def gpu_utilisation(self, *, period: Duration = ONE_MINUTE) -> cloudwatch.Metric:
+    def gpu_utilisation(
+        self, *, statistic: str = "Average", period: Duration = ONE_MINUTE
+    ) -> cloudwatch.Metric:
         return cloudwatch.Metric(
             namespace=GPU_NAMESPACE,
             metric_name="nvidia_smi_utilization_gpu",
-            statistic="Average",
+            statistic=statistic,
             period=period,
             dimensions_map={"AutoScalingGroupName": self.auto_scaling_group_name},
         )

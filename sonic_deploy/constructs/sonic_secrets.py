@@ -3,11 +3,12 @@ placeholder values for you to replace. Never in a template, never a plain enviro
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
+
+from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 REGISTRY_LOGIN_TEMPLATE = '{"username": "_json_key"}'
 
@@ -34,7 +35,7 @@ class SonicSecrets(Construct):
                 secret_name=api_key_name,
                 encryption_key=key,
                 description="Cartesia API key (replace the placeholder)",
-                removal_policy=RemovalPolicy.RETAIN,
+                removal_policy=KEEP_ONCE_CREATED,
             )
             self.registry_credentials = secretsmanager.Secret(
                 self,
@@ -45,7 +46,7 @@ class SonicSecrets(Construct):
                 generate_secret_string=secretsmanager.SecretStringGenerator(
                     secret_string_template=REGISTRY_LOGIN_TEMPLATE, generate_string_key="password"
                 ),
-                removal_policy=RemovalPolicy.RETAIN,
+                removal_policy=KEEP_ONCE_CREATED,
             )
         else:
             self.api_key = secretsmanager.Secret.from_secret_name_v2(self, "ApiKey", api_key_name)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -15,6 +15,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 PROMETHEUS_PORT_LABEL = "ECS_PROMETHEUS_EXPORTER_PORT"
 PROMETHEUS_JOB_LABEL = "ECS_PROMETHEUS_JOB_NAME"
@@ -78,7 +79,7 @@ class SonicService(Construct):
             description=f"{discovery_name}: ingress from named peers only",
         )
         self.log_group = logs.LogGroup(
-            self, "Logs", encryption_key=log_key, retention=log_retention, removal_policy=RemovalPolicy.RETAIN
+            self, "Logs", encryption_key=log_key, retention=log_retention, removal_policy=KEEP_ONCE_CREATED
         )
         self.task_definition: ecs.TaskDefinition
         if gpu_placement is None:

@@ -10,6 +10,8 @@ from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.sonic_metrics import SonicMetrics
 
 ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
+# A new GPU host boots, installs the agent and reports within a few minutes.
+GPU_METRICS_GRACE_MINUTES = 15
 
 
 class WorkerAlarms(Construct):
@@ -50,6 +52,20 @@ class WorkerAlarms(Construct):
             threshold=ttfa_p95_ms,
             evaluation_periods=2,
             description=f"Worker time to first audio p95 above {ttfa_p95_ms:g} ms for 10 minutes.",
+        )
+        # The GPU hosts' agent is installed at boot (SonicMetrics); if that failed, or the agent stopped,
+        # the GPU policy sees nothing. It cannot hold the fleet (it never scales in), but it cannot add
+        # capacity either: say so rather than find out at the next peak.
+        self.gpu_metrics_missing = alerting.alarm(
+            "GpuMetricsMissing",
+            metric=metrics.gpu_utilisation(statistic="SampleCount"),
+            threshold=1,
+            evaluation_periods=GPU_METRICS_GRACE_MINUTES,
+            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            missing_data=cloudwatch.TreatMissingData.BREACHING,
+            description=f"No GPU utilisation from the GPU hosts for {GPU_METRICS_GRACE_MINUTES} minutes: the "
+            "CloudWatch agent did not install or stopped (instance console output, "
+            "/var/log/amazon/amazon-cloudwatch-agent/); GPU-based scale-out is blind.",
         )
         self.gpu_pinned = alerting.alarm(
             "GpuPinned",

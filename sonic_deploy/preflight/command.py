@@ -35,6 +35,16 @@ def run_preflight_command(args: argparse.Namespace) -> int:
 
     require_config_dir(args.config_dir)
     settings = load_settings(args.config_dir, args.env)
+    placeholders = [p for route in settings.environment.routes for p in settings.placeholders.get(route, ())]
+    if placeholders:
+        # Checked before any AWS call: the answers would be about a deployment that cannot happen.
+        print(
+            f"sonic-deploy preflight: {args.env} still has {len(placeholders)} placeholder(s) to replace:",
+            *(f"  {p}" for p in placeholders),
+            sep="\n",
+            file=sys.stderr,
+        )
+        return 2
     region = settings.environment.region
     try:
         session = boto3.Session(profile_name=args.profile)

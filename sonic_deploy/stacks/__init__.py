@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import App, Environment, Stack, Tags
+from aws_cdk import Annotations, App, Environment, Stack, Tags
 
 from sonic_deploy.config import STACK_IDS, Settings
 from sonic_deploy.stacks.ecs import EcsStack
@@ -26,7 +26,12 @@ def add_stacks(app: App, settings: Settings, *, default_account: str | None = No
             stack_name=settings.stack_name(route),
             description=description,
         )
-    for stack in stacks.values():
+    for stack_route, stack in stacks.items():
         for key, value in env.tags.items():
             Tags.of(stack).add(key, value)
+        # Synth goes on (the default config must synthesize); `make deploy` and preflight refuse these.
+        for placeholder in settings.placeholders.get(stack_route, ()):
+            Annotations.of(stack).add_warning_v2(
+                f"sonic-deploy:placeholder:{placeholder.field}", f"placeholder: {placeholder}"
+            )
     return stacks

@@ -84,6 +84,8 @@ class EcsStack(SonicStack):
             key=key,
             registry_credentials=secrets.registry_credentials,
             copy_images=cfg.copy_images,
+            copy_log_retention_days=env.log_retention_days,
+            copy_memory_mib=cfg.image_copy_memory_mib,
             reuse_repositories=cfg.reuse_repositories,
             images={
                 name: ImageSource(s.source, s.tag, settings.ecr_repository(name), s.private_registry)
@@ -112,9 +114,9 @@ class EcsStack(SonicStack):
             self,
             "Metrics",
             cluster=cluster,
+            gpu_capacity=capacity,
             agent_image=registry.image("cloudwatch_agent"),
             subnets=placement.subnets,
-            auto_scaling_group_name=capacity.auto_scaling_group.auto_scaling_group_name,
             log_key=key,
             log_retention=retention,
             worker_job="gpu-worker",

@@ -15,6 +15,7 @@ import pytest
 
 from sonic_deploy.config import environment_names
 from tests.changes.narrow_config import SAGEMAKER_ONLY, config_with_sagemaker_only_environment
+from tests.conftest import DEPLOYABLE_ACCOUNT, replace_placeholders
 
 REPO = Path(__file__).resolve().parents[2]
 BOOTSTRAP_ERROR = (
@@ -49,7 +50,7 @@ class Make:
     def __init__(self, tmp_path: Path) -> None:
         self.tmp = tmp_path
         self.calls = tmp_path / "calls.txt"
-        self.config = config_with_sagemaker_only_environment(tmp_path)
+        self.config = replace_placeholders(config_with_sagemaker_only_environment(tmp_path))
         self.template = tmp_path / "synthesized.json"
         script = tmp_path / "fake_cdk.py"
         script.write_text(FAKE_CDK, encoding="utf-8")
@@ -159,6 +160,30 @@ def test_deploy_runs_cdk_for_the_routes_stack(make: Make) -> None:
     assert make.calls.read_text() == "deploy SonicSageMaker -c env=dev --require-approval never\n"
 
 
+def test_deploy_refuses_placeholders_before_any_cdk_call(tmp_path: Path) -> None:
+    """The shipped config: an unconfirmed ARN for dev's SageMaker route, REPLACE-ME images for its ECS route."""
+    make = Make(tmp_path)
+    make.config = config_with_sagemaker_only_environment(tmp_path / "shipped")
+    sagemaker = make("deploy", "ENV=dev", "ROUTE=sagemaker", "APPROVAL=never")
+    assert sagemaker.returncode == 2 and "Traceback" not in sagemaker.stderr
+    assert "1 placeholder(s) to replace before a deploy" in sagemaker.stderr
+    assert f'{make.config}/model_packages.toml: versions."sonic-3".us-east-2 = ' in sagemaker.stderr
+    assert "remove it from `unconfirmed`" in sagemaker.stderr
+    ecs = make("deploy", "ENV=dev", "ROUTE=ecs")
+    assert ecs.returncode == 2
+    assert (
+        f"{make.config}/environments/dev.toml: ecs.services.gpu_worker.tag = 'REPLACE-ME': still the shipped "
+        "placeholder. Fix: write the image tag from Cartesia's deployment bundle"
+    ) in ecs.stderr
+    assert "versions." not in ecs.stderr  # only the route being deployed
+    prod = make("deploy", "ENV=prod", "ROUTE=sagemaker")
+    assert "account = '123456789012': AWS's documentation example account" in prod.stderr
+    assert "sagemaker.alarms.email = 'oncall@example.com': an example address" in prod.stderr
+    assert not make.calls.exists()
+    # Destroying is never refused: a stack deployed before the check must still go.
+    assert make("destroy", "ENV=dev", "ROUTE=ecs", "FORCE=1").returncode == 0
+
+
 def test_destroy_names_what_is_retained(make: Make) -> None:
     result = make("destroy", "ENV=dev", "ROUTE=sagemaker", "FORCE=1")
     assert result.returncode == 0
@@ -169,8 +194,11 @@ def test_destroy_names_what_is_retained(make: Make) -> None:
 def test_missing_bootstrap_is_explained(make: Make) -> None:
     result = make("deploy", "ENV=prod", "ROUTE=sagemaker", FAKE_CDK_SAYS=BOOTSTRAP_ERROR, FAKE_CDK_EXIT="1")
     assert result.returncode != 0
-    assert "The CDK is not bootstrapped in aws://123456789012/us-east-2" in result.stderr
-    assert "make bootstrap ENV=prod      # runs cdk bootstrap aws://123456789012/us-east-2" in result.stderr
+    assert f"The CDK is not bootstrapped in aws://{DEPLOYABLE_ACCOUNT}/us-east-2" in result.stderr
+    assert (
+        f"make bootstrap ENV=prod      # runs cdk bootstrap aws://{DEPLOYABLE_ACCOUNT}/us-east-2"
+        in result.stderr
+    )
 
 
 def test_missing_bootstrap_without_an_account_explains_the_placeholder(make: Make) -> None:
@@ -197,7 +225,7 @@ def test_other_deploy_failures_are_passed_through(make: Make) -> None:
 
 def test_bootstrap_uses_the_configured_account(make: Make) -> None:
     assert make("bootstrap", "ENV=prod").returncode == 0
-    assert make.calls.read_text() == "bootstrap aws://123456789012/us-east-2 -c env=prod\n"
+    assert make.calls.read_text() == f"bootstrap aws://{DEPLOYABLE_ACCOUNT}/us-east-2 -c env=prod\n"
 
 
 def test_bootstrap_without_account_or_credentials_says_how_to_sign_in(make: Make) -> None:

@@ -10,6 +10,8 @@ from sonic_deploy.config import ConfigError, load_settings
 from tests.conftest import CONFIG_DIR, EditConfig
 
 DEV = "environments/dev.toml"
+SHIPPED_ARN = "arn:aws:sagemaker:us-east-2:570011132906:model-package/Sonic3-Sagemaker-V5"
+SHIPPED_LINE = f'us-east-2 = "{SHIPPED_ARN}"'
 
 
 def error_for(config_dir: Path, env: str = "dev") -> str:
@@ -20,9 +22,7 @@ def error_for(config_dir: Path, env: str = "dev") -> str:
 
 def test_shipped_environments_load() -> None:
     dev = load_settings(CONFIG_DIR, "dev")
-    assert (
-        dev.model_package_arn == "arn:aws:sagemaker:us-east-2:570011132906:model-package/Sonic3-Sagemaker-V5"
-    )
+    assert dev.model_package_arn == SHIPPED_ARN
     assert dev.sagemaker_streams_per_instance == 8  # one L40S x 8 streams per GPU
     assert dev.endpoint_name == "sonic-dev"
     assert load_settings(CONFIG_DIR, "prod").environment.account == "123456789012"
@@ -94,7 +94,11 @@ def test_fewer_than_two_instances(edit_config: EditConfig) -> None:
 
 
 def test_malformed_arn(edit_config: EditConfig) -> None:
-    config = edit_config("model_packages.toml", "model-package/Sonic3-Sagemaker-V5", "modelpackage/Sonic3")
+    config = edit_config(
+        "model_packages.toml",
+        SHIPPED_LINE,
+        SHIPPED_LINE.replace("model-package/Sonic3-Sagemaker-V5", "modelpackage/Sonic3"),
+    )
     assert error_for(config) == (
         f'{config}/model_packages.toml: versions."sonic-3".us-east-2 = '
         "'arn:aws:sagemaker:us-east-2:570011132906:modelpackage/Sonic3': not a SageMaker model-package ARN. "
@@ -104,7 +108,11 @@ def test_malformed_arn(edit_config: EditConfig) -> None:
 
 
 def test_arn_for_another_region(edit_config: EditConfig) -> None:
-    config = edit_config("model_packages.toml", "sagemaker:us-east-2:", "sagemaker:us-west-2:")
+    config = edit_config(
+        "model_packages.toml",
+        SHIPPED_LINE,
+        SHIPPED_LINE.replace("sagemaker:us-east-2:", "sagemaker:us-west-2:"),
+    )
     assert "the ARN is for us-west-2, not us-east-2. Fix: move it under `us-west-2 = ...`" in error_for(
         config
     )
@@ -220,4 +228,44 @@ def test_environment_name_that_cannot_name_resources(edit_config: EditConfig) ->
         f"{config}/environments: env = 'Staging_EU': not a usable environment name (it names stacks, ECR "
         "repositories and the endpoint). Fix: use lower-case letters, digits and hyphens, starting with a letter, "
         "e.g. staging-eu"
+    )
+
+
+def test_an_unconfirmed_arn_must_be_one_of_those_listed(edit_config: EditConfig) -> None:
+    config = edit_config("model_packages.toml", f'  "{SHIPPED_ARN}",', f'  "{SHIPPED_ARN}-typo",')
+    assert error_for(config) == (
+        f"{config}/model_packages.toml: unconfirmed = '{SHIPPED_ARN}-typo': not one of the ARNs listed under "
+        "[versions]. Fix: remove it from `unconfirmed`, or correct it to match the ARN it stands for"
+    )
+
+
+def test_shipped_placeholders_are_found_per_route() -> None:
+    dev = load_settings(CONFIG_DIR, "dev")
+    sagemaker = [(p.field, p.value) for p in dev.placeholders["sagemaker"]]
+    assert sagemaker == [('versions."sonic-3".us-east-2', SHIPPED_ARN)]
+    ecs = {p.field for p in dev.placeholders["ecs"]}
+    assert ecs == {
+        f"ecs.services.{service}.{field}"
+        for service in ("api_server", "gpu_worker", "licence_proxy")
+        for field in ("source", "tag")
+    }
+    prod = load_settings(CONFIG_DIR, "prod")
+    assert [(p.field, p.value) for p in prod.placeholders["sagemaker"]] == [
+        ("account", "123456789012"),
+        ('versions."sonic-3".us-east-2', SHIPPED_ARN),
+        ("sagemaker.alarms.email", "oncall@example.com"),
+    ]
+
+
+def test_replaced_placeholders_leave_none(deployable_config: Path) -> None:
+    assert load_settings(deployable_config, "dev").placeholders == {"sagemaker": (), "ecs": ()}
+    assert load_settings(deployable_config, "prod").placeholders == {"sagemaker": ()}
+
+
+def test_alarms_must_reach_someone_outside_dev(edit_config: EditConfig) -> None:
+    config = edit_config("environments/prod.toml", 'email = ["oncall@example.com"]', "email = []")
+    assert error_for(config, "prod") == (
+        f"{config}/environments/prod.toml: sagemaker.alarms.email = []: no one is subscribed to the sagemaker "
+        'route\'s alarms. Fix: add the on-call address: `email = ["oncall@your-company.com"]` under '
+        "[sagemaker.alarms]"
     )

@@ -44,7 +44,7 @@ def test_flow_logs_to_encrypted_group(sagemaker_template: Template) -> None:
         "AWS::Logs::LogGroup",
         {
             "Properties": {"KmsKeyId": Match.any_value(), "RetentionInDays": 30},
-            "DeletionPolicy": "Retain",
+            "DeletionPolicy": "RetainExceptOnCreate",
         },
     )
 

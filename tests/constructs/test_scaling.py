@@ -67,6 +67,8 @@ def test_gpu_policy_tracks_gpu_utilisation(sagemaker_template: Template) -> None
                     "TargetValue": 80,
                     "ScaleOutCooldown": 30,
                     "ScaleInCooldown": 900,
+                    # A GPU figure that stops arriving must not hold the fleet: only streams scale in.
+                    "DisableScaleIn": True,
                 }
             ),
         },

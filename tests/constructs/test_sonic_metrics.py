@@ -1,34 +1,60 @@
-"""SonicMetrics: generated agent configs, the GPU daemon, the scraper; ECS scaling and alarms built on them."""
+"""SonicMetrics: generated agent configs, the agent on each GPU host, the scraper; ECS scaling and alarms built on them."""
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
-from sonic_deploy.constructs.sonic_metrics import gpu_agent_config, prometheus_config, scraper_agent_config
+from sonic_deploy.constructs.sonic_metrics import (
+    HOST_AGENT_CONFIG,
+    gpu_agent_config,
+    prometheus_config,
+    scraper_agent_config,
+)
 from tests.conftest import resources_of
 
 
-def _agent_env(template: Template, family_prefix: str) -> dict[str, str]:
-    for key, task in resources_of(template, "AWS::ECS::TaskDefinition").items():
-        if key.startswith(family_prefix):
-            env = task["Properties"]["ContainerDefinitions"][0]["Environment"]
-            return {e["Name"]: e["Value"] for e in env}
-    raise AssertionError(family_prefix)
-
-
-def test_gpu_daemon_on_every_instance_publishes_nvidia_gpu(ecs_template: Template) -> None:
-    ecs_template.has_resource_properties(
-        "AWS::ECS::Service", {"SchedulingStrategy": "DAEMON", "LaunchType": "EC2"}
+def _user_data(template: Template) -> str:
+    """The GPU hosts' user data as the instance receives it, CloudFormation references shown as CFN_Ref."""
+    (launch_template,) = resources_of(template, "AWS::EC2::LaunchTemplate").values()
+    joined = launch_template["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]
+    parts = joined["Fn::Join"][1] if isinstance(joined, dict) else [joined]
+    return "".join(
+        part if isinstance(part, str) else f"CFN_{next(iter(part)).replace('::', '_')}" for part in parts
     )
-    env = _agent_env(ecs_template, "MetricsGpuAgentTask")
-    config = json.loads(env["CW_CONFIG_CONTENT"])
+
+
+def test_gpu_metrics_come_from_an_agent_on_each_gpu_host(ecs_template: Template) -> None:
+    """Not a daemon task: one that reserves no GPU runs under runc and sees no GPU (SonicMetrics)."""
+    script = _user_data(ecs_template)
+    written = script.split("<<'SONIC_GPU_AGENT'\n", 1)[1].split("\nSONIC_GPU_AGENT\n", 1)[0]
+    config = json.loads(written)
     assert config == json.loads(json.dumps(gpu_agent_config()))
     assert "utilization_gpu" in config["metrics"]["metrics_collected"]["nvidia_gpu"]["measurement"]
     assert config["metrics"]["aggregation_dimensions"] == [["AutoScalingGroupName"]]
-    assert env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert "dnf install -y --disablerepo='*' --enablerepo=amazonlinux" in script
+    assert f"-a fetch-config -m ec2 -s -c file:{HOST_AGENT_CONFIG}" in script
+    # The cluster's own line is still there, and ECS keeps the agent's memory free.
+    assert "ECS_CLUSTER=CFN_Ref >> /etc/ecs/ecs.config" in script
+    assert "echo ECS_RESERVED_MEMORY=256 >> /etc/ecs/ecs.config" in script
+    assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
+    ecs_template.resource_properties_count_is("AWS::ECS::Service", {"SchedulingStrategy": "DAEMON"}, 0)
+    assert "NVIDIA_VISIBLE_DEVICES" not in json.dumps(resources_of(ecs_template, "AWS::ECS::TaskDefinition"))
+
+
+def test_gpu_host_role_may_publish_metrics_and_read_its_group_tag(ecs_template: Template) -> None:
+    (role,) = [
+        r
+        for key, r in resources_of(ecs_template, "AWS::IAM::Role").items()
+        if key.startswith("GpuCapacityInstanceRole")
+    ]
+    assert {
+        "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::aws:policy/CloudWatchAgentServerPolicy"]]
+    } in (role["Properties"]["ManagedPolicyArns"])
 
 
 def test_scraper_config_selects_worker_and_api_series() -> None:
@@ -101,24 +127,44 @@ def test_worker_scaling_on_load_over_capacity_by_metric_math(ecs_template: Templ
     assert gpu["TargetValue"] == 80
 
 
+def _alarms(template: Template) -> dict[str, dict[str, Any]]:
+    """Alarm construct name (its logical ID without "Alerting" and the hash) -> properties."""
+    found = {}
+    for key, alarm in resources_of(template, "AWS::CloudWatch::Alarm").items():
+        name = re.sub(r"[0-9A-F]{8}$", "", key)
+        found[name.removeprefix("Alerting")] = alarm["Properties"]
+    return found
+
+
 def test_ecs_alarms(ecs_template: Template) -> None:
-    alarms = {
-        a["Properties"]["MetricName"]: a["Properties"]
-        for a in resources_of(ecs_template, "AWS::CloudWatch::Alarm").values()
-    }
+    alarms = _alarms(ecs_template)
     assert set(alarms) == {
-        "inferno_worker_capacity",
-        "api_unserviceable_requests_size",
-        "inferno_worker_ttfa",
-        "nvidia_smi_utilization_gpu",
-        "UnHealthyHostCount",
+        "NoWorkerCapacity",
+        "UnserviceableRequests",
+        "WorkerTtfaP95",
+        "GpuMetricsMissing",
+        "GpuPinned",
+        "UnhealthyApiTargets",
     }
-    assert alarms["inferno_worker_capacity"]["TreatMissingData"] == "breaching"
+    assert alarms["NoWorkerCapacity"]["TreatMissingData"] == "breaching"
     assert (
-        alarms["api_unserviceable_requests_size"]["Threshold"],
-        alarms["api_unserviceable_requests_size"]["ComparisonOperator"],
+        alarms["UnserviceableRequests"]["Threshold"],
+        alarms["UnserviceableRequests"]["ComparisonOperator"],
     ) == (0, "GreaterThanThreshold")
     assert (
-        alarms["inferno_worker_ttfa"]["ExtendedStatistic"],
-        alarms["inferno_worker_ttfa"]["Threshold"],
+        alarms["WorkerTtfaP95"]["ExtendedStatistic"],
+        alarms["WorkerTtfaP95"]["Threshold"],
     ) == ("p95", 200)
+
+
+def test_gpu_metrics_that_stop_arriving_raise_an_alarm(ecs_template: Template) -> None:
+    missing = _alarms(ecs_template)["GpuMetricsMissing"]
+    assert (missing["MetricName"], missing["Statistic"]) == ("nvidia_smi_utilization_gpu", "SampleCount")
+    assert (missing["ComparisonOperator"], missing["Threshold"]) == ("LessThanThreshold", 1)
+    assert missing["TreatMissingData"] == "breaching"
+
+
+def test_a_missing_gpu_metric_cannot_hold_the_fleet(ecs_template: Template) -> None:
+    """Only the stream policy votes on scale-in; the GPU policy only adds capacity (StreamScaling)."""
+    assert _policy(ecs_template, "GpuUtilisation")["DisableScaleIn"] is True
+    assert _policy(ecs_template, "StreamLoad")["DisableScaleIn"] is False

@@ -130,7 +130,7 @@ def test_ecr_repositories(ecs_template: Template) -> None:
     }
     for repository in repositories.values():
         props = repository["Properties"]
-        assert repository["DeletionPolicy"] == "Retain"
+        assert repository["DeletionPolicy"] == "RetainExceptOnCreate"
         assert props["ImageTagMutability"] == "IMMUTABLE"
         assert props["ImageScanningConfiguration"] == {"ScanOnPush": True}
         assert props["EncryptionConfiguration"]["EncryptionType"] == "KMS"
@@ -212,3 +212,19 @@ def test_reusing_repositories_left_by_an_earlier_deploy(edit_config: EditConfig)
         if d["Name"] == "gpu-worker"
     )
     assert "/sonic-dev/gpu-worker:REPLACE-ME" in json.dumps(worker["Image"])
+
+
+def test_image_copy_has_room_for_multi_gigabyte_images_and_its_logs_expire(ecs_template: Template) -> None:
+    (copier,) = [
+        f["Properties"]
+        for key, f in resources_of(ecs_template, "AWS::Lambda::Function").items()
+        if key.startswith("CustomCDKECRDeployment")
+    ]
+    assert (copier["MemorySize"], copier["Timeout"]) == (3008, 900)
+    (copy_logs,) = [
+        group
+        for key, group in resources_of(ecs_template, "AWS::Logs::LogGroup").items()
+        if key.startswith("CustomCDKECRDeployment")
+    ]
+    assert copy_logs["Properties"]["RetentionInDays"] == 30
+    assert copy_logs["DeletionPolicy"] == "RetainExceptOnCreate"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -86,11 +87,31 @@ def wired(fake_aws: FakeAws, monkeypatch: pytest.MonkeyPatch) -> FakeAws:
     return fake_aws
 
 
-def preflight(*args: str) -> int:
-    return main(["preflight", "--env", "dev", "--config-dir", str(ROOT / "config"), *args])
+@pytest.fixture
+def preflight(deployable_config: Path) -> Callable[..., int]:
+    def run(*args: str) -> int:
+        return main(["preflight", "--env", "dev", "--config-dir", str(deployable_config), *args])
+
+    return run
 
 
-def test_command_exits_0_when_nothing_fails(wired: FakeAws, capsys: pytest.CaptureFixture[str]) -> None:
+def test_placeholders_are_refused_before_any_aws_call(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_aws(*args: object, **kwargs: object) -> None:
+        raise AssertionError("preflight called AWS with placeholders in config")
+
+    monkeypatch.setattr("boto3.Session", no_aws)
+    assert main(["preflight", "--env", "dev", "--config-dir", str(ROOT / "config")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("sonic-deploy preflight: dev still has 7 placeholder(s) to replace:\n")
+    assert f"  {ROOT}/config/environments/dev.toml: ecs.services.api_server.source = " in error
+    assert "remove it from `unconfirmed`" in error and "Traceback" not in error
+
+
+def test_command_exits_0_when_nothing_fails(
+    wired: FakeAws, capsys: pytest.CaptureFixture[str], preflight: Callable[..., int]
+) -> None:
     ready_account(wired)
     wired.stub_vcpu_quota(64.0)
     for name in ("sonic/dev/cartesia-api-key", "sonic/dev/cartesia-registry"):
@@ -104,7 +125,9 @@ def test_command_exits_0_when_nothing_fails(wired: FakeAws, capsys: pytest.Captu
     assert out[-1] == "All checks passed or were skipped."
 
 
-def test_command_exits_1_with_json_for_ci(wired: FakeAws, capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_exits_1_with_json_for_ci(
+    wired: FakeAws, capsys: pytest.CaptureFixture[str], preflight: Callable[..., int]
+) -> None:
     wired.stub_sagemaker_error("ValidationException", "Caller is not subscribed to the marketplace offering.")
     wired.stub_endpoint_quota("ml.g6e.xlarge for endpoint usage", 8.0)
     wired.stub_other_endpoints()
@@ -137,7 +160,10 @@ def test_planner_and_preflight_never_import_aws_cdk() -> None:
 
 
 def test_unknown_profile_is_reported_without_a_traceback(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    preflight: Callable[..., int],
 ) -> None:
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     assert preflight("--profile", "nosuch") == 1

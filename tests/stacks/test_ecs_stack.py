@@ -7,6 +7,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
+from sonic_deploy.config import Settings
 from tests.conftest import EditConfig, resources_of, synthesize_from
 from tests.snapshot import scrubbed
 
@@ -15,10 +16,16 @@ def test_snapshot(ecs_template: Template, snapshot: SnapshotAssertion) -> None:
     assert scrubbed(ecs_template.to_json()) == snapshot(extension_class=JSONSnapshotExtension)
 
 
-def test_no_warnings_or_errors(ecs_stack: Stack) -> None:
+def test_no_errors_and_no_warnings_but_the_placeholders(ecs_stack: Stack, dev_settings: Settings) -> None:
+    """Synth of the shipped config goes on, warning once per placeholder with its file, field and fix."""
     annotations = Annotations.from_stack(ecs_stack)
-    assert annotations.find_warning("*", Match.any_value()) == []
     assert annotations.find_error("*", Match.any_value()) == []
+    warnings = [str(w.entry.data) for w in annotations.find_warning("*", Match.any_value())]
+    expected = [
+        f"placeholder: {p} [ack: sonic-deploy:placeholder:{p.field}]"
+        for p in dev_settings.placeholders["ecs"]
+    ]
+    assert expected and warnings == expected
 
 
 def test_outputs(ecs_template: Template) -> None:
@@ -37,7 +44,7 @@ def test_air_gapped_has_no_egress_and_keeps_the_licence(edit_config: EditConfig)
         "AWS::EFS::FileSystem",
         {
             "Properties": Match.object_like({"Encrypted": True, "KmsKeyId": Match.any_value()}),
-            "DeletionPolicy": "Retain",
+            "DeletionPolicy": "RetainExceptOnCreate",
         },
     )
     licence = next(

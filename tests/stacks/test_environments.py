@@ -36,3 +36,28 @@ def test_existing_vpc_synthesizes_both_routes_without_a_new_vpc(edit_config: Edi
     Template.from_stack(stacks["ecs"]).has_resource_properties(
         "AWS::AutoScaling::AutoScalingGroup", {"VPCZoneIdentifier": ["subnet-0aaaaaaaaaaaaaaa0"]}
     )
+
+
+KEPT_TYPES = {
+    "AWS::KMS::Key",
+    "AWS::ECR::Repository",
+    "AWS::Logs::LogGroup",
+    "AWS::EFS::FileSystem",
+    "AWS::SecretsManager::Secret",
+}
+
+
+@pytest.mark.parametrize("route", ["sagemaker", "ecs"])
+def test_stateful_resources_are_kept_except_when_their_first_create_rolls_back(route: str) -> None:
+    """A failed first deploy leaves nothing behind (no "already exists" on the retry); later ones keep data."""
+    template = Template.from_stack(synthesized("dev")[1][route]).to_json()["Resources"]
+    policies = {
+        key: (resource["Type"], resource.get("DeletionPolicy"), resource.get("UpdateReplacePolicy"))
+        for key, resource in template.items()
+        if resource.get("DeletionPolicy") not in (None, "Delete")
+    }
+    assert policies, "no retained resources at all"
+    assert {kind for kind, _, _ in policies.values()} <= KEPT_TYPES
+    assert {(deletion, replace) for _, deletion, replace in policies.values()} == {
+        ("RetainExceptOnCreate", "Retain")
+    }

@@ -1,0 +1,91 @@
+"""Values shipped in config/ to be replaced before a real deploy: image names and tags, an ARN nobody has
+confirmed, a documentation account, example e-mail addresses.
+
+They must not stop `make synth` on the default config (a newcomer synthesizes before owning any of these),
+so synth only warns. A first create with them fails in AWS after minutes, and may leave retained resources
+behind; `make deploy`, the deploy workflow and `sonic-deploy preflight` therefore refuse them before any
+AWS call, with the file, the field and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from sonic_deploy.config.errors import ConfigError
+from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
+
+PLACEHOLDER_MARK = "REPLACE-ME"
+# AWS's own documentation account; a deploy with it fails with the wrong credentials, or not at all.
+DOCUMENTATION_ACCOUNT = "123456789012"
+# RFC 2606 reserves these domains for examples: no one reads an alarm sent there.
+EXAMPLE_DOMAINS = ("example.com", "example.org", "example.net")
+
+
+def find_placeholders(
+    env_file: Path,
+    packages_file: Path,
+    env: EnvironmentConfig,
+    packages: ModelPackages,
+    model_package_arn: str | None,
+) -> dict[str, tuple[ConfigError, ...]]:
+    """Route -> the placeholders its stack would deploy, each as the error a deploy shows."""
+    return {
+        route: tuple(_placeholders(route, env_file, packages_file, env, packages, model_package_arn))
+        for route in env.routes
+    }
+
+
+def _placeholders(
+    route: str,
+    env_file: Path,
+    packages_file: Path,
+    env: EnvironmentConfig,
+    packages: ModelPackages,
+    model_package_arn: str | None,
+) -> Iterator[ConfigError]:
+    if env.account == DOCUMENTATION_ACCOUNT:
+        yield ConfigError(
+            file=env_file,
+            field="account",
+            value=env.account,
+            problem="AWS's documentation example account, not yours",
+            fix="write your 12-digit account id (`aws sts get-caller-identity --query Account`)",
+        )
+    if route == "sagemaker":
+        if model_package_arn is not None and model_package_arn in packages.unconfirmed:
+            yield ConfigError(
+                file=packages_file,
+                field=f'versions."{env.sonic_version}".{env.region}',
+                value=model_package_arn,
+                problem="an ARN seen in public samples, not confirmed against a subscription",
+                fix="compare it with SageMaker AI > Model packages > My subscriptions in this Region, then "
+                "remove it from `unconfirmed` (or write your own ARN)",
+            )
+        yield from _example_emails(env_file, "sagemaker.alarms.email", env.sagemaker.alarms.email)
+    if route == "ecs" and env.ecs is not None:
+        for name, service in env.ecs.services.items():
+            for field in ("source", "tag"):
+                value = getattr(service, field)
+                if PLACEHOLDER_MARK.lower() in value.lower():
+                    yield ConfigError(
+                        file=env_file,
+                        field=f"ecs.services.{name}.{field}",
+                        value=value,
+                        problem="still the shipped placeholder",
+                        fix=f"write the image {field} from Cartesia's deployment bundle",
+                    )
+        yield from _example_emails(env_file, "ecs.alarms.email", env.ecs.alarms.email)
+
+
+def _example_emails(env_file: Path, field: str, addresses: list[str]) -> Iterator[ConfigError]:
+    for address in addresses:
+        domain = address.rsplit("@", 1)[-1].lower()
+        if any(domain == d or domain.endswith(f".{d}") for d in EXAMPLE_DOMAINS):
+            yield ConfigError(
+                file=env_file,
+                field=field,
+                value=address,
+                problem="an example address: nobody would receive the alarms",
+                fix="write the on-call address (a list that reaches a person)",
+            )
