@@ -7,7 +7,6 @@ from datetime import date
 from pathlib import Path
 
 from sonic_deploy.config import ConfigError, Settings
-from sonic_deploy.config.schema import catalogue_streams
 from sonic_deploy.planner.capacity import StreamsPerInstance, Workload
 from sonic_deploy.planner.costs import EcsOverheads, PlanRow, ecs_rows, sagemaker_row
 from sonic_deploy.planner.price_table import PriceLookup, PriceRow, PriceTable, price_age_days
@@ -104,8 +103,5 @@ def streams_per_instance(
             sagemaker.streams_per_instance,
             f"environment {settings.environment_name}: sagemaker.streams_per_instance",
         )
-    gpu = catalogue.gpus[row.gpu]
-    return StreamsPerInstance(
-        catalogue_streams(catalogue, instance_type),
-        f"catalogue: {row.gpus} x {row.gpu} at {gpu.streams_per_gpu} ({gpu.source})",
-    )
+    published = settings.catalogue_streams(instance_type)
+    return StreamsPerInstance(published.streams, f"catalogue: {published.source}")

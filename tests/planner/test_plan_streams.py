@@ -18,7 +18,12 @@ SETTINGS = load_settings(ROOT / "config", "dev")
 
 def test_catalogue_figures() -> None:
     assert streams_per_instance(SETTINGS, "g6.4xlarge", None).count == 4  # one L4 at 4
-    assert streams_per_instance(SETTINGS, "ml.g6e.xlarge", None).source.startswith("catalogue: 1 x L40S at 8")
+    assert streams_per_instance(SETTINGS, "ml.g6e.xlarge", None).source.startswith(
+        "catalogue: sonic-3, per ml.g6e.xlarge: Cartesia's Sonic 3 SageMaker listing README"
+    )
+    assert streams_per_instance(SETTINGS, "g6e.xlarge", None).source.startswith(
+        "catalogue: sonic-3, 1 x L40S at 8"
+    )
 
 
 def test_environment_override_applies_to_its_sagemaker_type_only() -> None:
