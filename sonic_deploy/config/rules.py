@@ -33,6 +33,7 @@ def check_catalogue(path: Path, catalogue: InstanceCatalogue) -> None:
                 problem="GPU model not described under [gpus]",
                 fix=f"add a [gpus.{row.gpu}] table or use one of {', '.join(catalogue.gpus)}",
             )
+    # GPU -> the first instance type that uses it (named when a version has no figure for that GPU).
     used_gpus = {row.gpu: name for name, row in reversed(catalogue.instance_types.items())}
     for version, figures in catalogue.concurrency.items():
         table = f'concurrency."{version}"'

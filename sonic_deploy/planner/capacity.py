@@ -110,7 +110,7 @@ StreamsBasis = Literal["measured", "configured", "catalogue"]
 
 @dataclass(frozen=True)
 class Figure:
-    """A streams-per-instance figure the plan did not use, and why it was there."""
+    """A streams-per-instance figure and where it comes from: the one a plan uses, or one it replaced."""
 
     basis: StreamsBasis
     streams: int
