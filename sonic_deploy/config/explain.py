@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
+from typing import get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -17,7 +18,7 @@ def explain(path: Path, model: type[BaseModel], error: ValidationError) -> Confi
     errors = error.errors()
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = [str(part) for part in first["loc"]]
-    field = ".".join(loc)
+    field = toml_path(loc)
     kind = first["type"]
     if kind == "extra_forbidden":
         known = known_keys(model, loc[:-1])
@@ -31,7 +32,7 @@ def explain(path: Path, model: type[BaseModel], error: ValidationError) -> Confi
             fix=f"{hint}remove or rename it; known keys here: {', '.join(known)}",
         )
     if loc[-1] == "[key]":  # a table keyed by fixed names (e.g. ecs.services): the name is the typo
-        field = ".".join(loc[:-1])
+        field = toml_path(loc[:-1])
         allowed = re.findall(r"'([^']+)'", str(first.get("ctx", {}).get("expected", "")))
         guess = difflib.get_close_matches(str(first["input"]), allowed, n=1)
         hint = f"did you mean '{guess[0]}'? " if guess else ""
@@ -59,12 +60,23 @@ def explain(path: Path, model: type[BaseModel], error: ValidationError) -> Confi
     )
 
 
+def toml_path(loc: list[str]) -> str:
+    """A dotted key as TOML spells it: a name with a dot or hyphen in it (a Sonic version, an instance
+    type) is quoted, e.g. concurrency."sonic-3.5".per_instance."ml.g6e.xlarge"."""
+    return ".".join(f'"{part}"' if re.search(r"[.-]", part) else part for part in loc)
+
+
 def field_model(model: type[BaseModel], loc: list[str]) -> type[BaseModel] | None:
     current: type[BaseModel] | None = model
+    keyed = False  # the last field was a table (or list) of models: this part is a name (index), not a field
     for part in loc:
+        if keyed:
+            keyed = False
+            continue
         if current is None or part not in current.model_fields:
             return None
         annotation = current.model_fields[part].annotation
+        keyed = get_origin(annotation) in (dict, list)
         candidates = [annotation, *getattr(annotation, "__args__", ())]
         current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
     return current

@@ -22,6 +22,7 @@ from sonic_deploy.config.rules import (
     check_packages,
 )
 from sonic_deploy.config.schema import (
+    CatalogueStreams,
     EnvironmentConfig,
     InstanceCatalogue,
     InstanceType,
@@ -62,12 +63,18 @@ class Settings:
     def sagemaker_instance(self) -> InstanceType:
         return self.catalogue.instance_types[self.environment.sagemaker.instance_type]
 
+    def catalogue_streams(self, instance_type: str) -> CatalogueStreams:
+        """The catalogue's streams per instance of a type, for this environment's Sonic version."""
+        return catalogue_streams(self.catalogue, self.environment.sonic_version, instance_type)
+
     @property
     def sagemaker_streams_per_instance(self) -> int:
+        """What the SageMaker scaling targets: `sagemaker.streams_per_instance` if configured, else the
+        catalogue's figure for the environment's Sonic version and SageMaker instance type."""
         configured = self.environment.sagemaker.streams_per_instance
         if configured is not None:
             return configured
-        return catalogue_streams(self.catalogue, self.environment.sagemaker.instance_type)
+        return self.catalogue_streams(self.environment.sagemaker.instance_type).streams
 
     @property
     def resource_prefix(self) -> str:

@@ -33,6 +33,37 @@ def check_catalogue(path: Path, catalogue: InstanceCatalogue) -> None:
                 problem="GPU model not described under [gpus]",
                 fix=f"add a [gpus.{row.gpu}] table or use one of {', '.join(catalogue.gpus)}",
             )
+    # GPU -> the first instance type that uses it (named when a version has no figure for that GPU).
+    used_gpus = {row.gpu: name for name, row in reversed(catalogue.instance_types.items())}
+    for version, figures in catalogue.concurrency.items():
+        table = f'concurrency."{version}"'
+        for gpu in figures.per_gpu:
+            if gpu not in catalogue.gpus:
+                raise ConfigError(
+                    file=path,
+                    field=f"{table}.per_gpu.{gpu}",
+                    value=gpu,
+                    problem="GPU model not described under [gpus]",
+                    fix=f"add a [gpus.{gpu}] table or use one of {', '.join(catalogue.gpus)}",
+                )
+        for instance_type in figures.per_instance:
+            if instance_type not in catalogue.instance_types:
+                raise ConfigError(
+                    file=path,
+                    field=f'{table}.per_instance."{instance_type}"',
+                    value=instance_type,
+                    problem="instance type not described under [instance_types]",
+                    fix=f'add an [instance_types."{instance_type}"] table, or correct the name',
+                )
+        for gpu, instance_type in used_gpus.items():
+            if gpu not in figures.per_gpu:
+                raise ConfigError(
+                    file=path,
+                    field=f"{table}.per_gpu.{gpu}",
+                    value=MISSING,
+                    problem=f"no concurrency figure for {gpu} (used by {instance_type}) under {version}",
+                    fix=f"add a [{table}.per_gpu.{gpu}] table with streams and source",
+                )
 
 
 def check_packages(path: Path, packages: ModelPackages) -> None:
@@ -82,6 +113,14 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
         )
     if not REGION.match(env.region):
         fail("region", env.region, "not an AWS Region name", 'write a Region such as "us-east-2"')
+    if env.sonic_version not in catalogue.concurrency:
+        fail(
+            "sonic_version",
+            env.sonic_version,
+            f"unknown Sonic version (config/{INSTANCE_TYPES_FILE} has no concurrency figures for it)",
+            f"use one of {', '.join(sorted(catalogue.concurrency))}, or add "
+            f'[concurrency."{env.sonic_version}".per_gpu.<GPU>] tables to config/{INSTANCE_TYPES_FILE}',
+        )
     if len(set(env.routes)) != len(env.routes):
         fail("routes", env.routes, "a route is listed twice", "list each route once")
     if env.log_retention_days not in LOG_RETENTION_DAYS:

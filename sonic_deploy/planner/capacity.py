@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from sonic_deploy.config import ConfigError
+from sonic_deploy.config.schema import PublishedFigure
 
 HOURS_PER_DAY = 24
 HOURS_PER_MONTH = 730  # AWS's monthly convention: 8,760 hours a year / 12
@@ -101,12 +103,30 @@ class Workload:
         return speaking_calls_per_day * 60 * HOURS_PER_MONTH / HOURS_PER_DAY
 
 
+StreamsBasis = Literal["measured", "configured", "catalogue"]
+"""Where a streams-per-instance figure comes from, strongest first: a probe run, the environment's
+`sagemaker.streams_per_instance`, the catalogue's published figure for the Sonic version."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A streams-per-instance figure and where it comes from: the one a plan uses, or one it replaced."""
+
+    basis: StreamsBasis
+    streams: int
+    source: str
+
+
 @dataclass(frozen=True)
 class StreamsPerInstance:
-    """Concurrent streams one instance serves, and where that figure comes from (shown to the user)."""
+    """Concurrent streams one instance serves, and where that figure comes from (shown to the user): the
+    figures it overrides, and the published figures that contradict the catalogue's."""
 
     count: int
     source: str
+    basis: StreamsBasis = "catalogue"
+    replaces: tuple[Figure, ...] = ()
+    contradicted_by: tuple[PublishedFigure, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,7 @@ from datetime import date
 from pathlib import Path
 
 from sonic_deploy.config import ConfigError, Settings
-from sonic_deploy.config.schema import catalogue_streams
-from sonic_deploy.planner.capacity import StreamsPerInstance, Workload
+from sonic_deploy.planner.capacity import Figure, StreamsPerInstance, Workload
 from sonic_deploy.planner.costs import EcsOverheads, PlanRow, ecs_rows, sagemaker_row
 from sonic_deploy.planner.price_table import PriceLookup, PriceRow, PriceTable, price_age_days
 from sonic_deploy.planner.probe_summary import MeasuredConcurrency
@@ -22,6 +21,8 @@ class Plan:
     region: str
     sonic_version: str
     rows: list[PlanRow]
+    streams: dict[str, StreamsPerInstance]
+    streams_notes: list[str]
     prices_file: Path
     oldest_price: date | None
     price_age_days: int | None
@@ -44,13 +45,14 @@ def build_plan(
     sonic_version = settings.environment.sonic_version
     used: list[PriceRow] = []
     rows: list[PlanRow] = []
+    streams_by_type: dict[str, StreamsPerInstance] = {}
     for instance_type in instance_types:
-        streams = streams_per_instance(settings, instance_type, measured)
+        streams = streams_by_type[instance_type] = streams_per_instance(settings, instance_type, measured)
         if instance_type.startswith("ml."):
             rows.append(sagemaker_row(workload, instance_type, streams, lookup, sonic_version, used))
         else:
             rows.extend(ecs_rows(workload, instance_type, streams, lookup, overheads, used))
-    notes = []
+    notes: list[str] = []
     missing = sorted({label for row in rows for label in row.missing_prices})
     fees = [label for label in missing if label.startswith("marketplace.")]
     others = [label for label in missing if label not in fees]
@@ -70,6 +72,8 @@ def build_plan(
         region=region,
         sonic_version=sonic_version,
         rows=rows,
+        streams=streams_by_type,
+        streams_notes=streams_notes(settings, streams_by_type),
         prices_file=prices_file,
         oldest_price=min((row.taken_on for row in used), default=None),
         price_age_days=price_age_days(used, today),
@@ -81,10 +85,12 @@ def build_plan(
 def streams_per_instance(
     settings: Settings, instance_type: str, measured: tuple[str, MeasuredConcurrency] | None
 ) -> StreamsPerInstance:
-    """Concurrent streams one instance serves, and where the figure comes from."""
+    """Concurrent streams one instance serves, and where the figure comes from: a probe of this type, else
+    the environment's `sagemaker.streams_per_instance` for its SageMaker type, else the catalogue's figure for
+    the environment's Sonic version. Whatever wins, the figures it replaced and the published figures that
+    contradict the catalogue's come with it."""
     catalogue = settings.catalogue
-    row = catalogue.instance_types.get(instance_type)
-    if row is None:
+    if instance_type not in catalogue.instance_types:
         raise ConfigError(
             file="command line",
             field="--instance-types",
@@ -92,20 +98,62 @@ def streams_per_instance(
             problem="not in config/instance_types.toml",
             fix=f"use some of {', '.join(sorted(catalogue.instance_types))}, or add a row for it",
         )
-    if measured is not None and measured[0] == instance_type:
-        probe = measured[1]
-        return StreamsPerInstance(
-            probe.streams,
-            f"probe: {probe.path.name}, TTFA p95 {probe.ttfa_p95_ms:g} ms <= {probe.budget_ms:g} ms",
-        )
+    published = settings.catalogue_streams(instance_type)
+    figures = [Figure("catalogue", published.streams, published.source)]
     sagemaker = settings.environment.sagemaker
     if instance_type == sagemaker.instance_type and sagemaker.streams_per_instance is not None:
-        return StreamsPerInstance(
-            sagemaker.streams_per_instance,
-            f"environment {settings.environment_name}: sagemaker.streams_per_instance",
+        figures.insert(
+            0,
+            Figure(
+                "configured",
+                sagemaker.streams_per_instance,
+                f"environment {settings.environment_name}: sagemaker.streams_per_instance",
+            ),
         )
-    gpu = catalogue.gpus[row.gpu]
+    if measured is not None and measured[0] == instance_type:
+        probe = measured[1]
+        figures.insert(
+            0,
+            Figure(
+                "measured",
+                probe.streams,
+                f"probe: {probe.path.name}, TTFA p95 {probe.ttfa_p95_ms:g} ms <= {probe.budget_ms:g} ms",
+            ),
+        )
+    used, *replaced = figures
     return StreamsPerInstance(
-        catalogue_streams(catalogue, instance_type),
-        f"catalogue: {row.gpus} x {row.gpu} at {gpu.streams_per_gpu} ({gpu.source})",
+        used.streams,
+        used.source,
+        basis=used.basis,
+        replaces=tuple(replaced),
+        contradicted_by=published.alternatives,
     )
+
+
+def streams_notes(settings: Settings, streams: dict[str, StreamsPerInstance]) -> list[str]:
+    """What the user should know about the figures the plan used: how to replace a published one with a
+    measurement, and whether the deployed scaling follows a measured one."""
+    notes = []
+    published = [name for name, figure in streams.items() if figure.basis == "catalogue"]
+    if published:
+        contradicted = [name for name in published if streams[name].contradicted_by]
+        notes.append(
+            f"Streams per instance for {', '.join(published)} are published figures, not measurements"
+            + (f" (published figures disagree for {', '.join(contradicted)})" if contradicted else "")
+            + ". To replace one with a measurement: probe ONE instance of the type (`sonic-deploy probe "
+            "sagemaker --endpoint NAME --concurrency 1,2,4,8,12,16`, or `sonic-deploy probe ws --url "
+            "ws://HOST/tts/websocket ...` for ECS), then `sonic-deploy plan --probe OUT/summary.json "
+            "--probe-instance-type TYPE`: the measured figure replaces the catalogue's for that type."
+        )
+    env = settings.environment
+    measured = streams.get(env.sagemaker.instance_type)
+    if measured is not None and measured.basis == "measured":
+        deployed = settings.sagemaker_streams_per_instance
+        if deployed != measured.count:
+            notes.append(
+                f"The SageMaker scaling of environment {settings.environment_name} still targets {deployed} "
+                f"streams per {env.sagemaker.instance_type}, not the measured {measured.count}: set "
+                f"`streams_per_instance = {measured.count}` under [sagemaker] in "
+                f"config/environments/{settings.environment_name}.toml to deploy with it."
+            )
+    return notes

@@ -38,8 +38,18 @@ def plan_as_json(plan: Plan) -> dict[str, Any]:
             "age_days": plan.price_age_days,
             "unverified_rows_used": plan.unverified_prices,
         },
+        "streams_per_instance": {
+            instance_type: {
+                "streams": figure.count,
+                "basis": figure.basis,
+                "source": figure.source,
+                "replaces": [dataclasses.asdict(other) for other in figure.replaces],
+                "contradicted_by": [alt.model_dump() for alt in figure.contradicted_by],
+            }
+            for instance_type, figure in plan.streams.items()
+        },
         "rows": [dataclasses.asdict(row) for row in plan.rows],
-        "notes": plan.notes,
+        "notes": [*plan.streams_notes, *plan.notes],
     }
 
 
@@ -83,8 +93,13 @@ def plan_as_table(plan: Plan) -> str:
             lines.append("  ".join("-" * width for width in widths))
     lines.append("")
     lines.append("Streams per instance:")
-    for instance_type, source in dict((row.instance_type, row.streams_source) for row in plan.rows).items():
-        lines.append(f"  {instance_type}: {source}")
+    for instance_type, figure in plan.streams.items():
+        lines.append(f"  {instance_type}: {figure.count}, {figure.basis} ({figure.source})")
+        lines.extend(
+            f"    replaces {other.basis}: {other.streams} ({other.source})" for other in figure.replaces
+        )
+        lines.extend(f"    contradicted by: {alt.streams} ({alt.source})" for alt in figure.contradicted_by)
+    lines.extend(plan.streams_notes)
     lines.append(_price_line(plan))
     lines.extend(plan.notes)
     return "\n".join(lines)

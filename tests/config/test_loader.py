@@ -23,7 +23,7 @@ def error_for(config_dir: Path, env: str = "dev") -> str:
 def test_shipped_environments_load() -> None:
     dev = load_settings(CONFIG_DIR, "dev")
     assert dev.model_package_arn == SHIPPED_ARN
-    assert dev.sagemaker_streams_per_instance == 8  # one L40S x 8 streams per GPU
+    assert dev.sagemaker_streams_per_instance == 8  # Sonic 3's listing: 8 per ml.g6e.xlarge
     assert dev.endpoint_name == "sonic-dev"
     assert load_settings(CONFIG_DIR, "prod").environment.account == "123456789012"
 
@@ -51,11 +51,12 @@ def test_region_without_model_package(edit_config: EditConfig) -> None:
     )
 
 
-def test_unknown_sonic_version(edit_config: EditConfig) -> None:
-    config = edit_config(DEV, 'sonic_version = "sonic-3"', 'sonic_version = "sonic-9"')
+def test_sonic_version_without_model_packages(edit_config: EditConfig) -> None:
+    """A version the catalogue knows, but with no ARN yet: the SageMaker route says where to add one."""
+    config = edit_config(DEV, 'sonic_version = "sonic-3"', 'sonic_version = "sonic-3.6"')
     assert error_for(config) == (
-        f"{config}/environments/dev.toml: sonic_version = 'sonic-9': no model packages listed for this version "
-        f'in model_packages.toml. Fix: use one of sonic-3, or add [versions."sonic-9"] to '
+        f"{config}/environments/dev.toml: sonic_version = 'sonic-3.6': no model packages listed for this version "
+        f'in model_packages.toml. Fix: use one of sonic-3, or add [versions."sonic-3.6"] to '
         f"{config}/model_packages.toml"
     )
 

@@ -11,6 +11,7 @@ import pytest
 
 from sonic_deploy.cli import main
 from tests.cdk_context import ROOT
+from tests.conftest import EditConfig
 
 CONFIG = ["--config-dir", str(ROOT / "config")]
 
@@ -85,6 +86,115 @@ def test_probe_figure_replaces_the_catalogue_for_the_probed_type(
     assert (sagemaker["streams_per_instance"], sagemaker["peak_instances"]) == (6, 10)
     assert sagemaker["streams_source"].startswith("probe: summary.json, TTFA p95 180 ms <= 250 ms")
     assert (ecs["streams_per_instance"], ecs["peak_instances"]) == (8, 8)
+
+
+def test_table_shows_the_figure_used_its_source_and_the_contradicting_ones(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["plan", *CONFIG]) == 0
+    out = capsys.readouterr().out
+    section = out[out.index("Streams per instance:\n") :].splitlines()
+    assert section[1:6] == [
+        "  ml.g6e.xlarge: 8, catalogue (sonic-3, per ml.g6e.xlarge: Cartesia's Sonic 3 SageMaker listing README "
+        "(cartesia-ai/cartesia-aws): 8 concurrent requests per ml.g6e.xlarge)",
+        '    contradicted by: 4 (the same README\'s 429 section: "at most 4 concurrent generation requests")',
+        "  g6e.xlarge: 8, catalogue (sonic-3, 1 x L40S at 8 per GPU: Cartesia self-hosted docs, newest page "
+        "(Sonic version not stated): L40S 8 concurrent)",
+        "    contradicted by: 4 (1 x L40S at 4 per GPU: Cartesia self-hosted docs, older page: L40S 4 concurrent)",
+        "  g6.xlarge: 4, catalogue (sonic-3, 1 x L4 at 4 per GPU: not published by Cartesia; assumed equal to "
+        "A10G (4), the other 24 GB GPU they list)",
+    ]
+    assert section[6].startswith(
+        "Streams per instance for ml.g6e.xlarge, g6e.xlarge, g6.xlarge are published"
+    )
+    assert "then `sonic-deploy plan --probe OUT/summary.json --probe-instance-type TYPE`" in section[6]
+
+
+def test_json_carries_each_type_s_figure_source_and_contradictions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    plan = run_json(capsys, "--instance-types", "ml.g6e.xlarge")
+    assert plan["streams_per_instance"] == {
+        "ml.g6e.xlarge": {
+            "streams": 8,
+            "basis": "catalogue",
+            "source": "sonic-3, per ml.g6e.xlarge: Cartesia's Sonic 3 SageMaker listing README "
+            "(cartesia-ai/cartesia-aws): 8 concurrent requests per ml.g6e.xlarge",
+            "replaces": [],
+            "contradicted_by": [
+                {
+                    "streams": 4,
+                    "source": 'the same README\'s 429 section: "at most 4 concurrent generation requests"',
+                }
+            ],
+        }
+    }
+    notes = plan["notes"]
+    assert isinstance(notes, list) and notes[0].startswith(
+        "Streams per instance for ml.g6e.xlarge are published"
+    )
+
+
+def test_measured_figure_replaces_the_catalogue_in_the_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    summary = tmp_path / "summary.json"
+    levels = [
+        {"concurrency": c, "requests": 100, "ok": 100, "errors": {}, "ttfa_ms": {"p95": p}}
+        for c, p in ((4, 120.0), (6, 180.0), (10, 320.0))
+    ]
+    summary.write_text(json.dumps({"levels": levels}))
+    args = ["--probe", str(summary), "--probe-instance-type", "ml.g6e.xlarge", "--ttfa-budget-ms", "250"]
+    assert main(["plan", *CONFIG, "--instance-types", "ml.g6e.xlarge", *args]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    section = lines[lines.index("Streams per instance:") + 1 :]
+    assert section[:4] == [
+        "  ml.g6e.xlarge: 6, measured (probe: summary.json, TTFA p95 180 ms <= 250 ms)",
+        "    replaces catalogue: 8 (sonic-3, per ml.g6e.xlarge: Cartesia's Sonic 3 SageMaker listing README "
+        "(cartesia-ai/cartesia-aws): 8 concurrent requests per ml.g6e.xlarge)",
+        '    contradicted by: 4 (the same README\'s 429 section: "at most 4 concurrent generation requests")',
+        "The SageMaker scaling of environment dev still targets 8 streams per ml.g6e.xlarge, not the measured 6: "
+        "set `streams_per_instance = 6` under [sagemaker] in config/environments/dev.toml to deploy with it.",
+    ]
+    row = next(line.split() for line in lines if line.startswith("sagemaker "))
+    assert row[2:6] == ["6", "10", "/", "4"]  # 40 / (6 x 0.8) = 8.33 -> 9 + 1; 10 / 4.8 = 2.08 -> 3 + 1
+
+
+def test_configured_figure_is_shown_as_configured(
+    capsys: pytest.CaptureFixture[str], edit_config: EditConfig
+) -> None:
+    config = edit_config(
+        "environments/dev.toml",
+        "target_utilisation = 0.8\n",
+        "target_utilisation = 0.8\nstreams_per_instance = 4\n",
+    )
+    assert main(["plan", "--config-dir", str(config), "--instance-types", "ml.g6e.xlarge"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    section = lines[lines.index("Streams per instance:") + 1 :]
+    assert section[0] == "  ml.g6e.xlarge: 4, configured (environment dev: sagemaker.streams_per_instance)"
+    assert section[1].startswith("    replaces catalogue: 8 (sonic-3, per ml.g6e.xlarge: ")
+    assert section[2].startswith("    contradicted by: 4 (the same README's 429 section")
+
+
+def test_plan_uses_the_environment_s_sonic_version(
+    capsys: pytest.CaptureFixture[str], edit_config: EditConfig
+) -> None:
+    edit_config("environments/dev.toml", 'sonic_version = "sonic-3"', 'sonic_version = "sonic-3.6"')
+    config = edit_config(
+        "model_packages.toml",
+        "",
+        '\n[versions."sonic-3.6"]\nus-east-2 = "arn:aws:sagemaker:us-east-2:123456789012:model-package/Sonic36"\n',
+    )
+    assert main(["plan", "--config-dir", str(config), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["sonic_version"] == "sonic-3.6"
+    figure = plan["streams_per_instance"]["ml.g6e.xlarge"]
+    assert (figure["streams"], [alt["streams"] for alt in figure["contradicted_by"]]) == (10, [4])
+    assert figure["source"].startswith("sonic-3.6, per ml.g6e.xlarge: Cartesia's Sonic 3.6 SageMaker listing")
+    sagemaker = plan["rows"][0]
+    # 40 / (10 x 0.8) = 5 serving + 1 spare.
+    assert (sagemaker["streams_per_instance"], sagemaker["peak_instances"]) == (10, 6)
+    assert plan["streams_per_instance"]["g6e.xlarge"]["streams"] == 8  # self-hosted L40S: unchanged
 
 
 def test_plot_writes_a_png(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
