@@ -83,6 +83,17 @@ def resources_of(template: Template, type_name: str) -> dict[str, Any]:
     return dict(template.find_resources(type_name))
 
 
+def rendered(value: Any) -> str:
+    """A template string value as deployed, each CloudFormation reference in it shown as CFN_<function>
+    (CFN_Ref, CFN_Fn_GetAtt): enough to read a generated config or script out of a template."""
+    if isinstance(value, str):
+        return value
+    ((function, argument),) = value.items()
+    if function == "Fn::Join":
+        return str(argument[0]).join(rendered(part) for part in argument[1])
+    return f"CFN_{function.replace('::', '_')}"
+
+
 EditConfig = Callable[[str, str, str], Path]
 
 DEPLOYABLE_ACCOUNT = "210987654321"

@@ -11,6 +11,8 @@ from sonic_deploy.config.errors import MISSING, ConfigError
 from sonic_deploy.config.schema import LOG_RETENTION_DAYS, EnvironmentConfig, InstanceCatalogue, ModelPackages
 
 DEFAULT_ENVIRONMENT = "dev"
+# The first CloudWatch agent release that merges CW_OTEL_CONFIG_CONTENT (the histogram form of worker TTFA).
+OTEL_MERGE_AGENT_VERSION = (1, 300066, 0)
 INSTANCE_TYPES_FILE = "instance_types.toml"
 MODEL_PACKAGE_ARN = re.compile(
     r"^arn:aws(?:-[a-z]+)*:sagemaker:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d):(?P<account>\d{12}):"
@@ -389,6 +391,20 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             0,
             "connected mode needs HTTPS egress for licensing and model artifacts",
             'set ecs.nat_gateways = 1, or licence_mode = "air-gapped"',
+        )
+    agent_tag = ecs.services["cloudwatch_agent"].tag
+    version = re.match(r"(\d+)\.(\d+)\.(\d+)", agent_tag)
+    if (
+        ecs.worker_ttfa.form == "histogram"
+        and version is not None
+        and tuple(map(int, version.groups())) < OTEL_MERGE_AGENT_VERSION
+    ):
+        fail(
+            "ecs.services.cloudwatch_agent.tag",
+            agent_tag,
+            'worker_ttfa.form = "histogram" needs the agent to merge an OpenTelemetry pipeline '
+            f"(CW_OTEL_CONFIG_CONTENT), which it does from {'.'.join(map(str, OTEL_MERGE_AGENT_VERSION))}",
+            "pin a newer release from gallery.ecr.aws/cloudwatch-agent/cloudwatch-agent",
         )
     if ecs.secrets.create and ecs.copy_images:
         fail(

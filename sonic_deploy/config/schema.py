@@ -148,6 +148,14 @@ class EcsAlarmConfig(Strict):
     gpu_pinned_minutes: Annotated[int, Field(ge=1, le=1440)] = 15
 
 
+class WorkerTtfaConfig(Strict):
+    """How the workers' /metrics exposes inferno_worker_ttfa. Cartesia does not document its Prometheus type or
+    unit: read one line of `curl <worker>:8080/metrics` (a `# TYPE inferno_worker_ttfa ...` line) and set both."""
+
+    form: Literal["gauge", "summary", "histogram"] = "gauge"
+    unit: Literal["ms", "s"] = "ms"
+
+
 class EcsConfig(Strict):
     instance_type: str = "g6e.xlarge"
     availability_zone: str = Field(description="the one AZ of the GPU instances, placement group and NLB")
@@ -181,6 +189,7 @@ class EcsConfig(Strict):
     secrets: SecretsConfig
     services: dict[ServiceName, ServiceConfig]
     alarms: EcsAlarmConfig = EcsAlarmConfig()
+    worker_ttfa: WorkerTtfaConfig = WorkerTtfaConfig()
 
 
 class EnvironmentConfig(Strict):

@@ -20,15 +20,12 @@ from sonic_deploy.constructs.findings import acknowledge
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 from sonic_deploy.constructs.sonic_service import PROMETHEUS_JOB_LABEL, PROMETHEUS_PORT_LABEL
+from sonic_deploy.constructs.worker_ttfa import WorkerTtfa
 
 GPU_NAMESPACE = "CWAgent"
 SONIC_NAMESPACE = "Sonic/ECS"
-WORKER_METRICS = (
-    "inferno_worker_load",
-    "inferno_worker_capacity",
-    "inferno_worker_ttfa",
-    "inferno_worker_rtf",
-)
+# Published as they are (gauges); inferno_worker_ttfa's form is config (WorkerTtfa).
+WORKER_METRICS = ("inferno_worker_load", "inferno_worker_capacity", "inferno_worker_rtf")
 API_METRICS = ("api_queue_size", "api_unserviceable_requests_size")
 COLLECTION_INTERVAL_S = 10
 ONE_MINUTE = Duration.minutes(1)
@@ -62,8 +59,11 @@ def gpu_agent_config() -> dict[str, Any]:
     }
 
 
+TARGETS_FILE = "/tmp/cwagent_ecs_auto_sd.yaml"  # written by the agent's ECS service discovery
+
+
 def scraper_agent_config(
-    *, cluster_name: str, log_group_name: str, worker_job: str, api_job: str
+    *, cluster_name: str, log_group_name: str, worker_job: str, api_job: str, worker_ttfa: WorkerTtfa
 ) -> dict[str, Any]:
     """Agent config for the one scraper: discover tasks by docker label, publish chosen series as EMF."""
     return {
@@ -76,7 +76,7 @@ def scraper_agent_config(
                     "prometheus_config_path": "env:PROMETHEUS_CONFIG_CONTENT",
                     "ecs_service_discovery": {
                         "sd_frequency": "30s",
-                        "sd_result_file": "/tmp/cwagent_ecs_auto_sd.yaml",
+                        "sd_result_file": TARGETS_FILE,
                         "docker_label": {
                             "sd_port_label": PROMETHEUS_PORT_LABEL,
                             "sd_job_name_label": PROMETHEUS_JOB_LABEL,
@@ -89,7 +89,8 @@ def scraper_agent_config(
                                 "source_labels": ["job"],
                                 "label_matcher": f"^{worker_job}$",
                                 "dimensions": [["ClusterName"]],
-                                "metric_selectors": [f"^{name}$" for name in WORKER_METRICS],
+                                "metric_selectors": [f"^{name}$" for name in WORKER_METRICS]
+                                + worker_ttfa.emf_selectors(),
                             },
                             {
                                 "source_labels": ["job"],
@@ -112,7 +113,7 @@ def prometheus_config() -> str:
     return (
         f"global:\n  scrape_interval: {interval}\n  scrape_timeout: 5s\n"
         "scrape_configs:\n  - job_name: cwagent-ecs-file-sd-config\n"
-        "    file_sd_configs:\n      - files: [/tmp/cwagent_ecs_auto_sd.yaml]\n"
+        f"    file_sd_configs:\n      - files: [{TARGETS_FILE}]\n"
     )
 
 
@@ -174,11 +175,13 @@ class SonicMetrics(Construct):
         log_retention: logs.RetentionDays,
         worker_job: str,
         api_job: str,
+        worker_ttfa: WorkerTtfa,
         scraper_cpu: int = 256,
         scraper_memory_mib: int = 512,
     ) -> None:
         super().__init__(scope, construct_id)
         self.cluster_name = cluster.cluster_name
+        self.worker_ttfa = worker_ttfa
         self.auto_scaling_group_name = gpu_capacity.auto_scaling_group.auto_scaling_group_name
         agent_logs = logs.LogGroup(
             self,
@@ -227,21 +230,33 @@ class SonicMetrics(Construct):
                 resources=["*"],  # ECS service discovery: describe/list calls are not resource-scoped
             )
         )
+        environment = {
+            "CW_CONFIG_CONTENT": json.dumps(
+                scraper_agent_config(
+                    cluster_name=cluster.cluster_name,
+                    log_group_name=metric_logs.log_group_name,
+                    worker_job=worker_job,
+                    api_job=api_job,
+                    worker_ttfa=worker_ttfa,
+                ),
+                sort_keys=True,
+            ),
+            "PROMETHEUS_CONFIG_CONTENT": prometheus_config(),
+        }
+        pipeline = worker_ttfa.otel_pipeline(
+            cluster_name=cluster.cluster_name,
+            log_group_name=metric_logs.log_group_name,
+            namespace=SONIC_NAMESPACE,
+            worker_job=worker_job,
+            targets_file=TARGETS_FILE,
+        )
+        if pipeline is not None:
+            # JSON is YAML: the agent merges this OpenTelemetry pipeline into its own.
+            environment["CW_OTEL_CONFIG_CONTENT"] = json.dumps(pipeline, sort_keys=True)
         scraper_task.add_container(
             "cloudwatch-agent",
             image=agent_image,
-            environment={
-                "CW_CONFIG_CONTENT": json.dumps(
-                    scraper_agent_config(
-                        cluster_name=cluster.cluster_name,
-                        log_group_name=metric_logs.log_group_name,
-                        worker_job=worker_job,
-                        api_job=api_job,
-                    ),
-                    sort_keys=True,
-                ),
-                "PROMETHEUS_CONFIG_CONTENT": prometheus_config(),
-            },
+            environment=environment,
             logging=ecs.LogDriver.aws_logs(stream_prefix="scraper", log_group=agent_logs),
         )
         acknowledge(
@@ -288,6 +303,12 @@ class SonicMetrics(Construct):
             statistic=statistic,
             period=period,
             dimensions_map={"ClusterName": self.cluster_name},
+        )
+
+    def worker_ttfa_ms(self, *, period: Duration) -> cloudwatch.IMetric:
+        """Worker time to first audio in ms: p95 of a gauge, the mean of a summary or histogram."""
+        return self.worker_ttfa.in_milliseconds(
+            lambda name, statistic: self.sonic_metric(name, statistic=statistic), period
         )
 
     def gpu_utilisation(

@@ -46,12 +46,15 @@ class WorkerAlarms(Construct):
             comparison=ABOVE,
             description="The API server is refusing requests it cannot serve: add workers or raise max_workers.",
         )
+        statistic = metrics.worker_ttfa.statistic
         self.ttfa = alerting.alarm(
             "WorkerTtfaP95",
-            metric=metrics.sonic_metric("inferno_worker_ttfa", statistic="p95", period=Duration.minutes(5)),
+            metric=metrics.worker_ttfa_ms(period=Duration.minutes(5)),
             threshold=ttfa_p95_ms,
             evaluation_periods=2,
-            description=f"Worker time to first audio p95 above {ttfa_p95_ms:g} ms for 10 minutes.",
+            description=f"Worker time to first audio ({statistic}) above {ttfa_p95_ms:g} ms for 10 minutes"
+            + ("" if statistic == "p95" else " (the workers publish no percentiles: the mean is alarmed)")
+            + ".",
         )
         # The GPU hosts' agent is installed at boot (SonicMetrics); if that failed, or the agent stopped,
         # the GPU policy sees nothing. It cannot hold the fleet (it never scales in), but it cannot add

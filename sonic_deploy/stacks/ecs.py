@@ -29,6 +29,7 @@ from sonic_deploy.constructs.sonic_metrics import SonicMetrics
 from sonic_deploy.constructs.sonic_secrets import SonicSecrets
 from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
 from sonic_deploy.constructs.worker_alarms import WorkerAlarms
+from sonic_deploy.constructs.worker_ttfa import WorkerTtfa
 from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
 
 NAMESPACE = "sonic.internal"
@@ -121,6 +122,7 @@ class EcsStack(SonicStack):
             log_retention=retention,
             worker_job="gpu-worker",
             api_job="api-server",
+            worker_ttfa=WorkerTtfa(form=cfg.worker_ttfa.form, unit=cfg.worker_ttfa.unit),
             scraper_cpu=cfg.services["cloudwatch_agent"].cpu,
             scraper_memory_mib=cfg.services["cloudwatch_agent"].memory_mib,
         )

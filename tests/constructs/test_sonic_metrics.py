@@ -15,17 +15,14 @@ from sonic_deploy.constructs.sonic_metrics import (
     prometheus_config,
     scraper_agent_config,
 )
-from tests.conftest import resources_of
+from sonic_deploy.constructs.worker_ttfa import WorkerTtfa
+from tests.conftest import rendered, resources_of
 
 
 def _user_data(template: Template) -> str:
-    """The GPU hosts' user data as the instance receives it, CloudFormation references shown as CFN_Ref."""
+    """The GPU hosts' user data as the instance receives it, CloudFormation references as CFN_Ref."""
     (launch_template,) = resources_of(template, "AWS::EC2::LaunchTemplate").values()
-    joined = launch_template["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]
-    parts = joined["Fn::Join"][1] if isinstance(joined, dict) else [joined]
-    return "".join(
-        part if isinstance(part, str) else f"CFN_{next(iter(part)).replace('::', '_')}" for part in parts
-    )
+    return rendered(launch_template["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"])
 
 
 def test_gpu_metrics_come_from_an_agent_on_each_gpu_host(ecs_template: Template) -> None:
@@ -59,7 +56,11 @@ def test_gpu_host_role_may_publish_metrics_and_read_its_group_tag(ecs_template: 
 
 def test_scraper_config_selects_worker_and_api_series() -> None:
     config = scraper_agent_config(
-        cluster_name="c", log_group_name="g", worker_job="gpu-worker", api_job="api-server"
+        cluster_name="c",
+        log_group_name="g",
+        worker_job="gpu-worker",
+        api_job="api-server",
+        worker_ttfa=WorkerTtfa(),
     )
     declarations = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]
     worker, api = declarations
