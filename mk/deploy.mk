@@ -6,6 +6,7 @@
 #   make bootstrap ENV=dev
 #   make deploy ENV=dev ROUTE=sagemaker|ecs [APPROVAL=never]
 #   make destroy ENV=dev ROUTE=sagemaker|ecs [FORCE=1]
+#   make licence ENV=dev FILE=licence.lic      (ECS, air-gapped: upload the offline licence)
 #
 # Without ENV, diff and baseline cover every environment in config/environments/.
 
@@ -37,7 +38,9 @@ read_facts = sed -n 's/^$(1)=//p' <<<"$$facts"
 RETAINED_NOTE = Kept on purpose (RETAIN), still in the account: ECR repositories, KMS keys, log groups. \
 See docs/deploy.md, "What stays behind", to delete them.
 
-.PHONY: diff cdk-diff baseline synth-envs bootstrap deploy destroy
+FILE ?=
+
+.PHONY: diff cdk-diff baseline synth-envs bootstrap deploy destroy licence
 
 synth-envs: $(DEPLOY_SETUP)
 	@$(if $(ENV),$(CHANGES) target --env "$(ENV)" >/dev/null || exit 2;) \
@@ -110,3 +113,8 @@ bootstrap: $(DEPLOY_SETUP)
 	fi; \
 	echo "cdk bootstrap aws://$$account/$$region"; \
 	$(CDK) bootstrap "aws://$$account/$$region" -c env=$(ENV)
+
+# Air-gapped ECS: the licence goes into the stack's secret, and a new licence-proxy deployment loads it.
+licence: $(DEPLOY_SETUP)
+	@test -n "$(ENV)" -a -n "$(FILE)" || { echo "make licence: give ENV=<environment> FILE=<licence file>" >&2; exit 2; }
+	$(PY) -m sonic_deploy.cli licence upload --env "$(ENV)" --file "$(FILE)" --config-dir "$(CONFIG)"

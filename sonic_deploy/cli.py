@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from sonic_deploy import __version__
 from sonic_deploy.config import ConfigError
+from sonic_deploy.licence import command as licence_command
 from sonic_deploy.planner import command as plan_command
 from sonic_deploy.preflight import command as preflight_command
 from sonic_deploy.probe.cli import add_parser as add_probe_parser
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     plan_command.add_parser(subparsers)
     preflight_command.add_parser(subparsers)
+    licence_command.add_parser(subparsers)
     add_probe_parser(subparsers)
     return parser
 

@@ -27,6 +27,7 @@ from sonic_deploy.config.schema import (
     InstanceCatalogue,
     InstanceType,
     ModelPackages,
+    ServiceConfig,
     catalogue_streams,
 )
 
@@ -86,6 +87,25 @@ class Settings:
     def ecr_repository(self, service: str) -> str:
         """The ECR repository the ECS stack makes for one service's image (preflight looks there too)."""
         return f"{self.resource_prefix}/{service.replace('_', '-')}"
+
+    @property
+    def ecs_services(self) -> dict[str, ServiceConfig]:
+        """The services whose images the ECS stack copies and runs: the licence loader in air-gapped mode only."""
+        ecs = self.environment.ecs
+        if ecs is None:
+            return {}
+        return {
+            name: spec
+            for name, spec in ecs.services.items()
+            if name != "licence_loader" or ecs.licence_mode == "air-gapped"
+        }
+
+    @property
+    def licence_secret_name(self) -> str:
+        """The secret that holds the offline licence in air-gapped mode (the ECS stack creates it)."""
+        ecs = self.environment.ecs
+        configured = ecs.secrets.licence if ecs is not None else None
+        return configured or f"sonic/{self.environment_name}/cartesia-licence"
 
     @property
     def endpoint_name(self) -> str:

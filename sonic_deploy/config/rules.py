@@ -348,7 +348,7 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
                 f"add an [ecs.services.{service}] table with source, tag and port (from Cartesia's bundle)",
             )
     for name, spec in ecs.services.items():
-        if name != "cloudwatch_agent" and spec.port is None:
+        if name not in ("cloudwatch_agent", "licence_loader") and spec.port is None:
             fail(
                 f"ecs.services.{name}.port",
                 MISSING,
@@ -378,6 +378,14 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
                 f"{instance.vcpus * 1024} CPU units",
                 f"set it to {instance.vcpus * 1024 - HOST_AGENT_CPU} or less",
             )
+    if ecs.licence_mode == "air-gapped" and "licence_loader" not in ecs.services:
+        fail(
+            "ecs.services.licence_loader",
+            MISSING,
+            "air-gapped mode loads the licence into the proxy with a small shell image, and none is configured",
+            '[ecs.services.licence_loader] source = "public.ecr.aws/docker/library/busybox", tag = "1.37", '
+            "private_registry = false (any image with sh, wget and base64)",
+        )
     if ecs.licence_mode == "air-gapped" and ecs.nat_gateways > 0:
         fail(
             "ecs.nat_gateways",

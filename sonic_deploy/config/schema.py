@@ -100,7 +100,9 @@ class SageMakerConfig(Strict):
     alarms: AlarmConfig = AlarmConfig()
 
 
-ServiceName = Literal["api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent"]
+ServiceName = Literal[
+    "api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent", "licence_loader"
+]
 SecretRef = Literal["api_key", "registry_credentials"]
 
 
@@ -139,6 +141,11 @@ class SecretsConfig(Strict):
     create: bool = Field(
         default=False, description="create both secrets (placeholder values) instead of importing"
     )
+    licence: str | None = Field(
+        default=None,
+        description="air-gapped mode: the secret the stack creates for the offline licence "
+        "(default sonic/<env>/cartesia-licence); `sonic-deploy licence upload` writes it",
+    )
 
 
 class EcsAlarmConfig(Strict):
@@ -176,6 +183,11 @@ class EcsConfig(Strict):
     deregistration_delay_s: Annotated[int, Field(ge=0, le=3600)] = 300
     licence_data_path: str = Field(
         default="/data", description="where the licence proxy keeps its offline licence (air-gapped mode)"
+    )
+    licence_content_type: str = Field(
+        default="application/octet-stream",
+        pattern=r"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$",
+        description="Content-Type of the licence upload (POST /license) in air-gapped mode",
     )
     reuse_repositories: bool = Field(
         default=False,

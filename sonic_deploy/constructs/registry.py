@@ -141,7 +141,9 @@ class ImageRegistry(Construct):
             )
 
     def before_use(self, name: str, consumer: Construct) -> None:
-        """Make `consumer` wait for the copy of image `name`, so that no task starts before its image."""
+        """Make `consumer` (a service) wait for the copy of image `name`, so that no task starts before its
+        image. The service, not its whole construct: the task roles may be in the key policy the repository
+        depends on."""
         if name in self.copies:
             consumer.node.add_dependency(self.copies[name])
 

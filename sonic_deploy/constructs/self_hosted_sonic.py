@@ -63,7 +63,7 @@ class SelfHostedSonic(Construct):
                 deployment_alarms=deployment_alarms,
                 gpu_placement=placement,
             )
-            registry.before_use(name, built)
+            registry.before_use(name, built.service)
             return built
 
         self.nats = service("nats", "nats", 1)

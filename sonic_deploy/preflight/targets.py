@@ -30,7 +30,7 @@ def ecs_targets(settings: Settings) -> EcsTargets | None:
         max_instances=ecs.max_workers + 1,
         images=[]
         if ecs.copy_images
-        else [(settings.ecr_repository(name), s.tag) for name, s in ecs.services.items()],
+        else [(settings.ecr_repository(name), s.tag) for name, s in settings.ecs_services.items()],
         secret_names=[] if ecs.secrets.create else [ecs.secrets.api_key, ecs.secrets.registry_credentials],
         images_copied_at_deploy=ecs.copy_images,
         secrets_created_at_deploy=ecs.secrets.create,

@@ -90,7 +90,7 @@ class EcsStack(SonicStack):
             reuse_repositories=cfg.reuse_repositories,
             images={
                 name: ImageSource(s.source, s.tag, settings.ecr_repository(name), s.private_registry)
-                for name, s in cfg.services.items()
+                for name, s in settings.ecs_services.items()
             },
         )
 
@@ -126,7 +126,7 @@ class EcsStack(SonicStack):
             scraper_cpu=cfg.services["cloudwatch_agent"].cpu,
             scraper_memory_mib=cfg.services["cloudwatch_agent"].memory_mib,
         )
-        registry.before_use("cloudwatch_agent", metrics)
+        registry.before_use("cloudwatch_agent", metrics.scraper)
         alerting = Alerting(self, "Alerting", key=key, emails=cfg.alarms.email)
         alarms = WorkerAlarms(
             self,
@@ -138,10 +138,16 @@ class EcsStack(SonicStack):
             gpu_pinned_minutes=cfg.alarms.gpu_pinned_minutes,
         )
 
-        licence_volume = None
-        if cfg.licence_mode == "air-gapped":
-            store = LicenceStore(self, "LicenceStore", vpc=network.vpc, placement=placement, key=key)
-            licence_volume = (store.volume, cfg.licence_data_path)
+        store = None
+        if not connected:
+            store = LicenceStore(
+                self,
+                "LicenceStore",
+                vpc=network.vpc,
+                placement=placement,
+                key=key,
+                secret_name=settings.licence_secret_name,
+            )
         sonic = SelfHostedSonic(
             self,
             "Sonic",
@@ -156,10 +162,17 @@ class EcsStack(SonicStack):
             log_retention=retention,
             api_deployment_alarms=[alarms.unserviceable],
             worker_deployment_alarms=[alarms.ttfa, alarms.unserviceable],
-            licence_volume=licence_volume,
+            licence_volume=(store.volume, cfg.licence_data_path) if store else None,
         )
-        if licence_volume is not None:
-            store.allow(sonic.licence_proxy.security_group, sonic.licence_proxy.task_definition.task_role)
+        if store is not None:
+            store.load_into(
+                sonic.licence_proxy,
+                loader_image=registry.image("licence_loader"),
+                content_type=cfg.licence_content_type,
+            )
+            registry.before_use("licence_loader", sonic.licence_proxy.service)
+            CfnOutput(self, "LicenceSecretArn", value=store.secret.secret_arn)
+            CfnOutput(self, "LicenceProxyService", value=sonic.licence_proxy.service.service_name)
         for scraped in (sonic.workers, sonic.api_server):
             if scraped.metrics_port is not None:
                 scraped.allow_from(metrics.security_group, "Prometheus scrape", port=scraped.metrics_port)

@@ -232,3 +232,12 @@ def test_bootstrap_without_account_or_credentials_says_how_to_sign_in(make: Make
     result = make("bootstrap", "ENV=dev")
     assert result.returncode != 0
     assert "no AWS account" in result.stderr and "aws sso login" in result.stderr
+
+
+def test_make_licence_needs_env_and_file_and_reaches_the_command(make: Make, tmp_path: Path) -> None:
+    missing = make("licence", "ENV=dev")
+    assert missing.returncode == 2 and "give ENV=<environment> FILE=<licence file>" in missing.stderr
+    (tmp_path / "l.lic").write_bytes(b"licence")
+    connected = make("licence", "ENV=dev", f"FILE={tmp_path / 'l.lic'}", "PY=" + sys.executable)
+    assert connected.returncode != 0
+    assert 'licence_mode = "connected"' in connected.stderr and "Traceback" not in connected.stderr

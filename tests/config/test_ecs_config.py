@@ -65,7 +65,7 @@ def test_misspelt_service_name(edit_config: EditConfig) -> None:
     config = edit_config(DEV, "[ecs.services.gpu_worker]", "[ecs.services.gpu_wroker]")
     assert error_for(config) == (
         "ecs.services.gpu_wroker = 'gpu_wroker': unknown name. Fix: did you mean 'gpu_worker'? use one of "
-        "api_server, gpu_worker, licence_proxy, nats, cloudwatch_agent"
+        "api_server, gpu_worker, licence_proxy, nats, cloudwatch_agent, licence_loader"
     )
 
 

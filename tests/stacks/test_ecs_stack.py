@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import base64
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
 from aws_cdk import Stack
 from aws_cdk.assertions import Annotations, Match, Template
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from sonic_deploy.config import Settings
-from tests.conftest import EditConfig, resources_of, synthesize_from
+from sonic_deploy.constructs.licence_store import NO_LICENCE_YET, loader_script
+from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
 from tests.snapshot import scrubbed
 
 
@@ -34,10 +42,18 @@ def test_outputs(ecs_template: Template) -> None:
     assert outputs["AvailabilityZone"]["Value"] == "us-east-2a"
 
 
-def test_air_gapped_has_no_egress_and_keeps_the_licence(edit_config: EditConfig) -> None:
-    edit_config("environments/dev.toml", 'licence_mode = "connected"', 'licence_mode = "air-gapped"')
-    config = edit_config("environments/dev.toml", "nat_gateways = 1", "nat_gateways = 0")
-    template = Template.from_stack(synthesize_from(config)["ecs"])
+@pytest.fixture(scope="module")
+def air_gapped(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    config = tmp_path_factory.mktemp("air-gapped") / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    dev = config / "environments/dev.toml"
+    text = dev.read_text().replace('licence_mode = "connected"', 'licence_mode = "air-gapped"')
+    dev.write_text(text.replace("nat_gateways = 1", "nat_gateways = 0"))
+    return Template.from_stack(synthesize_from(config)["ecs"])
+
+
+def test_air_gapped_has_no_egress_and_keeps_the_licence(air_gapped: Template) -> None:
+    template = air_gapped
     template.resource_count_is("AWS::EC2::NatGateway", 0)
     template.resource_count_is("AWS::EC2::InternetGateway", 0)
     template.has_resource(
@@ -71,3 +87,64 @@ def test_air_gapped_has_no_egress_and_keeps_the_licence(edit_config: EditConfig)
     }
     assert any("ecr.dkr" in s for s in services) and any("secretsmanager" in s for s in services)
     assert "com.amazonaws.us-east-2.ec2" in services  # the GPU agent's DescribeTags
+
+
+def _licence_task(template: Template) -> dict[str, Any]:
+    return next(
+        dict(t["Properties"])
+        for k, t in resources_of(template, "AWS::ECS::TaskDefinition").items()
+        if k.startswith("SonicLicenceProxy")
+    )
+
+
+def test_air_gapped_loads_the_licence_from_its_secret_into_the_proxy(air_gapped: Template) -> None:
+    """No way in from outside: ECS reads the secret at task start, a loader POSTs it on localhost."""
+    proxy, loader = _licence_task(air_gapped)["ContainerDefinitions"]
+    assert loader["Name"] == "licence-loader" and loader["Essential"] is False
+    assert loader["DependsOn"] == [{"Condition": "START", "ContainerName": proxy["Name"]}]
+    (secret_key,) = resources_of(air_gapped, "AWS::SecretsManager::Secret")
+    assert loader["Secrets"] == [{"Name": "SONIC_LICENCE", "ValueFrom": {"Ref": secret_key}}]
+    secret = resources_of(air_gapped, "AWS::SecretsManager::Secret")[secret_key]
+    assert secret["Properties"]["Name"] == "sonic/dev/cartesia-licence"
+    assert secret["Properties"]["SecretString"] == NO_LICENCE_YET
+    assert "KmsKeyId" in secret["Properties"] and secret["DeletionPolicy"] == "RetainExceptOnCreate"
+    assert loader["EntryPoint"] == ["/bin/sh", "-c"]
+    (script,) = loader["Command"]
+    assert "http://127.0.0.1:8080/license" in script  # the proxy's port from config
+    assert subprocess.run(["sh", "-n"], input=script, text=True, check=False).returncode == 0
+    outputs = air_gapped.to_json()["Outputs"]
+    assert outputs["LicenceSecretArn"]["Value"] == {"Ref": secret_key}
+    assert {"LicenceProxyService", "ClusterName"} <= set(outputs)
+
+
+def test_the_loader_uploads_once_the_proxy_answers_and_skips_an_empty_secret(tmp_path: Path) -> None:
+    """The loader's script run for real (sh, base64; wget stood in by a script that records its call)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    fake_wget = bin_dir / "wget"
+    # Fails twice (the proxy not up yet), then accepts; keeps the file it was given.
+    fake_wget.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {calls}\n'
+        f'[ "$(wc -l < {calls})" -ge 3 ] || exit 4\n'
+        f'for a in "$@"; do [ -f "$a" ] && cp "$a" {tmp_path / "posted"}; done; exit 0\n'
+    )
+    fake_wget.chmod(0o755)
+    (bin_dir / "sleep").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "sleep").chmod(0o755)
+    script = loader_script(port=8080, content_type="application/octet-stream")
+    licence = bytes(range(256))  # any bytes: the secret holds them base64-encoded
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SONIC_LICENCE": base64.b64encode(licence).decode()}
+    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "licence uploaded to the licence proxy"
+    assert (tmp_path / "posted").read_bytes() == licence
+    assert calls.read_text().count("--post-file") == 3
+    assert "--header Content-Type: application/octet-stream" in calls.read_text()
+
+    calls.unlink()
+    env["SONIC_LICENCE"] = NO_LICENCE_YET
+    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=False)
+    assert (done.returncode, calls.exists()) == (0, False)
+    assert "no licence uploaded yet" in done.stdout

@@ -1,0 +1,202 @@
+"""`sonic-deploy licence upload --env NAME --file LICENCE`: put Cartesia's offline licence where an air-gapped
+ECS deployment can read it, and restart the licence proxy so that it does.
+
+The stack (LicenceStore) creates a KMS-encrypted secret and gives the proxy's task a loader container that
+POSTs the secret's licence to the proxy on localhost when the task starts. This command writes the licence
+into that secret (base64, so any file survives) and starts a new deployment of the proxy service, then waits
+for it to finish. Only AWS APIs are called, through their public endpoints: the VPC needs no way in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sonic_deploy.config import Settings, load_settings, require_config_dir
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudformation import CloudFormationClient
+    from mypy_boto3_ecs import ECSClient
+    from mypy_boto3_secretsmanager import SecretsManagerClient
+
+# Secrets Manager holds at most 65,536 bytes of SecretString; base64 makes 3 bytes into 4.
+MAX_LICENCE_BYTES = 65536 // 4 * 3
+OUTPUTS = ("LicenceSecretArn", "ClusterName", "LicenceProxyService")
+
+
+class LicenceError(Exception):
+    """A licence upload that cannot go on; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class LicenceClients:
+    cloudformation: CloudFormationClient
+    secretsmanager: SecretsManagerClient
+    ecs: ECSClient
+
+
+def add_parser(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "licence",
+        help="upload the offline licence of an air-gapped ECS deployment",
+        description="Air-gapped mode: write Cartesia's offline licence into the stack's secret and restart the "
+        "licence proxy, whose loader uploads it (POST /license) on localhost.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    upload = actions.add_parser("upload", help="upload a licence file and restart the licence proxy")
+    upload.add_argument("--env", required=True, help="environment in config/environments/")
+    upload.add_argument("--file", required=True, type=Path, help="the offline licence file from Cartesia")
+    upload.add_argument("--config-dir", type=Path, default=Path("config"), help="the config/ folder")
+    upload.add_argument("--profile", help="AWS profile to use (default: the usual credential chain)")
+    upload.add_argument("--no-wait", action="store_true", help="return once the new deployment has started")
+    upload.add_argument(
+        "--timeout", type=_positive_seconds, default=900.0, help="seconds to wait for the deployment (900)"
+    )
+    upload.set_defaults(func=run_licence_command)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 1 to 86400 seconds")
+    return value
+
+
+def run_licence_command(args: argparse.Namespace) -> int:
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    require_config_dir(args.config_dir)
+    settings = load_settings(args.config_dir, args.env)
+    try:
+        licence = read_licence(args.file)
+        check_air_gapped(settings)
+        session = boto3.Session(profile_name=args.profile)
+        region = settings.environment.region
+        clients = LicenceClients(
+            cloudformation=session.client("cloudformation", region_name=region),
+            secretsmanager=session.client("secretsmanager", region_name=region),
+            ecs=session.client("ecs", region_name=region),
+        )
+        upload_licence(clients, settings, licence, wait=not args.no_wait, timeout_s=args.timeout)
+    except LicenceError as error:
+        print(f"sonic-deploy licence: {error}", file=sys.stderr)
+        return 1
+    except (BotoCoreError, ClientError) as error:
+        print(
+            f"sonic-deploy licence: AWS refused or could not be reached: {error}. Fix: check --profile and that "
+            "the credentials may call cloudformation:DescribeStacks, secretsmanager:PutSecretValue (and kms "
+            "on the stack's key) and ecs:UpdateService/DescribeServices",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def read_licence(path: Path) -> bytes:
+    try:
+        licence = path.read_bytes()
+    except OSError as error:
+        raise LicenceError(
+            f"{path}: cannot read the licence file ({error.strerror}). Fix: pass --file PATH"
+        ) from None
+    if not licence:
+        raise LicenceError(f"{path}: the licence file is empty. Fix: pass the file Cartesia sent")
+    if len(licence) > MAX_LICENCE_BYTES:
+        raise LicenceError(
+            f"{path}: {len(licence)} bytes is more than a secret holds ({MAX_LICENCE_BYTES} bytes once "
+            "base64-encoded). Fix: check it is the licence file, not a bundle"
+        )
+    return licence
+
+
+def check_air_gapped(settings: Settings) -> None:
+    env = settings.environment
+    if "ecs" not in env.routes or env.ecs is None:
+        raise LicenceError(
+            f"environment {settings.environment_name} does not deploy the ecs route. Fix: pick an environment "
+            'whose routes include "ecs"'
+        )
+    if env.ecs.licence_mode != "air-gapped":
+        raise LicenceError(
+            f'environment {settings.environment_name} runs in licence_mode = "{env.ecs.licence_mode}": its '
+            "licence proxy checks the licence online, there is nothing to upload. Fix: set licence_mode = "
+            '"air-gapped" (and nat_gateways = 0) to run without egress'
+        )
+
+
+def stack_outputs(cloudformation: CloudFormationClient, stack_name: str) -> dict[str, str]:
+    from botocore.exceptions import ClientError
+
+    try:
+        (stack,) = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    except ClientError as error:
+        if "does not exist" in str(error):
+            raise LicenceError(
+                f"stack {stack_name} is not deployed in this account and Region. Fix: `make deploy ENV=... "
+                "ROUTE=ecs` first, then upload the licence"
+            ) from None
+        raise
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", []) if "OutputValue" in o}
+    missing = [name for name in OUTPUTS if name not in outputs]
+    if missing:
+        raise LicenceError(
+            f"stack {stack_name} has no output {', '.join(missing)}: it was deployed without the licence "
+            "loader (connected mode, or an older sonic-deploy). Fix: deploy it again in air-gapped mode"
+        )
+    return outputs
+
+
+def upload_licence(
+    clients: LicenceClients,
+    settings: Settings,
+    licence: bytes,
+    *,
+    wait: bool = True,
+    timeout_s: float = 900.0,
+    say: Callable[[str], None] = print,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    stack_name = settings.stack_name("ecs")
+    outputs = stack_outputs(clients.cloudformation, stack_name)
+    clients.secretsmanager.put_secret_value(
+        SecretId=outputs["LicenceSecretArn"], SecretString=base64.b64encode(licence).decode("ascii")
+    )
+    say(f"licence stored in {outputs['LicenceSecretArn']}")
+    cluster, service = outputs["ClusterName"], outputs["LicenceProxyService"]
+    clients.ecs.update_service(cluster=cluster, service=service, forceNewDeployment=True)
+    say(f"new deployment of {service} started: its loader uploads the licence when the task starts")
+    if not wait:
+        return
+    deadline = clock() + timeout_s
+    while True:
+        (described,) = clients.ecs.describe_services(cluster=cluster, services=[service])["services"]
+        primary = next(d for d in described.get("deployments", []) if d.get("status") == "PRIMARY")
+        state = primary.get("rolloutState", "IN_PROGRESS")
+        if state == "COMPLETED":
+            say(
+                f"{service} is running the new task. The loader's log (stream prefix licence-loader in the "
+                "proxy's log group) says `licence uploaded to the licence proxy` once the proxy took it"
+            )
+            return
+        if state == "FAILED":
+            raise LicenceError(
+                f"the new deployment of {service} failed: {primary.get('rolloutStateReason', 'no reason given')}."
+                " Fix: read the proxy's and the loader's logs (ECS console, the service's Logs tab)"
+            )
+        if clock() >= deadline:
+            raise LicenceError(
+                f"the new deployment of {service} is still {state} after {timeout_s:g} s. Fix: watch it in the "
+                "ECS console; the licence is already stored and will be loaded when the task starts"
+            )
+        sleep(10)
