@@ -20,6 +20,7 @@ from sonic_deploy.config.rules import (
     check_catalogue,
     check_environment,
     check_packages,
+    route_cidrs,
 )
 from sonic_deploy.config.schema import (
     CatalogueStreams,
@@ -87,6 +88,11 @@ class Settings:
     def ecr_repository(self, service: str) -> str:
         """The ECR repository the ECS stack makes for one service's image (preflight looks there too)."""
         return f"{self.resource_prefix}/{service.replace('_', '-')}"
+
+    def route_cidr(self, route: str) -> str:
+        """The range of `route`'s VPC: its half of network.cidr (an existing VPC's range when one is named)."""
+        net = self.environment.network
+        return net.existing_vpc.vpc_cidr if net.existing_vpc else route_cidrs(net.cidr)[route]
 
     @property
     def ecs_services(self) -> dict[str, ServiceConfig]:

@@ -181,6 +181,7 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
     if not net.existing_vpc:
         public = env.ecs is not None and "ecs" in env.routes and env.ecs.nat_gateways > 0
         _check_cidr(fail, net.cidr, zones, public_subnets=public)
+    _check_client_cidrs(fail, env)
 
     if "sagemaker" in env.routes:
         _check_sagemaker(fail, env, catalogue)
@@ -206,22 +207,57 @@ def _check_alarms_reach_someone(fail: Fail, env: EnvironmentConfig) -> None:
 SUBNET_SIZE = 2 ** (32 - 20)  # the Network construct's private subnets are /20
 
 
+ROUTE_HALVES = ("sagemaker", "ecs")  # network.cidr's lower half, then its upper half
+
+
+def route_cidrs(cidr: str) -> dict[str, str]:
+    """Each route's VPC range within `network.cidr` (already checked): SageMaker the lower half, ECS the
+    upper. The two never overlap, so one client VPC can be peered with both, and a route added later does not
+    move the other."""
+    halves = ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=1)
+    return {route: str(half) for route, half in zip(ROUTE_HALVES, halves, strict=True)}
+
+
 def _check_cidr(fail: Fail, cidr: str, zones: list[str], *, public_subnets: bool) -> None:
     try:
         network = ipaddress.IPv4Network(cidr)
     except ValueError as error:
         fail("network.cidr", cidr, f"not an IPv4 network ({error})", 'write one such as "10.60.0.0/16"')
-    # One /20 per AZ, and one /20's worth for the /24 public subnets when there is a NAT gateway.
-    needed = SUBNET_SIZE * (len(zones) + (1 if public_subnets else 0))
+    # Each route gets half. One /20 per AZ, and one /20's worth for the /24 public subnets when there is a
+    # NAT gateway (the ECS route only, but both halves are the same size).
+    needed = 2 * SUBNET_SIZE * (len(zones) + (1 if public_subnets else 0))
     if network.num_addresses < needed:
         prefix = 32 - (needed - 1).bit_length()
         fail(
             "network.cidr",
             cidr,
-            f"too small for a /20 private subnet in each of {len(zones)} AZs"
-            + (" and the public subnets" if public_subnets else ""),
+            f"too small: each route's VPC takes half of it, and a half needs a /20 private subnet in each of "
+            f"{len(zones)} AZs" + (" and the public subnets" if public_subnets else ""),
             f'use a /{prefix} or larger, e.g. "{network.network_address}/{min(prefix, 16)}"',
         )
+
+
+def _check_client_cidrs(fail: Fail, env: EnvironmentConfig) -> None:
+    net = env.network
+    workload = [ipaddress.IPv4Network(net.existing_vpc.vpc_cidr if net.existing_vpc else net.cidr)]
+    for client in net.client_cidrs:
+        try:
+            network = ipaddress.IPv4Network(client)
+        except ValueError as error:
+            fail(
+                "network.client_cidrs",
+                client,
+                f"not an IPv4 network ({error})",
+                'write one such as "10.20.0.0/16"',
+            )
+        if any(network.overlaps(own) for own in workload):
+            fail(
+                "network.client_cidrs",
+                client,
+                f"overlaps the routes' own range {workload[0]}: a VPC with that range cannot be peered or "
+                "routed to them",
+                "give the client VPC a range outside network.cidr, or move network.cidr",
+            )
 
 
 def _check_sagemaker(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
@@ -378,6 +414,14 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
                 f"{instance.vcpus * 1024} CPU units",
                 f"set it to {instance.vcpus * 1024 - HOST_AGENT_CPU} or less",
             )
+    if ecs.nlb_idle_timeout_s < ecs.deregistration_delay_s:
+        fail(
+            "ecs.nlb_idle_timeout_s",
+            ecs.nlb_idle_timeout_s,
+            f"shorter than deregistration_delay_s ({ecs.deregistration_delay_s}): a call that pauses between "
+            "utterances while its API server drains would be cut by the idle timeout first",
+            f'set it to {ecs.deregistration_delay_s} or more (README, "What a deploy does to a live call")',
+        )
     if ecs.licence_mode == "air-gapped" and "licence_loader" not in ecs.services:
         fail(
             "ecs.services.licence_loader",

@@ -65,7 +65,16 @@ class NetworkConfig(Strict):
     availability_zones: list[str] = Field(
         description="At least two AZs; SageMaker's VpcConfig needs subnets in two different AZs."
     )
-    cidr: str = "10.60.0.0/16"
+    cidr: str = Field(
+        default="10.60.0.0/16",
+        description="the environment's range: the SageMaker route's VPC takes its lower half, the ECS route's its "
+        "upper half, so the two never overlap",
+    )
+    client_cidrs: list[str] = Field(
+        default=[],
+        description="ranges of client VPCs (peered, or through a transit gateway) admitted to the Sonic endpoint "
+        "and the ECS route's API, besides the route's own VPC",
+    )
     existing_vpc: ExistingVpc | None = None
     flow_log_retention_days: int = 90
 
@@ -180,7 +189,17 @@ class EcsConfig(Strict):
     worker_health_retries: Annotated[int, Field(ge=1, le=10)] = 10
     listener_port: Annotated[int, Field(ge=1, le=65535)] = 80
     nlb_idle_timeout_s: Annotated[int, Field(ge=60, le=6000)] = 3600
-    deregistration_delay_s: Annotated[int, Field(ge=0, le=3600)] = 300
+    deregistration_delay_s: Annotated[int, Field(ge=0, le=3600)] = Field(
+        default=300,
+        description="how long a call keeps its API server task once a deploy or scale-in replaces it",
+    )
+    api_stop_timeout_s: Annotated[int, Field(ge=2, le=120)] = Field(
+        default=120,
+        description="SIGTERM to SIGKILL for the API server after its drain (Fargate's most: 120 s)",
+    )
+    worker_stop_timeout_s: Annotated[int, Field(ge=2, le=600)] = Field(
+        default=120, description="SIGTERM to SIGKILL for a GPU worker: how long its in-flight utterances get"
+    )
     licence_data_path: str = Field(
         default="/data", description="where the licence proxy keeps its offline licence (air-gapped mode)"
     )

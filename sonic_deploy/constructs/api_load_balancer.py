@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -28,6 +30,7 @@ class ApiLoadBalancer(Construct):
         listener_port: int,
         idle_timeout: Duration,
         deregistration_delay: Duration,
+        client_cidrs: Sequence[str] = (),
         health_check_path: str = "/status",
     ) -> None:
         super().__init__(scope, construct_id)
@@ -41,6 +44,10 @@ class ApiLoadBalancer(Construct):
         self.security_group.add_ingress_rule(
             ec2.Peer.ipv4(vpc.vpc_cidr_block), ec2.Port.tcp(listener_port), "Sonic API from inside the VPC"
         )
+        for cidr in client_cidrs:
+            self.security_group.add_ingress_rule(
+                ec2.Peer.ipv4(cidr), ec2.Port.tcp(listener_port), f"Sonic API from client network {cidr}"
+            )
         self.security_group.add_egress_rule(api.security_group, ec2.Port.tcp(api.port), "to the API server")
         api.allow_from(self.security_group, "from the load balancer")
 

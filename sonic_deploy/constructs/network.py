@@ -37,6 +37,8 @@ class Network(Construct):
         egress: bool = False,
         nat_gateways: int = 1,
         existing_vpc: ec2.IVpc | None = None,
+        endpoint_clients: Sequence[str] = (),
+        endpoint_zones: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         private_type = ec2.SubnetType.PRIVATE_WITH_EGRESS if egress else ec2.SubnetType.PRIVATE_ISOLATED
@@ -101,11 +103,21 @@ class Network(Construct):
         self.endpoint_security_group.add_ingress_rule(
             ec2.Peer.ipv4(self.vpc.vpc_cidr_block), ec2.Port.tcp(443), "HTTPS from the VPC"
         )
+        for cidr in endpoint_clients:
+            self.endpoint_security_group.add_ingress_rule(
+                ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), f"HTTPS from client network {cidr}"
+            )
         acknowledge(
             self.endpoint_security_group,
             "AwsSolutions-EC23",
             reason="ingress is HTTPS from this VPC's own CIDR (a token the rule cannot read), not 0.0.0.0/0",
         )
+        # An interface endpoint costs per AZ and hour: only in the AZs that use it.
+        endpoint_subnets = [
+            subnet
+            for subnet in self.private_subnets
+            if endpoint_zones is None or subnet.availability_zone in endpoint_zones
+        ]
         self.endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
         for service in interface_services:
             endpoint_id = id_from_name(service.short_name)
@@ -114,7 +126,7 @@ class Network(Construct):
                 f"{endpoint_id}Endpoint",
                 vpc=self.vpc,
                 service=service,
-                subnets=ec2.SubnetSelection(subnets=self.private_subnets),
+                subnets=ec2.SubnetSelection(subnets=endpoint_subnets),
                 security_groups=[self.endpoint_security_group],
                 private_dns_enabled=True,
             )

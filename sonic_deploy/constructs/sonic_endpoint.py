@@ -62,7 +62,9 @@ class SonicEndpoint(Construct):
         # network-isolated: HTTPS egress lets SageMaker fetch the model data through the gateway.
         self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "model data from S3")
         # SageMaker writes to this group; made here so it is encrypted and expires. Named, so not retained:
-        # a retained group would block the next deploy of the same endpoint name.
+        # a retained group would block the next deploy of the same endpoint name. SageMaker also creates it
+        # itself when an endpoint logs, so one may be left from an earlier endpoint: preflight
+        # (check_endpoint_log_group) finds it before a create fails on "already exists".
         self.log_group = logs.LogGroup(
             self,
             "Logs",

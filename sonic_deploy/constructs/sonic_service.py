@@ -38,6 +38,9 @@ class ContainerSpec:
     health_retries: int = 3
     metrics_port: int | None = None
     gpu: bool = False
+    # SIGTERM to SIGKILL. ECS sends SIGTERM only once the load balancer has drained the task (target UNUSED
+    # after the deregistration delay); None leaves ECS's default, 30 s.
+    stop_timeout: Duration | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class SonicService(Construct):
             cpu=container.cpu if gpu_placement else None,
             memory_reservation_mib=container.memory_mib if gpu_placement else None,
             gpu_count=1 if container.gpu else None,
+            stop_timeout=container.stop_timeout,
             environment=dict(container.environment),
             secrets=dict(container.secrets),
             command=list(container.command) or None,

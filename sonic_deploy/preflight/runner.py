@@ -15,6 +15,7 @@ from sonic_deploy.preflight.ecs_checks import (
 )
 from sonic_deploy.preflight.results import CheckResult, skipped
 from sonic_deploy.preflight.sagemaker_checks import (
+    check_endpoint_log_group,
     check_endpoint_quota,
     check_model_package,
     check_zones_offer_hardware,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_ecr import ECRClient
+    from mypy_boto3_logs import CloudWatchLogsClient
     from mypy_boto3_sagemaker import SageMakerClient
     from mypy_boto3_secretsmanager import SecretsManagerClient
     from mypy_boto3_service_quotas import ServiceQuotasClient
@@ -43,6 +45,7 @@ class AwsClients:
     cloudformation: CloudFormationClient
     ecr: ECRClient
     secretsmanager: SecretsManagerClient
+    logs: CloudWatchLogsClient
 
     @classmethod
     def from_session(cls, session: Session, region: str) -> AwsClients:
@@ -54,6 +57,7 @@ class AwsClients:
             cloudformation=session.client("cloudformation", region_name=region),
             ecr=session.client("ecr", region_name=region),
             secretsmanager=session.client("secretsmanager", region_name=region),
+            logs=session.client("logs", region_name=region),
         )
 
 
@@ -71,6 +75,7 @@ def run_preflight(
         results.append(check_model_package(clients.sagemaker, settings, account))
         results.append(check_endpoint_quota(clients.service_quotas, clients.sagemaker, settings))
         results.append(check_zones_offer_hardware(clients.ec2, settings))
+        results.append(check_endpoint_log_group(clients.logs, clients.cloudformation, settings))
     else:
         results.append(skipped("SageMaker checks", f"route not in {settings.environment_name}'s routes"))
 

@@ -12,7 +12,9 @@ from sonic_deploy.preflight.quotas import BLUE_GREEN_FACTOR, increase_command, q
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, error_message, failed, passed
 
 if TYPE_CHECKING:
+    from mypy_boto3_cloudformation import CloudFormationClient
     from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_logs import CloudWatchLogsClient
     from mypy_boto3_sagemaker import SageMakerClient
     from mypy_boto3_service_quotas import ServiceQuotasClient
 
@@ -121,3 +123,34 @@ def check_zones_offer_hardware(ec2: EC2Client, settings: Settings) -> CheckResul
         check,
         f"EC2 offers {hardware} in {', '.join(zones)} (SageMaker's own per-AZ capacity is not queryable)",
     )
+
+
+def check_endpoint_log_group(
+    logs: CloudWatchLogsClient, cloudformation: CloudFormationClient, settings: Settings
+) -> CheckResult:
+    """The stack creates the endpoint's log group under the name SageMaker writes to. SageMaker also creates
+    that group itself when an endpoint logs, so one can outlive an earlier endpoint of the same name (or one
+    torn down with the stack while it was still logging); a first create then fails with "... already
+    exists". Only a stack that is not deployed yet can meet that."""
+    group = f"/aws/sagemaker/Endpoints/{settings.endpoint_name}"
+    check = f"log group {group}"
+    stack = settings.stack_name("sagemaker")
+    try:
+        cloudformation.describe_stacks(StackName=stack)
+        return passed(check, f"owned by the deployed stack {stack}")
+    except ClientError as error:
+        if "does not exist" not in error_message(error):
+            return aws_error(check, error, "cloudformation:DescribeStacks")
+    try:
+        found = logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]
+    except ClientError as error:
+        return aws_error(check, error, "logs:DescribeLogGroups")
+    if any(g.get("logGroupName") == group for g in found):
+        return failed(
+            check,
+            "left behind by an earlier endpoint of this name: the stack's first create would fail with "
+            "'already exists'",
+            f"keep its logs elsewhere if you need them, then `aws logs delete-log-group --log-group-name {group} "
+            f"--region {settings.environment.region}`; or set sagemaker.endpoint_name to a new name",
+        )
+    return passed(check, "free for the stack to create")

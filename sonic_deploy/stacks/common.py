@@ -46,12 +46,13 @@ def log_retention(days: int) -> logs.RetentionDays:
     return _RETENTION[days]
 
 
-def network_props(scope: Construct, settings: Settings) -> dict[str, Any]:
-    """The Network construct's placement arguments: new VPC in the named AZs, or the configured one."""
+def network_props(scope: Construct, settings: Settings, route: str) -> dict[str, Any]:
+    """The Network construct's placement arguments: a new VPC in the named AZs, in the route's half of
+    network.cidr, or the configured existing one."""
     net = settings.environment.network
     existing = net.existing_vpc
     if existing is None:
-        return {"availability_zones": net.availability_zones, "cidr": net.cidr}
+        return {"availability_zones": net.availability_zones, "cidr": settings.route_cidr(route)}
     vpc = import_vpc(
         scope,
         "ExistingVpc",

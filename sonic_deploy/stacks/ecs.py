@@ -66,7 +66,9 @@ class EcsStack(SonicStack):
             + ([] if connected else [ec2.InterfaceVpcEndpointAwsService.EC2]),
             egress=connected,
             nat_gateways=cfg.nat_gateways,
-            **network_props(self, settings),
+            # Every task and instance of this route is in one AZ: endpoints elsewhere would be paid for idle.
+            endpoint_zones=[cfg.availability_zone],
+            **network_props(self, settings, "ecs"),
         )
         placement = SingleAzPlacement(
             self, "Placement", subnets=network.private_subnets, availability_zone=cfg.availability_zone
@@ -186,6 +188,7 @@ class EcsStack(SonicStack):
             listener_port=cfg.listener_port,
             idle_timeout=Duration.seconds(cfg.nlb_idle_timeout_s),
             deregistration_delay=Duration.seconds(cfg.deregistration_delay_s),
+            client_cidrs=env.network.client_cidrs,
         )
 
         self._scaling(cfg, cluster, sonic.workers, metrics)
@@ -258,5 +261,9 @@ def _containers(cfg: EcsConfig, registry: ImageRegistry, secrets: SonicSecrets) 
         gpu=True,
         health_start_period=Duration.seconds(cfg.worker_start_period_s),
         health_retries=cfg.worker_health_retries,
+        stop_timeout=Duration.seconds(cfg.worker_stop_timeout_s),
+    )
+    containers["api_server"] = dataclasses.replace(
+        containers["api_server"], stop_timeout=Duration.seconds(cfg.api_stop_timeout_s)
     )
     return containers

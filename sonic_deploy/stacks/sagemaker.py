@@ -37,7 +37,8 @@ class SageMakerStack(SonicStack):
             key=key,
             flow_log_retention=log_retention(env.network.flow_log_retention_days),
             interface_services=[ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_RUNTIME],
-            **network_props(self, settings),
+            endpoint_clients=env.network.client_cidrs,
+            **network_props(self, settings, "sagemaker"),
         )
 
         endpoint = SonicEndpoint(

@@ -207,9 +207,28 @@ def test_existing_vpc_needs_route_tables(edit_config: EditConfig) -> None:
 def test_cidr_too_small(edit_config: EditConfig) -> None:
     config = edit_config(DEV, 'cidr = "10.60.0.0/16"', 'cidr = "10.60.0.0/24"')
     assert error_for(config) == (
-        f"{config}/environments/dev.toml: network.cidr = '10.60.0.0/24': too small for a /20 private subnet in "
-        'each of 2 AZs and the public subnets. Fix: use a /18 or larger, e.g. "10.60.0.0/16"'
+        f"{config}/environments/dev.toml: network.cidr = '10.60.0.0/24': too small: each route's VPC takes half "
+        "of it, and a half needs a /20 private subnet in each of 2 AZs and the public subnets. Fix: use a /17 or "
+        'larger, e.g. "10.60.0.0/16"'
     )
+
+
+def test_each_route_gets_its_own_half_of_the_environments_range() -> None:
+    dev = load_settings(CONFIG_DIR, "dev")
+    assert (dev.route_cidr("sagemaker"), dev.route_cidr("ecs")) == ("10.60.0.0/17", "10.60.128.0/17")
+
+
+def test_a_client_range_that_overlaps_the_routes_is_refused(edit_config: EditConfig) -> None:
+    config = edit_config(
+        DEV, 'cidr = "10.60.0.0/16"', 'cidr = "10.60.0.0/16"\nclient_cidrs = ["10.60.200.0/24"]'
+    )
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: network.client_cidrs = '10.60.200.0/24': overlaps the routes' own range "
+        "10.60.0.0/16: a VPC with that range cannot be peered or routed to them. Fix: give the client VPC a "
+        "range outside network.cidr, or move network.cidr"
+    )
+    config = edit_config(DEV, '["10.60.200.0/24"]', '["10.20.0.1/16"]')
+    assert "network.client_cidrs = '10.20.0.1/16': not an IPv4 network" in error_for(config)
 
 
 def test_cidr_not_a_network(edit_config: EditConfig) -> None:

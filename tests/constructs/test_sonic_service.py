@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Match, Template
 
+from sonic_deploy.config import ConfigError, load_settings
 from tests.conftest import EditConfig, resources_of, synthesize_from
 
 
@@ -228,3 +230,47 @@ def test_image_copy_has_room_for_multi_gigabyte_images_and_its_logs_expire(ecs_t
     ]
     assert copy_logs["Properties"]["RetentionInDays"] == 30
     assert copy_logs["DeletionPolicy"] == "RetainExceptOnCreate"
+
+
+def test_every_timer_on_a_calls_path_is_set(ecs_template: Template) -> None:
+    """README, "What a deploy does to a live call": drain, then SIGTERM with time to finish."""
+    containers = {
+        d["Name"]: d
+        for t in resources_of(ecs_template, "AWS::ECS::TaskDefinition").values()
+        for d in t["Properties"]["ContainerDefinitions"]
+    }
+    assert containers["api-server"]["StopTimeout"] == 120
+    assert containers["gpu-worker"]["StopTimeout"] == 120
+    (group,) = resources_of(ecs_template, "AWS::ElasticLoadBalancingV2::TargetGroup").values()
+    attributes = {a["Key"]: a["Value"] for a in group["Properties"]["TargetGroupAttributes"]}
+    assert attributes["deregistration_delay.timeout_seconds"] == "300"
+    (listener,) = resources_of(ecs_template, "AWS::ElasticLoadBalancingV2::Listener").values()
+    listener_attributes = {a["Key"]: a["Value"] for a in listener["Properties"]["ListenerAttributes"]}
+    assert int(listener_attributes["tcp.idle_timeout.seconds"]) >= 300
+
+
+def test_an_idle_timeout_shorter_than_the_drain_is_refused(edit_config: EditConfig) -> None:
+    config = edit_config("environments/dev.toml", "nlb_idle_timeout_s = 3600", "nlb_idle_timeout_s = 120")
+    with pytest.raises(
+        ConfigError, match=r"ecs.nlb_idle_timeout_s = 120: shorter than deregistration_delay_s"
+    ):
+        load_settings(config, "dev")
+
+
+def test_the_load_balancer_may_reach_only_the_api_server(ecs_template: Template) -> None:
+    """No default allow-all egress on the NLB's group: one rule, to the API server's group on its port."""
+    ((lb_group_id, lb_group),) = [
+        (key, group)
+        for key, group in resources_of(ecs_template, "AWS::EC2::SecurityGroup").items()
+        if group["Properties"]["GroupDescription"].startswith("Sonic API load balancer")
+    ]
+    assert "SecurityGroupEgress" not in lb_group["Properties"]
+    egress = [
+        rule["Properties"]
+        for rule in resources_of(ecs_template, "AWS::EC2::SecurityGroupEgress").values()
+        if rule["Properties"]["GroupId"] == {"Fn::GetAtt": [lb_group_id, "GroupId"]}
+    ]
+    (rule,) = egress
+    assert (rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) == ("tcp", 5000, 5000)
+    assert rule["DestinationSecurityGroupId"]["Fn::GetAtt"][0].startswith("SonicApiServerSecurityGroup")
+    assert "CidrIp" not in rule

@@ -37,6 +37,7 @@ def test_everything_in_order_for_both_routes(fake_aws: FakeAws, settings: Settin
         ("model package subscription", "pass"),
         ("quota: ml.g6e.xlarge for endpoint usage", "pass"),
         ("g6e.xlarge hardware in the endpoint's AZs", "pass"),
+        ("log group /aws/sagemaker/Endpoints/sonic-dev", "pass"),
         ("quota: Running On-Demand G and VT instances", "pass"),
         ("g6e.xlarge offered in us-east-2a", "pass"),
         ("image sonic-api:1.2.3", "pass"),

@@ -7,6 +7,7 @@ import dataclasses
 
 from sonic_deploy.config import Settings
 from sonic_deploy.preflight.sagemaker_checks import (
+    check_endpoint_log_group,
     check_endpoint_quota,
     check_model_package,
     check_zones_offer_hardware,
@@ -132,3 +133,25 @@ def test_a_zone_without_the_hardware_fails(fake_aws: FakeAws, settings: Settings
         "EC2 does not offer g6e.xlarge (the hardware behind ml.g6e.xlarge) in us-east-2z"
     )
     assert result.fix.startswith("name AZs from us-east-2a, us-east-2b, us-east-2c")
+
+
+def test_a_log_group_left_by_an_earlier_endpoint_fails_with_the_fix(
+    fake_aws: FakeAws, settings: Settings
+) -> None:
+    clients = fake_aws.clients
+    assert check_endpoint_log_group(clients.logs, clients.cloudformation, settings).status == "pass"
+    clients.logs.create_log_group(logGroupName="/aws/sagemaker/Endpoints/sonic-dev")
+    clients.logs.create_log_group(logGroupName="/aws/sagemaker/Endpoints/sonic-dev-2")  # another endpoint's
+    result = check_endpoint_log_group(clients.logs, clients.cloudformation, settings)
+    assert (result.status, result.check) == ("fail", "log group /aws/sagemaker/Endpoints/sonic-dev")
+    assert (
+        "aws logs delete-log-group --log-group-name /aws/sagemaker/Endpoints/sonic-dev --region us-east-2"
+        in (result.fix)
+    )
+    # Once the stack is deployed the group is its own.
+    clients.cloudformation.create_stack(
+        StackName="sonic-dev-sagemaker",
+        TemplateBody='{"Resources": {"H": {"Type": "AWS::CloudFormation::WaitConditionHandle"}}}',
+    )
+    owned = check_endpoint_log_group(clients.logs, clients.cloudformation, settings)
+    assert (owned.status, owned.detail) == ("pass", "owned by the deployed stack sonic-dev-sagemaker")

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Match, Template
 
 from sonic_deploy.config import environment_names
-from tests.conftest import CONFIG_DIR, EditConfig, assembly_manifest, synthesize_from, synthesized
+from tests.conftest import (
+    CONFIG_DIR,
+    EditConfig,
+    assembly_manifest,
+    resources_of,
+    synthesize_from,
+    synthesized,
+)
 
 
 @pytest.mark.parametrize("env_name", environment_names(CONFIG_DIR))
@@ -61,3 +68,52 @@ def test_stateful_resources_are_kept_except_when_their_first_create_rolls_back(r
     assert {(deletion, replace) for _, deletion, replace in policies.values()} == {
         ("RetainExceptOnCreate", "Retain")
     }
+
+
+def test_both_routes_have_their_own_range_and_admit_the_client_vpcs(edit_config: EditConfig) -> None:
+    """One client VPC (here 10.20.0.0/16) can be peered with both routes and reach each one's entry point."""
+    config = edit_config(
+        "environments/dev.toml",
+        'cidr = "10.60.0.0/16"',
+        'cidr = "10.60.0.0/16"\nclient_cidrs = ["10.20.0.0/16"]',
+    )
+    stacks = synthesize_from(config)
+    ranges = {}
+    for route, stack in stacks.items():
+        template = Template.from_stack(stack)
+        (vpc,) = template.find_resources("AWS::EC2::VPC").values()
+        ranges[route] = vpc["Properties"]["CidrBlock"]
+    assert ranges == {"sagemaker": "10.60.0.0/17", "ecs": "10.60.128.0/17"}
+    Template.from_stack(stacks["sagemaker"]).has_resource_properties(
+        "AWS::EC2::SecurityGroup",
+        {
+            "GroupDescription": "Interface endpoints: HTTPS from inside the VPC only",
+            "SecurityGroupIngress": Match.array_with(
+                [Match.object_like({"CidrIp": "10.20.0.0/16", "FromPort": 443, "ToPort": 443})]
+            ),
+        },
+    )
+    Template.from_stack(stacks["ecs"]).has_resource_properties(
+        "AWS::EC2::SecurityGroup",
+        {
+            "GroupDescription": "Sonic API load balancer: clients inside the VPC only",
+            "SecurityGroupIngress": Match.array_with(
+                [Match.object_like({"CidrIp": "10.20.0.0/16", "FromPort": 80, "ToPort": 80})]
+            ),
+        },
+    )
+
+
+def test_the_ecs_routes_interface_endpoints_sit_in_its_one_zone(ecs_template: Template) -> None:
+    endpoints = [
+        e
+        for e in resources_of(ecs_template, "AWS::EC2::VPCEndpoint").values()
+        if "SubnetIds" in e["Properties"]
+    ]
+    assert endpoints
+    subnets = resources_of(ecs_template, "AWS::EC2::Subnet")
+    for endpoint in endpoints:
+        zones = {
+            subnets[s["Ref"]]["Properties"]["AvailabilityZone"] for s in endpoint["Properties"]["SubnetIds"]
+        }
+        assert zones == {"us-east-2a"}
