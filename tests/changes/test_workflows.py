@@ -87,6 +87,19 @@ def test_deploy_runs_only_after_the_diff_in_a_protected_environment() -> None:
     assert any("APPROVAL=never" in str(step.get("run", "")) for step in deploy["steps"])
 
 
+def test_the_deploy_workflow_refuses_placeholders_before_aws_credentials() -> None:
+    """The diff job checks (`target --deploy`) before it assumes a role; the deploy job runs only after it
+    (and `make deploy` checks once more)."""
+    jobs = load("deploy.yml")["jobs"]
+    steps = jobs["diff"]["steps"]
+    check = next(i for i, step in enumerate(steps) if "--deploy" in str(step.get("run", "")))
+    credentials = next(
+        i for i, step in enumerate(steps) if "configure-aws-credentials" in str(step.get("uses"))
+    )
+    assert "sonic_deploy.changes target" in steps[check]["run"] and check < credentials
+    assert jobs["deploy"]["needs"] == "diff"
+
+
 def test_ci_gate_runs_make_test_and_a_diff_per_environment() -> None:
     jobs = load("ci.yml")["jobs"]
     assert any(step.get("run") == "make test" for step in jobs["test"]["steps"])
