@@ -67,15 +67,21 @@ def test_json_matches_the_arithmetic(capsys: pytest.CaptureFixture[str]) -> None
     assert isinstance(prices, dict) and prices["unverified_rows_used"] > 0
 
 
-def test_probe_figure_replaces_the_catalogue_for_the_probed_type(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def probe_summary(tmp_path: Path) -> Path:
+    """A probe summary of one ml.g6e.xlarge: p95 within 250 ms up to 6 streams, not at 10."""
     summary = tmp_path / "summary.json"
     levels = [
         {"concurrency": c, "requests": 100, "ok": 100, "errors": {}, "ttfa_ms": {"p95": p}}
         for c, p in ((4, 120.0), (6, 180.0), (10, 320.0))
     ]
     summary.write_text(json.dumps({"levels": levels}))
+    return summary
+
+
+def test_probe_figure_replaces_the_catalogue_for_the_probed_type(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    summary = probe_summary(tmp_path)
     plan = run_json(
         capsys, "--probe", str(summary), "--probe-instance-type", "ml.g6e.xlarge", "--ttfa-budget-ms", "250"
     )
@@ -138,12 +144,7 @@ def test_json_carries_each_type_s_figure_source_and_contradictions(
 def test_measured_figure_replaces_the_catalogue_in_the_table(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    summary = tmp_path / "summary.json"
-    levels = [
-        {"concurrency": c, "requests": 100, "ok": 100, "errors": {}, "ttfa_ms": {"p95": p}}
-        for c, p in ((4, 120.0), (6, 180.0), (10, 320.0))
-    ]
-    summary.write_text(json.dumps({"levels": levels}))
+    summary = probe_summary(tmp_path)
     args = ["--probe", str(summary), "--probe-instance-type", "ml.g6e.xlarge", "--ttfa-budget-ms", "250"]
     assert main(["plan", *CONFIG, "--instance-types", "ml.g6e.xlarge", *args]) == 0
     lines = capsys.readouterr().out.splitlines()
