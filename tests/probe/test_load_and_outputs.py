@@ -66,10 +66,10 @@ def _sent_times(run: ProbeRun) -> list[tuple[float, bool]]:
 
 
 def test_the_automatic_ramp_up_times_one_request_alone_then_spreads_the_slots(
-    reference_server: ServerFactory, run_probe: Run
+    shared_server: ServerFactory, run_probe: Run
 ) -> None:
     # Each request takes ~200 ms (100 ms to the first byte, 200 ms of audio at half pace).
-    server = reference_server("--first-byte-ms", "100", "--audio-ms", "200", "--pace", "0.5")
+    server = shared_server("--first-byte-ms", "100", "--audio-ms", "200", "--pace", "0.5")
     run = run_probe("ws", "--url", server.ws_url, "--concurrency", "4", "--requests", "8")
     assert (run.level()["requests"], run.level()["ok"]) == (8, 8)
     pilot = min(run.samples, key=lambda s: s["seq"])
@@ -87,8 +87,8 @@ def test_the_automatic_ramp_up_times_one_request_alone_then_spreads_the_slots(
     assert sent[4][0] - pilot_end >= min(0.75 * ramp_up_s, 0.19) - 0.005
 
 
-def test_ramp_up_zero_is_passed_on(reference_server: ServerFactory, run_probe: Run) -> None:
-    server = reference_server("--first-byte-ms", "100", "--audio-ms", "200", "--pace", "0.5")
+def test_ramp_up_zero_is_passed_on(shared_server: ServerFactory, run_probe: Run) -> None:
+    server = shared_server("--first-byte-ms", "100", "--audio-ms", "200", "--pace", "0.5")
     run = run_probe("ws", "--url", server.ws_url, "--concurrency", "4", "--requests", "8", "--ramp-up", "0")
     assert (run.level()["ramp_up_s"], run.level()["ok"]) == (0, 8)
     with pytest.raises(SystemExit):
