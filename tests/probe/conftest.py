@@ -26,6 +26,23 @@ def reference_server() -> Iterator[ServerFactory]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_server() -> Iterator[ServerFactory]:
+    """One server per set of options for the module's tests, for tests that read none of its counters
+    (admissions, faults, capacity: those count from the server's start) and inject no fault: the routes
+    of one test, say, each against the same server instead of four starts of a Python process."""
+    started: dict[tuple[str, ...], ReferenceServer] = {}
+
+    def start(*options: str) -> ReferenceServer:
+        if options not in started:
+            started[options] = ReferenceServer(*options, exit_after_s=600)
+        return started[options]
+
+    yield start
+    for server in started.values():
+        server.stop()
+
+
 @pytest.fixture(autouse=True)
 def _dummy_aws(monkeypatch: pytest.MonkeyPatch) -> None:
     """boto3 signs requests to the reference server; it needs credentials, never real ones."""

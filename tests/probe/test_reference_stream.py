@@ -14,18 +14,21 @@ def test_the_first_byte_delay_counts_from_arrival_not_from_when_the_stream_start
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Time spent parsing and answering the request comes out of the delay, not on top of it."""
+    clock = [1000.0]  # the loop's clock, moved only by the server's sleeps: no other process's load counts
     sleeps: list[float] = []
 
     async def recorded(delay: float) -> None:
         sleeps.append(delay)
+        clock[0] += delay
 
     monkeypatch.setattr(asyncio, "sleep", recorded)  # as the reference server calls it: asyncio.sleep
     behaviour = ReferenceBehaviour(ServerConfig(first_byte_ms=90, chunk_ms=20, pace=1.0, audio_ms=40))
 
     async def stream() -> list[str]:
-        arrived = asyncio.get_running_loop().time() - 0.060  # the request came in 60 ms ago
+        monkeypatch.setattr(asyncio.get_running_loop(), "time", lambda: clock[0])
+        arrived = clock[0] - 0.060  # the request came in 60 ms ago
         return [event.kind async for event in behaviour.events("hi", AudioFormat(), "", arrived)]
 
     assert asyncio.run(stream()) == ["chunk", "chunk", "done"]
-    assert 0 < sleeps[0] <= 0.030  # 90 ms after arrival is at most 30 ms away
-    assert sleeps[1] == pytest.approx(sleeps[0] + 0.020, abs=0.005)  # the schedule goes on from there
+    # 90 ms after arrival is 30 ms away; the schedule goes on from there, one chunk every 20 ms.
+    assert sleeps == pytest.approx([0.030, 0.020])

@@ -67,9 +67,9 @@ def target(route: str, server: ReferenceServer) -> list[str]:
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_reports_the_injected_first_byte_delay_and_leading_silence(
-    route: str, reference_server: ServerFactory, run_probe: Run
+    route: str, shared_server: ServerFactory, run_probe: Run
 ) -> None:
-    server = reference_server(
+    server = shared_server(
         "--first-byte-ms", "60", "--audio-ms", "120", "--pace", "0.5", "--leading-silence-ms", "60"
     )
     run = run_probe(*target(route, server), "--concurrency", "1,4", "--requests", "8")
@@ -77,15 +77,15 @@ def test_reports_the_injected_first_byte_delay_and_leading_silence(
     assert [level["concurrency"] for level in run.summary["levels"]] == [1, 4]
     for level in run.summary["levels"]:
         assert (level["requests"], level["ok"], level["errors"]) == (8, 8, {})
-        ttfa, audible = level["ttfa_ms"], level["ttfa_audible_ms"]
-        # Never less than the injected delay; a little more for the loopback and two event loops (loose
-        # bounds: the machine may be busy; the benchmark, not this test, measures the probe's precision).
-        assert 60.0 <= ttfa["p50"] < 110.0
+        # Never less than the injected delay. How much more (the loopback, two event loops, a busy
+        # machine) is the probe's precision: bench/probe_ttfa.py measures it; no test can bound it.
+        assert level["ttfa_ms"]["p50"] >= 60.0
         # Three silent 20 ms chunks sent at half real time: the first audible one leaves 30 ms later.
-        assert 90.0 <= audible["p50"] < 140.0
-    assert all(s["ttfa_audible_ms"] >= 90.0 for s in run.samples)
+        assert level["ttfa_audible_ms"]["p50"] >= 90.0
     assert len(run.samples) == 8 + 1 + 8 + 4  # measured plus warm-up, all flushed
     assert all(s["audio_ms"] == 120.0 and s["ttfa_ms"] >= 60.0 for s in run.samples)
+    # The first audible chunk (the fourth) cannot leave before 90 ms, nor come before the first byte.
+    assert all(s["ttfa_audible_ms"] >= max(90.0, s["ttfa_ms"]) for s in run.samples)
     if route != "http":  # raw bytes carry no message boundaries: TCP may join two chunks in one read
         assert all(s["chunks"] == 6 for s in run.samples)
 
@@ -146,34 +146,53 @@ def test_capacity_rejections_match_the_server_count(
     assert level["ok"] == stats["completed"] >= 2
 
 
+# The stall test's server: 10 chunks of 20 ms (its default) sent every 10 ms from 20 ms after each request,
+# and every second stream held STALL_MS before its sixth chunk.
+FIRST_BYTE_MS, AUDIO_MS, CHUNK_MS, PACE, STALL_MS = 20, 200, 20, 0.5, 600
+PLAYBACK_DELAY_MS = 100
+
+
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_stall_shorter_than_the_timeout_is_an_underrun(
     route: str, reference_server: ServerFactory, run_probe: Run
 ) -> None:
     server = reference_server(
-        "--first-byte-ms", "20", "--audio-ms", "400", "--pace", "0.5", "--fault", "stall:2", "--stall-ms", "500"
+        "--first-byte-ms", str(FIRST_BYTE_MS), "--audio-ms", str(AUDIO_MS), "--pace", str(PACE),
+        "--fault", "stall:2", "--stall-ms", str(STALL_MS),
     )  # fmt: skip
-    # A 100 ms player buffer absorbs scheduling hiccups of a busy test machine, not a 500 ms stall.
+    # One request at a time, so that the n-th to finish (seq n - 1) is the n-th the server admitted: the
+    # second and the fourth are the stalled ones.
     run = run_probe(
-        *target(route, server), "--concurrency", "2", "--requests", "8", "--warmup", "0",
-        "--playback-delay-ms", "100",
+        *target(route, server), "--concurrency", "1", "--requests", "4", "--warmup", "0",
+        "--playback-delay-ms", str(PLAYBACK_DELAY_MS),
     )  # fmt: skip
     level = run.level()
-    assert level["ok"] == 8
-    assert level["underruns"] == level["requests_with_underruns"] == 4
-    # Playback from first byte + 100 ms with 200 ms of audio in hand runs dry 300 ms before the next chunk.
-    stalled = [s for s in run.samples if s["underruns"]]
-    assert all(240 <= s["underrun_ms"] <= 330 and s["max_gap_ms"] >= 500 for s in stalled)
+    assert level["ok"] == 4
+    assert server.stats()["fault_stall"] == 2
+    last_chunk_ms = FIRST_BYTE_MS + (AUDIO_MS // CHUNK_MS - 1) * CHUNK_MS * PACE  # after arrival, unstalled
+    stalled = [s for s in run.samples if s["seq"] % 2 == 1]
+    # What the server guarantees: a stalled stream's last chunk leaves no earlier than STALL_MS later.
+    assert all(s["total_ms"] >= last_chunk_ms + STALL_MS for s in stalled)
+    # The player starts PLAYBACK_DELAY_MS after the first byte, plays the AUDIO_MS it gets, and silence
+    # where it ran dry; it cannot end before the last chunk has come and played. So its silence is at least
+    # (last chunk + its 20 ms) - (first byte + delay + audio), whatever the machine's load did to the other
+    # chunks: 430 ms less how late the first byte was (ttfa_ms - 20 ms).
+    silence_ms = last_chunk_ms + STALL_MS + CHUNK_MS - PLAYBACK_DELAY_MS - AUDIO_MS
+    for sample in stalled:
+        assert sample["underrun_ms"] + sample["ttfa_ms"] >= silence_ms, sample
+        assert sample["underruns"] >= 1, sample  # 430 ms of silence, unless the first byte was as late
+    # A stream that was not stalled may run dry too, on a busy machine: at least the stalled ones did.
+    assert level["requests_with_underruns"] >= 2
+    assert level["underruns"] == sum(s["underruns"] for s in run.measured)
+    assert level["requests_with_underruns"] == sum(s["underruns"] > 0 for s in run.measured)
 
 
 @pytest.mark.parametrize("route", ["sagemaker", "sagemaker-boto3"])
 @pytest.mark.parametrize("layout", ["split", "packed", "mixed"])
 def test_sagemaker_events_split_across_or_packed_into_parts(
-    layout: str, route: str, reference_server: ServerFactory, run_probe: Run
+    layout: str, route: str, shared_server: ServerFactory, run_probe: Run
 ) -> None:
-    server = reference_server(
-        "--first-byte-ms", "20", "--audio-ms", "200", "--pace", "0.25", "--parts", layout
-    )
+    server = shared_server("--first-byte-ms", "20", "--audio-ms", "200", "--pace", "0.25", "--parts", layout)
     run = run_probe(*target(route, server), "--concurrency", "2", "--requests", "6")
     assert run.summary["target"]["client"] == ("boto3" if route == "sagemaker-boto3" else "async")
     assert run.level()["ok"] == 6
@@ -188,10 +207,11 @@ def test_telephony_preset_measures_mulaw_audio(reference_server: ServerFactory, 
         "ws", "--url", server.ws_url, "--preset", "telephony", "--concurrency", "2", "--requests", "4"
     )
     assert all(s["bytes"] == 1600 and s["ok"] for s in run.samples)  # 200 ms at 8 kHz, one byte each
-    level = run.level()
-    # 100 ms of leading silence in 20 ms chunks sent at half real time: audible 50 ms after the first byte.
-    assert 70.0 <= level["ttfa_audible_ms"]["p50"] < 120.0
-    assert all(s["ttfa_audible_ms"] >= 70.0 for s in run.samples)
+    # 100 ms of leading silence in 20 ms chunks sent at half real time: the first audible chunk (the
+    # sixth) leaves 50 ms after the first, 70 ms after the request; how much later it arrives, the
+    # benchmark measures.
+    assert all(s["ttfa_audible_ms"] >= max(70.0, s["ttfa_ms"]) for s in run.samples)
+    assert run.level()["ttfa_audible_ms"]["p50"] >= 70.0
 
 
 def test_multiplexed_contexts_share_sockets(reference_server: ServerFactory, run_probe: Run) -> None:
