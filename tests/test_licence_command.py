@@ -63,7 +63,7 @@ def deployed(clients: LicenceClients, *, outputs: bool = True) -> str:
         cluster="sonic-dev", serviceName="licence-proxy", taskDefinition="licence-proxy", desiredCount=1
     )
     template: dict[str, object] = {
-        "Resources": {"Nothing": {"Type": "AWS::CloudFormation::WaitConditionHandle"}}
+        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}
     }
     if outputs:
         template["Outputs"] = {

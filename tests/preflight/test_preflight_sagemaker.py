@@ -151,7 +151,7 @@ def test_a_log_group_left_by_an_earlier_endpoint_fails_with_the_fix(
     # Once the stack is deployed the group is its own.
     clients.cloudformation.create_stack(
         StackName="sonic-dev-sagemaker",
-        TemplateBody='{"Resources": {"H": {"Type": "AWS::CloudFormation::WaitConditionHandle"}}}',
+        TemplateBody='{"Resources": {"Q": {"Type": "AWS::SQS::Queue"}}}',
     )
     owned = check_endpoint_log_group(clients.logs, clients.cloudformation, settings)
     assert (owned.status, owned.detail) == ("pass", "owned by the deployed stack sonic-dev-sagemaker")
