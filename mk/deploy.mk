@@ -35,8 +35,8 @@ DIFF_ENVS = $(or $(ENV),$(shell $(CHANGES) environments))
 ENV_ARGS = $(foreach env,$(DIFF_ENVS),--env $(env))
 # Reads `key=value` lines printed by `python -m sonic_deploy.changes target` into shell variables.
 read_facts = sed -n 's/^$(1)=//p' <<<"$$facts"
-RETAINED_NOTE = Kept on purpose (RETAIN), still in the account: ECR repositories, KMS keys, log groups. \
-See docs/deploy.md, "What stays behind", to delete them.
+RETAINED_NOTE = Kept on purpose (RetainExceptOnCreate), still in the account: ECR repositories, KMS keys, log groups \
+(and, air-gapped, the licence file system). See docs/deploy.md, "What stays behind", to delete them.
 
 FILE ?=
 

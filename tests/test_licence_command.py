@@ -1,162 +1,200 @@
-"""`sonic-deploy licence upload` against moto: the stack's outputs, the secret, a new proxy deployment."""
+"""`sonic-deploy licence upload`: Secrets Manager and CloudFormation from moto; ECS from botocore's Stubber
+(moto neither finishes a rollout nor runs a service's tasks), so every ECS request and answer is checked
+against the service's own model."""
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 from moto import mock_aws
 
 from sonic_deploy.cli import main
-from sonic_deploy.config import load_settings
-from sonic_deploy.licence.command import (
-    MAX_LICENCE_BYTES,
-    LicenceClients,
-    LicenceError,
-    upload_licence,
-)
+from sonic_deploy.config import Settings, load_settings
+from sonic_deploy.licence.command import MAX_LICENCE_BYTES, LicenceClients, LicenceError, upload_licence
 
 REGION = "us-east-2"
 STACK = "sonic-dev-ecs"
-
-
-def air_gapped(config: Path) -> Path:
-    dev = config / "environments/dev.toml"
-    text = dev.read_text().replace('licence_mode = "connected"', 'licence_mode = "air-gapped"')
-    dev.write_text(text.replace("nat_gateways = 1", "nat_gateways = 0"))
-    return config
+SECRET = "sonic/dev/cartesia-licence"
+CLUSTER, SERVICE = "sonic-dev", "licence-proxy"
+NEW_TASK_DEFINITION = "arn:aws:ecs:us-east-2:123456789012:task-definition/licence-proxy:2"
+TASK = "arn:aws:ecs:us-east-2:123456789012:task/sonic-dev/0123456789abcdef0123456789abcdef"
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[LicenceClients]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
+def settings(deployable_config: Path) -> Settings:
+    dev = deployable_config / "environments/dev.toml"
+    text = dev.read_text().replace('licence_mode = "connected"', 'licence_mode = "air-gapped"')
+    dev.write_text(text.replace("nat_gateways = 1", "nat_gateways = 0"))
+    return load_settings(deployable_config, "dev")
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[LicenceClients, Stubber]]:
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     with mock_aws():
-        yield LicenceClients(
+        ecs = boto3.client("ecs", region_name=REGION)
+        clients = LicenceClients(
             cloudformation=boto3.client("cloudformation", region_name=REGION),
             secretsmanager=boto3.client("secretsmanager", region_name=REGION),
-            ecs=boto3.client("ecs", region_name=REGION),
+            ecs=ecs,
+        )
+        with Stubber(ecs) as stubbed:
+            yield clients, stubbed
+            stubbed.assert_no_pending_responses()
+
+
+def deploy_stack(clients: LicenceClients, *, outputs: bool = True) -> None:
+    template: dict[str, Any] = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}}
+    if outputs:
+        template["Outputs"] = {"ClusterName": {"Value": CLUSTER}, "LicenceProxyService": {"Value": SERVICE}}
+    clients.cloudformation.create_stack(StackName=STACK, TemplateBody=json.dumps(template))
+
+
+def expect_rollout(ecs: Stubber, *states: str) -> None:
+    ecs.add_response(
+        "update_service",
+        {"service": {"serviceName": SERVICE}},
+        {"cluster": CLUSTER, "service": SERVICE, "forceNewDeployment": True},
+    )
+    for state in states:
+        deployment = {"status": "PRIMARY", "taskDefinition": NEW_TASK_DEFINITION, "rolloutState": state}
+        if state == "FAILED":
+            deployment["rolloutStateReason"] = "tasks failed to start"
+        ecs.add_response(
+            "describe_services",
+            {"services": [{"serviceName": SERVICE, "deployments": [deployment]}], "failures": []},
+            {"cluster": CLUSTER, "services": [SERVICE]},
         )
 
 
-def deployed(clients: LicenceClients, *, outputs: bool = True) -> str:
-    """What the ECS stack leaves in the account: the secret, the proxy service, and the stack's outputs."""
-    secret = clients.secretsmanager.create_secret(
-        Name="sonic/dev/cartesia-licence", SecretString="sonic-deploy: no licence uploaded yet"
-    )["ARN"]
-    clients.ecs.create_cluster(clusterName="sonic-dev")
-    clients.ecs.register_task_definition(
-        family="licence-proxy",
-        containerDefinitions=[{"name": "licence-proxy", "image": "proxy:1", "memory": 512}],
-    )
-    clients.ecs.create_service(
-        cluster="sonic-dev", serviceName="licence-proxy", taskDefinition="licence-proxy", desiredCount=1
-    )
-    template: dict[str, object] = {
-        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}
-    }
-    if outputs:
-        template["Outputs"] = {
-            "LicenceSecretArn": {"Value": secret},
-            "ClusterName": {"Value": "sonic-dev"},
-            "LicenceProxyService": {"Value": "licence-proxy"},
+def expect_loader(ecs: Stubber, *exit_codes: int | None) -> None:
+    for code in exit_codes:
+        ecs.add_response(
+            "list_tasks",
+            {"taskArns": [TASK]},
+            {"cluster": CLUSTER, "serviceName": SERVICE, "desiredStatus": "RUNNING"},
+        )
+        loader: dict[str, Any] = {
+            "name": "licence-loader",
+            "lastStatus": "RUNNING" if code is None else "STOPPED",
         }
-    clients.cloudformation.create_stack(StackName=STACK, TemplateBody=json.dumps(template))
-    return secret
+        if code is not None:
+            loader["exitCode"] = code
+        ecs.add_response(
+            "describe_tasks",
+            {
+                "tasks": [
+                    {
+                        "taskArn": TASK,
+                        "taskDefinitionArn": NEW_TASK_DEFINITION,
+                        "containers": [{"name": "licence-proxy", "lastStatus": "RUNNING"}, loader],
+                    }
+                ],
+                "failures": [],
+            },
+            {"cluster": CLUSTER, "tasks": [TASK]},
+        )
 
 
-def rollout(clients: LicenceClients, *states: str) -> Callable[..., Any]:
-    """moto leaves a deployment IN_PROGRESS for ever: answer DescribeServices with these rollout states."""
-    pending: Iterator[Any] = iter(states)
-    real = clients.ecs.describe_services
-
-    def describe(**kwargs: Any) -> Any:
-        answer = real(**kwargs)
-        state = next(pending)
-        for deployment in answer["services"][0]["deployments"]:
-            deployment["rolloutState"] = state
-            deployment["rolloutStateReason"] = "tasks failed to start"
-        return answer
-
-    clients.ecs.describe_services = describe  # type: ignore[method-assign]
-    return real
+LICENCE = b"-----BEGIN CARTESIA LICENCE-----\nabc\n-----END CARTESIA LICENCE-----\n"
 
 
-def test_upload_stores_the_licence_and_redeploys_the_proxy(
-    aws: LicenceClients, deployable_config: Path
+def test_before_the_first_deploy_the_secret_is_created_and_nothing_else(
+    aws: tuple[LicenceClients, Stubber], settings: Settings
 ) -> None:
-    secret = deployed(aws)
-    settings = load_settings(air_gapped(deployable_config), "dev")
-    licence = b"\x00licence\xff" * 100
+    clients, _ = aws
+    said: list[str] = []
+    upload_licence(clients, settings, LICENCE, say=said.append)
+    stored = clients.secretsmanager.get_secret_value(SecretId=SECRET)["SecretString"]
+    assert base64.b64decode(stored) == LICENCE
+    assert said == [
+        f"licence stored in the secret {SECRET}",
+        f"{STACK} is not deployed yet: deploy it now; the licence proxy loads the licence when it starts",
+    ]
+
+
+def test_a_new_licence_redeploys_the_proxy_and_waits_for_the_loader(
+    aws: tuple[LicenceClients, Stubber], settings: Settings
+) -> None:
+    clients, ecs = aws
+    clients.secretsmanager.create_secret(Name=SECRET, SecretString="old")
+    deploy_stack(clients)
+    expect_rollout(ecs, "IN_PROGRESS", "COMPLETED")
+    expect_loader(ecs, None, 0)
     said: list[str] = []
     slept: list[float] = []
-    describe_services = rollout(aws, "IN_PROGRESS", "COMPLETED")
-    forced: list[dict[str, Any]] = []
-    update_service = aws.ecs.update_service
+    upload_licence(clients, settings, LICENCE, say=said.append, sleep=slept.append)
+    assert (
+        base64.b64decode(clients.secretsmanager.get_secret_value(SecretId=SECRET)["SecretString"]) == LICENCE
+    )
+    assert slept == [10, 10]  # once for the rollout, once for the loader
+    assert (
+        said[-1]
+        == "the licence proxy took the licence (the licence-loader container of the new licence-proxy task exited 0)"
+    )
 
-    def spy(**kwargs: Any) -> Any:  # moto answers; it keeps no record of a forced deployment
-        forced.append(kwargs)
-        return update_service(**kwargs)
 
-    aws.ecs.update_service = spy  # type: ignore[method-assign]
-    upload_licence(aws, settings, licence, say=said.append, sleep=slept.append)
-    assert slept == [10]
-    stored = aws.secretsmanager.get_secret_value(SecretId=secret)["SecretString"]
-    assert base64.b64decode(stored) == licence
-    (service,) = describe_services(cluster="sonic-dev", services=["licence-proxy"])["services"]
-    assert service["serviceName"] == "licence-proxy"
-    assert forced == [{"cluster": "sonic-dev", "service": "licence-proxy", "forceNewDeployment": True}]
-    assert said[0] == f"licence stored in {secret}"
-    assert said[1].startswith("new deployment of licence-proxy started")
-    assert "licence uploaded to the licence proxy" in said[-1]
+def test_a_loader_that_failed_is_reported_with_where_to_look(
+    aws: tuple[LicenceClients, Stubber], settings: Settings
+) -> None:
+    clients, ecs = aws
+    deploy_stack(clients)
+    expect_rollout(ecs, "COMPLETED")
+    expect_loader(ecs, 1)
+    with pytest.raises(
+        LicenceError, match="the licence-loader container exited 1: the licence proxy did not take"
+    ):
+        upload_licence(clients, settings, LICENCE, say=lambda _: None, sleep=lambda _: None)
+
+
+def test_a_failed_rollout_is_reported(aws: tuple[LicenceClients, Stubber], settings: Settings) -> None:
+    clients, ecs = aws
+    deploy_stack(clients)
+    expect_rollout(ecs, "IN_PROGRESS", "FAILED")
+    with pytest.raises(LicenceError, match="deployment of licence-proxy failed: tasks failed to start"):
+        upload_licence(clients, settings, LICENCE, say=lambda _: None, sleep=lambda _: None)
+
+
+def test_a_slow_rollout_gives_up_at_the_timeout(
+    aws: tuple[LicenceClients, Stubber], settings: Settings
+) -> None:
+    clients, ecs = aws
+    deploy_stack(clients)
+    expect_rollout(ecs, "IN_PROGRESS", "IN_PROGRESS")
+    clock = iter([0.0, 100.0, 1000.0])
+    with pytest.raises(LicenceError, match=r"still IN_PROGRESS after 900 s"):
+        upload_licence(
+            clients, settings, LICENCE, say=lambda _: None, sleep=lambda _: None, clock=lambda: next(clock)
+        )
+
+
+def test_a_missing_service_is_named(aws: tuple[LicenceClients, Stubber], settings: Settings) -> None:
+    clients, ecs = aws
+    deploy_stack(clients)
+    ecs.add_response("update_service", {"service": {"serviceName": SERVICE}})
+    ecs.add_response(
+        "describe_services", {"services": [], "failures": [{"arn": SERVICE, "reason": "MISSING"}]}
+    )
+    with pytest.raises(LicenceError, match="service licence-proxy is not in cluster sonic-dev"):
+        upload_licence(clients, settings, LICENCE, say=lambda _: None)
 
 
 def test_a_stack_without_the_loader_is_named_with_the_fix(
-    aws: LicenceClients, deployable_config: Path
+    aws: tuple[LicenceClients, Stubber], settings: Settings
 ) -> None:
-    deployed(aws, outputs=False)
-    settings = load_settings(air_gapped(deployable_config), "dev")
-    with pytest.raises(
-        LicenceError, match="has no output LicenceSecretArn, ClusterName, LicenceProxyService"
-    ):
-        upload_licence(aws, settings, b"x")
-
-
-def test_a_missing_stack_says_deploy_first(aws: LicenceClients, deployable_config: Path) -> None:
-    settings = load_settings(air_gapped(deployable_config), "dev")
-    with pytest.raises(LicenceError, match=r"stack sonic-dev-ecs is not deployed.*make deploy"):
-        upload_licence(aws, settings, b"x")
-
-
-def test_a_failed_deployment_is_reported(aws: LicenceClients, deployable_config: Path) -> None:
-    deployed(aws)
-    settings = load_settings(air_gapped(deployable_config), "dev")
-    rollout(aws, "IN_PROGRESS", "FAILED")
-    slept: list[float] = []
-    with pytest.raises(LicenceError, match="deployment of licence-proxy failed: tasks failed to start"):
-        upload_licence(aws, settings, b"x", say=lambda _: None, sleep=slept.append)
-    assert slept == [10]
-
-
-def test_a_slow_deployment_is_reported(aws: LicenceClients, deployable_config: Path) -> None:
-    deployed(aws)
-    settings = load_settings(air_gapped(deployable_config), "dev")
-    clock = iter([0.0, 100.0, 1000.0])
-    rollout(aws, "IN_PROGRESS", "IN_PROGRESS")
-    with pytest.raises(LicenceError, match=r"still .* after 900 s"):
-        upload_licence(
-            aws, settings, b"x", say=lambda _: None, sleep=lambda _: None, clock=lambda: next(clock)
-        )
+    clients, _ = aws
+    deploy_stack(clients, outputs=False)
+    with pytest.raises(LicenceError, match="has no output ClusterName, LicenceProxyService"):
+        upload_licence(clients, settings, LICENCE, say=lambda _: None)
 
 
 def test_command_line_errors_are_one_line(
@@ -172,6 +210,12 @@ def test_command_line_errors_are_one_line(
     assert "the licence file is empty" in licence("--file", str(tmp_path / "empty.lic"))[1]
     (tmp_path / "huge.lic").write_bytes(b"x" * (MAX_LICENCE_BYTES + 1))
     assert "more than a secret holds" in licence("--file", str(tmp_path / "huge.lic"))[1]
+    (tmp_path / "binary.lic").write_bytes(b"lic\0ence")
+    assert (
+        "holds NUL bytes, which the loader's BusyBox wget"
+        in licence("--file", str(tmp_path / "binary.lic"))[1]
+    )
     (tmp_path / "ok.lic").write_bytes(b"licence")
     code, error = licence("--file", str(tmp_path / "ok.lic"))  # dev is connected
     assert code == 1 and 'licence_mode = "connected"' in error and "Traceback" not in error
+    assert len(error.strip().splitlines()) == 1

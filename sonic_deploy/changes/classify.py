@@ -23,6 +23,9 @@ CRITICAL_TYPES: dict[str, str] = {
     "AWS::ECR::Repository": "an image repository (deleting it deletes its images)",
     "AWS::KMS::Key": "an encryption key (data encrypted with it becomes unreadable once it is deleted)",
     "AWS::SecretsManager::Secret": "a secret (its value is lost)",
+    "AWS::EC2::VPC": "the VPC (a new one replaces every subnet, endpoint, task network interface and the load "
+    "balancer; an EFS file system cannot have mount targets in two VPCs at once)",
+    "AWS::EFS::FileSystem": "the file system that keeps the offline licence",
 }
 """Replacing or removing one of these fails the check unless explicitly allowed."""
 

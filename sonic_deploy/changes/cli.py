@@ -41,6 +41,7 @@ from sonic_deploy.config import (
     environment_names,
     load_settings,
 )
+from sonic_deploy.config.placeholders import refusal
 
 EXIT_OK, EXIT_DANGEROUS, EXIT_USAGE = 0, 1, 2
 EXIT_NOT_EXPLAINED = 1
@@ -241,13 +242,9 @@ def run_target(args: argparse.Namespace) -> int:
 
 def refuse_placeholders(settings: Settings, routes: Sequence[str]) -> None:
     """A deploy with a shipped placeholder fails in AWS minutes later; stop it here, naming each one."""
-    found = [str(p) for route in routes for p in settings.placeholders.get(route, ())]
-    if found:
-        lines = "\n  ".join(found)
-        raise TargetError(
-            f"environment {settings.environment_name} still has {len(found)} placeholder(s) to replace "
-            f"before a deploy:\n  {lines}"
-        )
+    refused = refusal(settings.environment_name, settings.placeholders, routes)
+    if refused is not None:
+        raise TargetError(refused)
 
 
 def run_environments(args: argparse.Namespace) -> int:

@@ -90,9 +90,13 @@ class Settings:
         return f"{self.resource_prefix}/{service.replace('_', '-')}"
 
     def route_cidr(self, route: str) -> str:
-        """The range of `route`'s VPC: its half of network.cidr (an existing VPC's range when one is named)."""
+        """The range of `route`'s VPC: network.route_cidrs if set, else its half of network.cidr (an existing
+        VPC's range when one is named)."""
         net = self.environment.network
-        return net.existing_vpc.vpc_cidr if net.existing_vpc else route_cidrs(net.cidr)[route]
+        if net.existing_vpc:
+            return net.existing_vpc.vpc_cidr
+        pinned = {str(name): cidr for name, cidr in net.route_cidrs.items()}
+        return pinned.get(route) or route_cidrs(net.cidr)[route]
 
     @property
     def ecs_services(self) -> dict[str, ServiceConfig]:
@@ -108,7 +112,8 @@ class Settings:
 
     @property
     def licence_secret_name(self) -> str:
-        """The secret that holds the offline licence in air-gapped mode (the ECS stack creates it)."""
+        """The secret that holds the offline licence in air-gapped mode (`sonic-deploy licence upload` makes
+        it; the ECS stack imports it by name)."""
         ecs = self.environment.ecs
         configured = ecs.secrets.licence if ecs is not None else None
         return configured or f"sonic/{self.environment_name}/cartesia-licence"

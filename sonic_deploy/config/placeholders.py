@@ -9,7 +9,7 @@ AWS call, with the file, the field and the fix.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from sonic_deploy.config.errors import ConfigError
@@ -89,3 +89,14 @@ def _example_emails(env_file: Path, field: str, addresses: list[str]) -> Iterato
                 problem="an example address: nobody would receive the alarms",
                 fix="write the on-call address (a list that reaches a person)",
             )
+
+
+def refusal(
+    settings_name: str, placeholders: Mapping[str, tuple[ConfigError, ...]], routes: Iterable[str]
+) -> str | None:
+    """What a deploy or preflight says instead of going on, or None when `routes` have no placeholder."""
+    found = [str(p) for route in routes for p in placeholders.get(route, ())]
+    if not found:
+        return None
+    lines = "\n  ".join(found)
+    return f"environment {settings_name} still has {len(found)} placeholder(s) to replace before a deploy:\n  {lines}"

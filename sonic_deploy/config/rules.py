@@ -181,6 +181,7 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
     if not net.existing_vpc:
         public = env.ecs is not None and "ecs" in env.routes and env.ecs.nat_gateways > 0
         _check_cidr(fail, net.cidr, zones, public_subnets=public)
+        _check_route_cidrs(fail, env, zones)
     _check_client_cidrs(fail, env)
 
     if "sagemaker" in env.routes:
@@ -193,9 +194,9 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
 
 def _check_alarms_reach_someone(fail: Fail, env: EnvironmentConfig) -> None:
     """Outside the default environment an alarm nobody receives is a silent outage."""
-    lists = {"sagemaker": env.sagemaker.alarms.email, "ecs": env.ecs.alarms.email if env.ecs else ["-"]}
     for route in env.routes:
-        if not lists[route]:
+        alarms = env.sagemaker.alarms if route == "sagemaker" else env.ecs.alarms if env.ecs else None
+        if alarms is not None and not alarms.email:
             fail(
                 f"{route}.alarms.email",
                 [],
@@ -237,9 +238,41 @@ def _check_cidr(fail: Fail, cidr: str, zones: list[str], *, public_subnets: bool
         )
 
 
+def _check_route_cidrs(fail: Fail, env: EnvironmentConfig, zones: list[str]) -> None:
+    """Pinned route ranges: valid, large enough, and apart from the other route's (so both can be peered
+    with one client VPC)."""
+    net = env.network
+    ranges = {route: ipaddress.IPv4Network(cidr) for route, cidr in route_cidrs(net.cidr).items()}
+    for route, cidr in net.route_cidrs.items():
+        field = f"network.route_cidrs.{route}"
+        try:
+            ranges[route] = ipaddress.IPv4Network(cidr)
+        except ValueError as error:
+            fail(field, cidr, f"not an IPv4 network ({error})", 'write one such as "10.60.0.0/16"')
+        public = route == "ecs" and env.ecs is not None and env.ecs.nat_gateways > 0
+        needed = SUBNET_SIZE * (len(zones) + (1 if public else 0))
+        if ranges[route].num_addresses < needed:
+            fail(
+                field,
+                cidr,
+                f"too small for a /20 private subnet in each of {len(zones)} AZs",
+                "use a /18 or larger",
+            )
+    used = [route for route in ROUTE_HALVES if route in env.routes]
+    if len(used) == 2 and ranges[used[0]].overlaps(ranges[used[1]]):
+        fail(
+            "network.route_cidrs",
+            {route: str(ranges[route]) for route in used},
+            "the two routes' VPCs overlap: one client VPC could not be peered with both",
+            "give one route another range (moving a deployed route's range replaces its VPC: see README, "
+            '"Network ranges")',
+        )
+
+
 def _check_client_cidrs(fail: Fail, env: EnvironmentConfig) -> None:
     net = env.network
-    workload = [ipaddress.IPv4Network(net.existing_vpc.vpc_cidr if net.existing_vpc else net.cidr)]
+    own = [net.existing_vpc.vpc_cidr] if net.existing_vpc else [net.cidr, *net.route_cidrs.values()]
+    workload = [ipaddress.IPv4Network(cidr) for cidr in own]
     for client in net.client_cidrs:
         try:
             network = ipaddress.IPv4Network(client)
@@ -254,8 +287,8 @@ def _check_client_cidrs(fail: Fail, env: EnvironmentConfig) -> None:
             fail(
                 "network.client_cidrs",
                 client,
-                f"overlaps the routes' own range {workload[0]}: a VPC with that range cannot be peered or "
-                "routed to them",
+                f"overlaps the routes' own range {next(w for w in workload if network.overlaps(w))}: a VPC with "
+                "that range cannot be peered or routed to them",
                 "give the client VPC a range outside network.cidr, or move network.cidr",
             )
 

@@ -70,6 +70,11 @@ class NetworkConfig(Strict):
         description="the environment's range: the SageMaker route's VPC takes its lower half, the ECS route's its "
         "upper half, so the two never overlap",
     )
+    route_cidrs: dict[Route, str] = Field(
+        default={},
+        description="a route's own range instead of its half of `cidr`: to keep the range of a VPC deployed "
+        "before the halves (changing it replaces the VPC)",
+    )
     client_cidrs: list[str] = Field(
         default=[],
         description="ranges of client VPCs (peered, or through a transit gateway) admitted to the Sonic endpoint "
@@ -152,8 +157,8 @@ class SecretsConfig(Strict):
     )
     licence: str | None = Field(
         default=None,
-        description="air-gapped mode: the secret the stack creates for the offline licence "
-        "(default sonic/<env>/cartesia-licence); `sonic-deploy licence upload` writes it",
+        description="air-gapped mode: the secret with the offline licence (default sonic/<env>/cartesia-licence); "
+        "`sonic-deploy licence upload` creates and writes it, before the first deploy",
     )
 
 

@@ -3,7 +3,6 @@ where the proxy keeps it across restarts."""
 
 from __future__ import annotations
 
-from aws_cdk import SecretValue
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_efs as efs
@@ -11,28 +10,23 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from sonic_deploy.constructs.findings import acknowledge
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 from sonic_deploy.constructs.sonic_service import SonicService
 
-# What the secret holds until `sonic-deploy licence upload` replaces it: the loader then uploads nothing.
-NO_LICENCE_YET = "sonic-deploy: no licence uploaded yet"
 LOADER_TRIES, LOADER_PAUSE_S = 60, 5
 
 
 def loader_script(*, port: int, content_type: str) -> str:
-    """The loader's shell script (BusyBox sh and wget): wait for the proxy, POST the licence once, exit.
+    """The loader's shell script (BusyBox sh and wget): wait for the proxy, POST the licence once, exit 0;
+    exit 1 if the proxy never took it (`sonic-deploy licence upload` reads that exit code).
 
-    The secret holds the licence file base64-encoded (`sonic-deploy licence upload` writes it so), so any
-    bytes survive the trip through an environment variable. No `${...}` in it: CloudFormation would read it.
+    The secret holds the licence file base64-encoded (the upload command writes it so). BusyBox wget sends a
+    --post-file only up to its first NUL byte, so the upload command refuses files that contain one.
     """
     return "\n".join(
         [
             "set -eu",
-            f'if [ "$SONIC_LICENCE" = "{NO_LICENCE_YET}" ]; then',
-            "  echo 'no licence uploaded yet: run sonic-deploy licence upload'; exit 0",
-            "fi",
             'printf %s "$SONIC_LICENCE" | base64 -d > /tmp/licence',
             "n=0",
             f"while [ $n -lt {LOADER_TRIES} ]; do",
@@ -49,14 +43,16 @@ def loader_script(*, port: int, content_type: str) -> str:
 
 
 class LicenceStore(Construct):
-    """An encrypted EFS file system in the placement's AZ where the proxy keeps its licence, and a
-    KMS-encrypted secret the operator writes the licence into (`sonic-deploy licence upload`).
+    """An encrypted EFS file system in the placement's AZ where the proxy keeps its licence, and the secret
+    the operator writes the licence into (`sonic-deploy licence upload`), imported by name.
 
     Nothing can reach the proxy from outside in air-gapped mode (no egress, no bastion, ingress only from the
     API server and workers), so the licence goes the way the tasks' other secrets go: ECS reads the secret
     through the Secrets Manager endpoint when the task starts, and a loader container in the proxy's own task
-    POSTs it to the proxy on localhost (`load_into`). A new licence is a new secret value and a new proxy
-    deployment; the upload command does both.
+    POSTs it to the proxy on localhost (`load_into`). The secret is the operator's, made by the upload command
+    before the first deploy, like the API key: the very first proxy task already has its licence, and a
+    destroyed stack leaves no named secret in the way of the next one. A new licence is a new secret value
+    and a new proxy deployment; the upload command does both.
     """
 
     def __init__(
@@ -89,20 +85,7 @@ class LicenceStore(Construct):
                 authorization_config=ecs.AuthorizationConfig(iam="ENABLED"),
             ),
         )
-        self.secret = secretsmanager.Secret(
-            self,
-            "Licence",
-            secret_name=secret_name,
-            encryption_key=key,
-            description="Cartesia offline licence, base64 (sonic-deploy licence upload writes it)",
-            secret_string_value=SecretValue.unsafe_plain_text(NO_LICENCE_YET),
-            removal_policy=KEEP_ONCE_CREATED,
-        )
-        acknowledge(
-            self.secret,
-            "AwsSolutions-SMG4",
-            reason="an offline licence is issued by Cartesia, not generated: there is nothing to rotate it to",
-        )
+        self.secret = secretsmanager.Secret.from_secret_name_v2(self, "Licence", secret_name)
 
     def load_into(self, proxy: SonicService, *, loader_image: ecs.ContainerImage, content_type: str) -> None:
         """Give `proxy` the file system (NFS from its security group, read/write for its role) and a loader

@@ -120,6 +120,8 @@ def prometheus_config() -> str:
 # Where the GPU hosts' agent reads its config (written by user data; the package creates the folder).
 HOST_AGENT_CONFIG = "/opt/aws/amazon-cloudwatch-agent/etc/sonic-gpu.json"
 HOST_AGENT_CTL = "/opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl"
+# The install runs as this transient systemd unit (`journalctl -u sonic-gpu-metrics` on the host).
+HOST_SCRIPT, HOST_UNIT = "/opt/sonic-deploy/install-gpu-metrics.sh", "sonic-gpu-metrics"
 
 
 def gpu_host_agent_commands(config: dict[str, Any]) -> list[str]:
@@ -135,13 +137,22 @@ def gpu_host_agent_commands(config: dict[str, Any]) -> list[str]:
     (read-only NVML queries, nothing reserved).
 
     The package comes from the AL2023 core repository, which is on S3: the VPC's S3 gateway endpoint reaches
-    it without NAT (air-gapped mode). Only that repository is enabled, so an unreachable third-party repository
-    (the AMI adds NVIDIA's) cannot fail the install. A failure is logged and the boot goes on: the instance
-    still joins the cluster, and the GpuMetricsMissing alarm says the metric is not arriving.
+    it without NAT (air-gapped mode; UNVERIFIED on AWS: the repositories' mirror list names an
+    s3.dualstack host). Only that repository is enabled, so an unreachable third-party repository (the AMI adds
+    NVIDIA's) cannot fail the install. It runs as a systemd unit beside the boot; a failure is logged there and
+    the instance serves all the same (the GpuMetricsMissing alarm fires when no host reports).
     """
     return [
         "# sonic-deploy: GPU metrics from the host (see SonicMetrics).",
-        "if timeout 300 dnf install -y --disablerepo='*' --enablerepo=amazonlinux "
+        # The agent runs outside ECS: keep its memory out of what ECS may place tasks into. The ECS agent
+        # reads this file when it starts, after user data (ecs.service: After=cloud-final.service,
+        # aws/amazon-ecs-agent packaging/amazon-linux-ami-integrated/ecs.service).
+        f"echo ECS_RESERVED_MEMORY={HOST_AGENT_MEMORY_MIB} >> /etc/ecs/ecs.config",
+        # Installed beside the boot, not in it: the ECS agent starts only after user data, and a slow
+        # package download must not hold the instance out of the cluster.
+        f"mkdir -p {HOST_SCRIPT.rsplit('/', 1)[0]}",
+        f"cat > {HOST_SCRIPT} <<'SONIC_GPU_INSTALL'",
+        "if timeout 600 dnf install -y --disablerepo='*' --enablerepo=amazonlinux "
         "--setopt=timeout=20 amazon-cloudwatch-agent; then",
         f"cat > {HOST_AGENT_CONFIG} <<'SONIC_GPU_AGENT'",
         json.dumps(config, sort_keys=True),
@@ -149,11 +160,10 @@ def gpu_host_agent_commands(config: dict[str, Any]) -> list[str]:
         f"{HOST_AGENT_CTL} -a fetch-config -m ec2 -s -c file:{HOST_AGENT_CONFIG}",
         "else",
         "echo 'sonic-deploy: amazon-cloudwatch-agent did not install: no GPU metrics from this host' >&2",
+        "exit 1",
         "fi",
-        # The agent runs outside ECS: keep its memory out of what ECS may place tasks into. The ECS agent
-        # reads this file when it starts, after user data (ecs.service: After=cloud-final.service,
-        # aws/amazon-ecs-agent packaging/amazon-linux-ami-integrated/ecs.service).
-        f"echo ECS_RESERVED_MEMORY={HOST_AGENT_MEMORY_MIB} >> /etc/ecs/ecs.config",
+        "SONIC_GPU_INSTALL",
+        f"systemd-run --no-block --unit={HOST_UNIT} /bin/bash {HOST_SCRIPT}",
     ]
 
 

@@ -1,10 +1,11 @@
 """`sonic-deploy licence upload --env NAME --file LICENCE`: put Cartesia's offline licence where an air-gapped
 ECS deployment can read it, and restart the licence proxy so that it does.
 
-The stack (LicenceStore) creates a KMS-encrypted secret and gives the proxy's task a loader container that
-POSTs the secret's licence to the proxy on localhost when the task starts. This command writes the licence
-into that secret (base64, so any file survives) and starts a new deployment of the proxy service, then waits
-for it to finish. Only AWS APIs are called, through their public endpoints: the VPC needs no way in.
+The stack (LicenceStore) imports the licence secret by name and gives the proxy's task a loader container
+that POSTs the secret's licence to the proxy on localhost when the task starts. This command writes the
+licence into that secret (creating it the first time, before the first deploy), and, once the stack is
+deployed, starts a new deployment of the proxy service and waits until the loader has handed the licence
+over. Only AWS APIs are called: the VPC needs no way in.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 
 # Secrets Manager holds at most 65,536 bytes of SecretString; base64 makes 3 bytes into 4.
 MAX_LICENCE_BYTES = 65536 // 4 * 3
-OUTPUTS = ("LicenceSecretArn", "ClusterName", "LicenceProxyService")
+OUTPUTS = ("ClusterName", "LicenceProxyService")
+LOADER = "licence-loader"
+POLL_S = 10
 
 
 class LicenceError(Exception):
@@ -111,6 +114,11 @@ def read_licence(path: Path) -> bytes:
         ) from None
     if not licence:
         raise LicenceError(f"{path}: the licence file is empty. Fix: pass the file Cartesia sent")
+    if b"\0" in licence:
+        raise LicenceError(
+            f"{path}: the file holds NUL bytes, which the loader's BusyBox wget would cut the upload at. Fix: "
+            "pass the licence as Cartesia sent it (a text file); if that is the file, ask Cartesia for a text one"
+        )
     if len(licence) > MAX_LICENCE_BYTES:
         raise LicenceError(
             f"{path}: {len(licence)} bytes is more than a secret holds ({MAX_LICENCE_BYTES} bytes once "
@@ -134,17 +142,15 @@ def check_air_gapped(settings: Settings) -> None:
         )
 
 
-def stack_outputs(cloudformation: CloudFormationClient, stack_name: str) -> dict[str, str]:
+def stack_outputs(cloudformation: CloudFormationClient, stack_name: str) -> dict[str, str] | None:
+    """The deployed stack's outputs, or None when the stack is not deployed yet."""
     from botocore.exceptions import ClientError
 
     try:
         (stack,) = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
     except ClientError as error:
         if "does not exist" in str(error):
-            raise LicenceError(
-                f"stack {stack_name} is not deployed in this account and Region. Fix: `make deploy ENV=... "
-                "ROUTE=ecs` first, then upload the licence"
-            ) from None
+            return None
         raise
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", []) if "OutputValue" in o}
     missing = [name for name in OUTPUTS if name not in outputs]
@@ -154,6 +160,19 @@ def stack_outputs(cloudformation: CloudFormationClient, stack_name: str) -> dict
             "loader (connected mode, or an older sonic-deploy). Fix: deploy it again in air-gapped mode"
         )
     return outputs
+
+
+def store_licence(secrets: SecretsManagerClient, name: str, licence: bytes) -> None:
+    """Write the licence (base64) into the secret, creating it the first time."""
+    value = base64.b64encode(licence).decode("ascii")
+    try:
+        secrets.put_secret_value(SecretId=name, SecretString=value)
+    except secrets.exceptions.ResourceNotFoundException:
+        secrets.create_secret(
+            Name=name,
+            SecretString=value,
+            Description="Cartesia offline licence, base64 (sonic-deploy licence)",
+        )
 
 
 def upload_licence(
@@ -167,36 +186,97 @@ def upload_licence(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
+    secret = settings.licence_secret_name
+    store_licence(clients.secretsmanager, secret, licence)
+    say(f"licence stored in the secret {secret}")
     stack_name = settings.stack_name("ecs")
     outputs = stack_outputs(clients.cloudformation, stack_name)
-    clients.secretsmanager.put_secret_value(
-        SecretId=outputs["LicenceSecretArn"], SecretString=base64.b64encode(licence).decode("ascii")
-    )
-    say(f"licence stored in {outputs['LicenceSecretArn']}")
+    if outputs is None:
+        say(
+            f"{stack_name} is not deployed yet: deploy it now; the licence proxy loads the licence when it starts"
+        )
+        return
     cluster, service = outputs["ClusterName"], outputs["LicenceProxyService"]
     clients.ecs.update_service(cluster=cluster, service=service, forceNewDeployment=True)
     say(f"new deployment of {service} started: its loader uploads the licence when the task starts")
     if not wait:
         return
     deadline = clock() + timeout_s
+    task_definition = _wait_for_rollout(clients.ecs, cluster, service, deadline, timeout_s, sleep, clock)
+    _wait_for_loader(clients.ecs, cluster, service, task_definition, deadline, timeout_s, sleep, clock)
+    say(f"the licence proxy took the licence (the {LOADER} container of the new {service} task exited 0)")
+
+
+def _wait_for_rollout(
+    ecs: ECSClient,
+    cluster: str,
+    service: str,
+    deadline: float,
+    timeout_s: float,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> str:
+    """Wait until the forced deployment has finished; return its task definition."""
     while True:
-        (described,) = clients.ecs.describe_services(cluster=cluster, services=[service])["services"]
-        primary = next(d for d in described.get("deployments", []) if d.get("status") == "PRIMARY")
+        described = ecs.describe_services(cluster=cluster, services=[service])["services"]
+        primary = next(
+            (d for s in described for d in s.get("deployments", []) if d.get("status") == "PRIMARY"), None
+        )
+        if primary is None:
+            raise LicenceError(
+                f"service {service} is not in cluster {cluster}. Fix: check the stack in the CloudFormation "
+                "console; deploy it again if the service was deleted by hand"
+            )
         state = primary.get("rolloutState", "IN_PROGRESS")
         if state == "COMPLETED":
-            say(
-                f"{service} is running the new task. The loader's log (stream prefix licence-loader in the "
-                "proxy's log group) says `licence uploaded to the licence proxy` once the proxy took it"
-            )
-            return
+            return primary["taskDefinition"]
         if state == "FAILED":
             raise LicenceError(
                 f"the new deployment of {service} failed: {primary.get('rolloutStateReason', 'no reason given')}."
                 " Fix: read the proxy's and the loader's logs (ECS console, the service's Logs tab)"
             )
-        if clock() >= deadline:
+        _pause(f"the new deployment of {service} is still {state}", deadline, timeout_s, sleep, clock)
+
+
+def _wait_for_loader(
+    ecs: ECSClient,
+    cluster: str,
+    service: str,
+    task_definition: str,
+    deadline: float,
+    timeout_s: float,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> None:
+    """Wait until the loader of the new task has exited; its exit code says whether the proxy took it."""
+    while True:
+        arns = ecs.list_tasks(cluster=cluster, serviceName=service, desiredStatus="RUNNING")["taskArns"]
+        tasks = ecs.describe_tasks(cluster=cluster, tasks=arns)["tasks"] if arns else []
+        loaders = [
+            container
+            for task in tasks
+            if task.get("taskDefinitionArn") == task_definition
+            for container in task.get("containers", [])
+            if container.get("name") == LOADER
+        ]
+        codes = [c["exitCode"] for c in loaders if "exitCode" in c]
+        if codes and codes[0] == 0:
+            return
+        if codes:
             raise LicenceError(
-                f"the new deployment of {service} is still {state} after {timeout_s:g} s. Fix: watch it in the "
-                "ECS console; the licence is already stored and will be loaded when the task starts"
+                f"the {LOADER} container exited {codes[0]}: the licence proxy did not take the licence. Fix: "
+                f"read the {LOADER} and licence-proxy log streams in the proxy's log group; check "
+                "ecs.licence_content_type and that the file is the licence Cartesia sent"
             )
-        sleep(10)
+        _pause(f"the {LOADER} container has not finished", deadline, timeout_s, sleep, clock)
+
+
+def _pause(
+    state: str, deadline: float, timeout_s: float, sleep: Callable[[float], None], clock: Callable[[], float]
+) -> None:
+    if clock() >= deadline:
+        raise LicenceError(
+            f"{state} after {timeout_s:g} s. Fix: watch it in the ECS console; the licence is stored and the "
+            "proxy loads it whenever its task starts"
+        )
+    sleep(POLL_S)

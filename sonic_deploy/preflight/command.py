@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sonic_deploy.config import load_settings, require_config_dir
+from sonic_deploy.config.placeholders import refusal
 from sonic_deploy.preflight.results import CheckResult
 from sonic_deploy.preflight.runner import AwsClients, run_preflight
 
@@ -35,15 +36,10 @@ def run_preflight_command(args: argparse.Namespace) -> int:
 
     require_config_dir(args.config_dir)
     settings = load_settings(args.config_dir, args.env)
-    placeholders = [p for route in settings.environment.routes for p in settings.placeholders.get(route, ())]
-    if placeholders:
+    refused = refusal(settings.environment_name, settings.placeholders, settings.environment.routes)
+    if refused is not None:
         # Checked before any AWS call: the answers would be about a deployment that cannot happen.
-        print(
-            f"sonic-deploy preflight: {args.env} still has {len(placeholders)} placeholder(s) to replace:",
-            *(f"  {p}" for p in placeholders),
-            sep="\n",
-            file=sys.stderr,
-        )
+        print(f"sonic-deploy preflight: {refused}", file=sys.stderr)
         return 2
     region = settings.environment.region
     try:

@@ -31,7 +31,9 @@ def ecs_targets(settings: Settings) -> EcsTargets | None:
         images=[]
         if ecs.copy_images
         else [(settings.ecr_repository(name), s.tag) for name, s in settings.ecs_services.items()],
-        secret_names=[] if ecs.secrets.create else [ecs.secrets.api_key, ecs.secrets.registry_credentials],
+        secret_names=([] if ecs.secrets.create else [ecs.secrets.api_key, ecs.secrets.registry_credentials])
+        # Air-gapped: the licence secret is always the operator's (`sonic-deploy licence upload` makes it).
+        + ([settings.licence_secret_name] if ecs.licence_mode == "air-gapped" else []),
         images_copied_at_deploy=ecs.copy_images,
         secrets_created_at_deploy=ecs.secrets.create,
     )

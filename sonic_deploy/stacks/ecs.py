@@ -173,7 +173,6 @@ class EcsStack(SonicStack):
                 content_type=cfg.licence_content_type,
             )
             registry.before_use("licence_loader", sonic.licence_proxy.service)
-            CfnOutput(self, "LicenceSecretArn", value=store.secret.secret_arn)
             CfnOutput(self, "LicenceProxyService", value=sonic.licence_proxy.service.service_name)
         for scraped in (sonic.workers, sonic.api_server):
             if scraped.metrics_port is not None:
@@ -240,10 +239,11 @@ class EcsStack(SonicStack):
 
 def _containers(cfg: EcsConfig, registry: ImageRegistry, secrets: SonicSecrets) -> dict[str, ContainerSpec]:
     """The four services' containers from config (the loader has checked each has a port); the GPU worker
-    also gets its GPU and a long health grace. The CloudWatch agent is SonicMetrics' own."""
+    also gets its GPU and a long health grace. The CloudWatch agent is SonicMetrics' own, the licence loader
+    LicenceStore's."""
     containers: dict[str, ContainerSpec] = {}
     for name, spec in cfg.services.items():
-        if name == "cloudwatch_agent" or spec.port is None:
+        if name in ("cloudwatch_agent", "licence_loader") or spec.port is None:
             continue
         containers[name] = ContainerSpec(
             image=registry.image(name),

@@ -41,6 +41,9 @@ REPLACING_EDITS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "AWS::EC2::PlacementGroup": ({"Strategy": "cluster"}, {"Strategy": "spread"}),
     "AWS::ECR::Repository": ({"RepositoryName": "sonic/worker"}, {"RepositoryName": "sonic/gpu-worker"}),
     "AWS::SecretsManager::Secret": ({"Name": "sonic/licence"}, {"Name": "sonic/license"}),
+    # A new network.cidr (or its halves): the VPC and everything in it is replaced.
+    "AWS::EC2::VPC": ({"CidrBlock": "10.60.0.0/16"}, {"CidrBlock": "10.60.128.0/17"}),
+    "AWS::EFS::FileSystem": ({"PerformanceMode": "generalPurpose"}, {"PerformanceMode": "maxIO"}),
 }
 
 

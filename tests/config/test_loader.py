@@ -289,3 +289,22 @@ def test_alarms_must_reach_someone_outside_dev(edit_config: EditConfig) -> None:
         'route\'s alarms. Fix: add the on-call address: `email = ["oncall@your-company.com"]` under '
         "[sagemaker.alarms]"
     )
+
+
+def test_a_deployed_routes_range_can_be_kept(edit_config: EditConfig) -> None:
+    """An ECS VPC deployed on the whole 10.60.0.0/16 keeps it; SageMaker then has to move out of it."""
+    config = edit_config(
+        DEV, 'cidr = "10.60.0.0/16"', 'cidr = "10.60.0.0/16"\nroute_cidrs = { ecs = "10.60.0.0/16" }'
+    )
+    assert error_for(config) == (
+        f"{config}/environments/dev.toml: network.route_cidrs = {{'sagemaker': '10.60.0.0/17', 'ecs': "
+        "'10.60.0.0/16'}: the two routes' VPCs overlap: one client VPC could not be peered with both. Fix: give "
+        'one route another range (moving a deployed route\'s range replaces its VPC: see README, "Network ranges")'
+    )
+    config = edit_config(
+        DEV, '{ ecs = "10.60.0.0/16" }', '{ ecs = "10.60.0.0/16", sagemaker = "10.70.0.0/17" }'
+    )
+    dev = load_settings(config, "dev")
+    assert (dev.route_cidr("ecs"), dev.route_cidr("sagemaker")) == ("10.60.0.0/16", "10.70.0.0/17")
+    config = edit_config(DEV, 'sagemaker = "10.70.0.0/17"', 'sagemaker = "10.70.0.0/22"')
+    assert "network.route_cidrs.sagemaker = '10.70.0.0/22': too small" in error_for(config)

@@ -11,6 +11,7 @@ from aws_cdk.assertions import Match, Template
 
 from sonic_deploy.constructs.sonic_metrics import (
     HOST_AGENT_CONFIG,
+    HOST_SCRIPT,
     gpu_agent_config,
     prometheus_config,
     scraper_agent_config,
@@ -39,6 +40,11 @@ def test_gpu_metrics_come_from_an_agent_on_each_gpu_host(ecs_template: Template)
     assert "ECS_CLUSTER=CFN_Ref >> /etc/ecs/ecs.config" in script
     assert "echo ECS_RESERVED_MEMORY=256 >> /etc/ecs/ecs.config" in script
     assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
+    # The install runs beside the boot (a systemd unit), so it cannot hold the ECS agent's start.
+    installer = script.split("<<'SONIC_GPU_INSTALL'\n", 1)[1].split("\nSONIC_GPU_INSTALL\n", 1)[0]
+    assert subprocess.run(["bash", "-n"], input=installer, text=True, check=False).returncode == 0
+    assert "dnf install" in installer and "dnf install" not in script.replace(installer, "")
+    assert f"systemd-run --no-block --unit=sonic-gpu-metrics /bin/bash {HOST_SCRIPT}" in script
     ecs_template.resource_properties_count_is("AWS::ECS::Service", {"SchedulingStrategy": "DAEMON"}, 0)
     assert "NVIDIA_VISIBLE_DEVICES" not in json.dumps(resources_of(ecs_template, "AWS::ECS::TaskDefinition"))
 

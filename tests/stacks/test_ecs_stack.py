@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import http.server
 import shutil
 import subprocess
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from aws_cdk import Stack
@@ -15,8 +17,8 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from sonic_deploy.config import Settings
-from sonic_deploy.constructs.licence_store import NO_LICENCE_YET, loader_script
-from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
+from sonic_deploy.constructs.licence_store import loader_script
+from tests.conftest import CONFIG_DIR, rendered, resources_of, synthesize_from
 from tests.snapshot import scrubbed
 
 
@@ -102,49 +104,84 @@ def test_air_gapped_loads_the_licence_from_its_secret_into_the_proxy(air_gapped:
     proxy, loader = _licence_task(air_gapped)["ContainerDefinitions"]
     assert loader["Name"] == "licence-loader" and loader["Essential"] is False
     assert loader["DependsOn"] == [{"Condition": "START", "ContainerName": proxy["Name"]}]
-    (secret_key,) = resources_of(air_gapped, "AWS::SecretsManager::Secret")
-    assert loader["Secrets"] == [{"Name": "SONIC_LICENCE", "ValueFrom": {"Ref": secret_key}}]
-    secret = resources_of(air_gapped, "AWS::SecretsManager::Secret")[secret_key]
-    assert secret["Properties"]["Name"] == "sonic/dev/cartesia-licence"
-    assert secret["Properties"]["SecretString"] == NO_LICENCE_YET
-    assert "KmsKeyId" in secret["Properties"] and secret["DeletionPolicy"] == "RetainExceptOnCreate"
+    ((name, value_from),) = [(s["Name"], rendered(s["ValueFrom"])) for s in loader["Secrets"]]
+    assert name == "SONIC_LICENCE" and value_from.endswith(":secret:sonic/dev/cartesia-licence")
+    # The operator's secret, imported by name: nothing named for a later stack to trip over.
+    air_gapped.resource_count_is("AWS::SecretsManager::Secret", 0)
     assert loader["EntryPoint"] == ["/bin/sh", "-c"]
     (script,) = loader["Command"]
     assert "http://127.0.0.1:8080/license" in script  # the proxy's port from config
     assert subprocess.run(["sh", "-n"], input=script, text=True, check=False).returncode == 0
-    outputs = air_gapped.to_json()["Outputs"]
-    assert outputs["LicenceSecretArn"]["Value"] == {"Ref": secret_key}
-    assert {"LicenceProxyService", "ClusterName"} <= set(outputs)
+    assert {"LicenceProxyService", "ClusterName"} <= set(air_gapped.to_json()["Outputs"])
 
 
-def test_the_loader_uploads_once_the_proxy_answers_and_skips_an_empty_secret(tmp_path: Path) -> None:
-    """The loader's script run for real (sh, base64; wget stood in by a script that records its call)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    calls = tmp_path / "calls"
-    fake_wget = bin_dir / "wget"
-    # Fails twice (the proxy not up yet), then accepts; keeps the file it was given.
-    fake_wget.write_text(
-        "#!/bin/sh\n"
-        f'echo "$*" >> {calls}\n'
-        f'[ "$(wc -l < {calls})" -ge 3 ] || exit 4\n'
-        f'for a in "$@"; do [ -f "$a" ] && cp "$a" {tmp_path / "posted"}; done; exit 0\n'
-    )
-    fake_wget.chmod(0o755)
-    (bin_dir / "sleep").write_text("#!/bin/sh\nexit 0\n")
-    (bin_dir / "sleep").chmod(0o755)
-    script = loader_script(port=8080, content_type="application/octet-stream")
-    licence = bytes(range(256))  # any bytes: the secret holds them base64-encoded
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SONIC_LICENCE": base64.b64encode(licence).decode()}
-    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=False)
+class _Proxy(http.server.BaseHTTPRequestHandler):
+    """The licence proxy's POST /license as the loader meets it: refused until `ready`, then kept."""
+
+    ready_after = 2
+    seen: ClassVar[list[tuple[str, str, bytes]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.seen.append((self.path, self.headers.get("Content-Type", ""), body))
+        self.send_response(200 if len(self.seen) > self.ready_after else 503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.skipif(
+    shutil.which("busybox") is None, reason="needs busybox (.ci/run installs it: apt-get install busybox)"
+)
+def test_the_loader_hands_the_licence_to_the_proxy_with_busybox(tmp_path: Path) -> None:
+    """The loader's script under BusyBox itself (sh, base64, wget, as in the image), against a stand-in proxy
+    on loopback that refuses twice before it is ready."""
+    _Proxy.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        script = loader_script(port=port, content_type="application/octet-stream").replace(
+            "sleep 5", "sleep 0"
+        )
+        # The image's view: BusyBox applets as the only commands there are.
+        applets = tmp_path / "bin"
+        applets.mkdir()
+        for applet in ("sh", "base64", "wget", "sleep", "printf", "echo"):
+            (applets / applet).symlink_to(str(shutil.which("busybox")))
+        env = {"PATH": str(applets), "SONIC_LICENCE": base64.b64encode(LICENCE_TEXT).decode()}
+        done = subprocess.run(
+            [str(applets / "sh"), "-c", script],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        server.shutdown()
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "licence uploaded to the licence proxy"
-    assert (tmp_path / "posted").read_bytes() == licence
-    assert calls.read_text().count("--post-file") == 3
-    assert "--header Content-Type: application/octet-stream" in calls.read_text()
+    assert len(_Proxy.seen) == 3
+    assert _Proxy.seen[-1] == ("/license", "application/octet-stream", LICENCE_TEXT)
 
-    calls.unlink()
-    env["SONIC_LICENCE"] = NO_LICENCE_YET
+
+def test_the_loader_exits_1_when_the_proxy_never_takes_it(tmp_path: Path) -> None:
+    """What `sonic-deploy licence upload` reads: the loader's exit code (wget stood in, failing always)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool, body in (("wget", "exit 1"), ("sleep", "exit 0")):
+        (bin_dir / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / tool).chmod(0o755)
+    script = loader_script(port=8080, content_type="application/octet-stream")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SONIC_LICENCE": base64.b64encode(LICENCE_TEXT).decode()}
     done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=False)
-    assert (done.returncode, calls.exists()) == (0, False)
-    assert "no licence uploaded yet" in done.stdout
+    assert done.returncode == 1
+    assert "did not accept the licence after 60 tries" in done.stderr
+
+
+LICENCE_TEXT = (
+    b"-----BEGIN CARTESIA LICENCE-----\n" + base64.b64encode(bytes(range(256))) + b"\n-----END-----\n"
+)
