@@ -122,8 +122,8 @@ class StreamScaling(Construct):
     with scale-in disabled it can only add capacity. The price: the GPU figure no longer vetoes a scale-in, so
     a fleet whose GPUs run hot at low stream load could shrink on streams and grow back on GPU; the 900 s
     scale-in cooldown bounds that to one step per cooldown, and Sonic's GPU use follows its streams. (Metric
-    math such as FILL(gpu, 0) would keep the veto but gives no data points at all for a metric that never
-    arrived, which is the case this guards against.) If the stream metric itself goes missing, nothing
+    math such as FILL(gpu, 0) would keep the veto, but whether it yields any data point for a metric that
+    never arrived, the case this guards against, is not documented.) If the stream metric itself goes missing, nothing
     scales either way (the fleet stays where it is, never below `min_capacity`), and the routes' alarms on
     that metric (missing data counts as breaching) say so.
     """
