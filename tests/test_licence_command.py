@@ -219,3 +219,17 @@ def test_command_line_errors_are_one_line(
     code, error = licence("--file", str(tmp_path / "ok.lic"))  # dev is connected
     assert code == 1 and 'licence_mode = "connected"' in error and "Traceback" not in error
     assert len(error.strip().splitlines()) == 1
+
+
+def test_unreachable_aws_is_one_line_with_the_fix(
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    (tmp_path / "ok.lic").write_bytes(LICENCE)
+    args = ["licence", "upload", "--env", "dev", "--config-dir", str(settings.config_dir), "--file"]
+    assert main([*args, str(tmp_path / "ok.lic"), "--profile", "nosuch"]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(
+        "sonic-deploy licence: AWS refused or could not be reached: The config profile (nosuch)"
+    )
+    assert "Fix: check --profile" in error and len(error.strip().splitlines()) == 1

@@ -70,7 +70,7 @@ def _positive_seconds(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(f"{text!r}: give 1 to 86400 seconds")
+        raise argparse.ArgumentTypeError(f"{text!r}: give more than 0 and at most 86400 seconds")
     return value
 
 
@@ -97,8 +97,8 @@ def run_licence_command(args: argparse.Namespace) -> int:
     except (BotoCoreError, ClientError) as error:
         print(
             f"sonic-deploy licence: AWS refused or could not be reached: {error}. Fix: check --profile and that "
-            "the credentials may call cloudformation:DescribeStacks, secretsmanager:PutSecretValue (and kms "
-            "on the stack's key) and ecs:UpdateService/DescribeServices",
+            "the credentials may call secretsmanager:PutSecretValue and CreateSecret, "
+            "cloudformation:DescribeStacks, and ecs:UpdateService, DescribeServices, ListTasks, DescribeTasks",
             file=sys.stderr,
         )
         return 1
