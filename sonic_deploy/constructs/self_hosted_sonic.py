@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -11,9 +12,20 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.registry import ImageRegistry
 from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
+
+
+@dataclass(frozen=True)
+class OfflineLicence:
+    """Air-gapped mode: where the proxy keeps its licence (`data_path` on the store's file system), and how
+    the store's loader hands it over (`content_type` of POST /license)."""
+
+    store: LicenceStore
+    data_path: str
+    content_type: str
 
 
 class SelfHostedSonic(Construct):
@@ -36,7 +48,7 @@ class SelfHostedSonic(Construct):
         log_retention: logs.RetentionDays,
         api_deployment_alarms: Sequence[cloudwatch.IAlarm],
         worker_deployment_alarms: Sequence[cloudwatch.IAlarm],
-        licence_volume: tuple[ecs.Volume, str] | None = None,
+        offline_licence: OfflineLicence | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -67,7 +79,17 @@ class SelfHostedSonic(Construct):
             return built
 
         self.nats = service("nats", "nats", 1)
+        licence_volume = (
+            (offline_licence.store.volume, offline_licence.data_path) if offline_licence is not None else None
+        )
         self.licence_proxy = service("licence_proxy", "licence-proxy", 1, volume=licence_volume)
+        if offline_licence is not None:
+            offline_licence.store.load_into(
+                self.licence_proxy,
+                loader_image=registry.image("licence_loader"),
+                content_type=offline_licence.content_type,
+            )
+            registry.before_use("licence_loader", self.licence_proxy.service)
         self.api_server = service(
             "api_server", "api-server", api_tasks, deployment_alarms=api_deployment_alarms
         )

@@ -24,7 +24,7 @@ from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
-from sonic_deploy.constructs.self_hosted_sonic import SelfHostedSonic
+from sonic_deploy.constructs.self_hosted_sonic import OfflineLicence, SelfHostedSonic
 from sonic_deploy.constructs.sonic_metrics import SonicMetrics
 from sonic_deploy.constructs.sonic_secrets import SonicSecrets
 from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
@@ -140,15 +140,19 @@ class EcsStack(SonicStack):
             gpu_pinned_minutes=cfg.alarms.gpu_pinned_minutes,
         )
 
-        store = None
+        offline_licence = None
         if not connected:
-            store = LicenceStore(
-                self,
-                "LicenceStore",
-                vpc=network.vpc,
-                placement=placement,
-                key=key,
-                secret_name=settings.licence_secret_name,
+            offline_licence = OfflineLicence(
+                store=LicenceStore(
+                    self,
+                    "LicenceStore",
+                    vpc=network.vpc,
+                    placement=placement,
+                    key=key,
+                    secret_name=settings.licence_secret_name,
+                ),
+                data_path=cfg.licence_data_path,
+                content_type=cfg.licence_content_type,
             )
         sonic = SelfHostedSonic(
             self,
@@ -164,15 +168,9 @@ class EcsStack(SonicStack):
             log_retention=retention,
             api_deployment_alarms=[alarms.unserviceable],
             worker_deployment_alarms=[alarms.ttfa, alarms.unserviceable],
-            licence_volume=(store.volume, cfg.licence_data_path) if store else None,
+            offline_licence=offline_licence,
         )
-        if store is not None:
-            store.load_into(
-                sonic.licence_proxy,
-                loader_image=registry.image("licence_loader"),
-                content_type=cfg.licence_content_type,
-            )
-            registry.before_use("licence_loader", sonic.licence_proxy.service)
+        if offline_licence is not None:
             CfnOutput(self, "LicenceProxyService", value=sonic.licence_proxy.service.service_name)
         for scraped in (sonic.workers, sonic.api_server):
             if scraped.metrics_port is not None:
