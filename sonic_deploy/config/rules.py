@@ -219,23 +219,45 @@ def route_cidrs(cidr: str) -> dict[str, str]:
     return {route: str(half) for route, half in zip(ROUTE_HALVES, halves, strict=True)}
 
 
-def _check_cidr(fail: Fail, cidr: str, zones: list[str], *, public_subnets: bool) -> None:
-    try:
-        network = ipaddress.IPv4Network(cidr)
-    except ValueError as error:
-        fail("network.cidr", cidr, f"not an IPv4 network ({error})", 'write one such as "10.60.0.0/16"')
-    # Each route gets half. One /20 per AZ, and one /20's worth for the /24 public subnets when there is a
-    # NAT gateway (the ECS route only, but both halves are the same size).
-    needed = 2 * SUBNET_SIZE * (len(zones) + (1 if public_subnets else 0))
+def _check_room(
+    fail: Fail,
+    field: str,
+    cidr: str,
+    network: ipaddress.IPv4Network,
+    zones: list[str],
+    *,
+    public: bool,
+    share: int,
+) -> None:
+    """`network` holds `share` VPCs, each a /20 private subnet per AZ and, with NAT, a /20's worth of /24
+    public subnets."""
+    needed = share * SUBNET_SIZE * (len(zones) + (1 if public else 0))
     if network.num_addresses < needed:
         prefix = 32 - (needed - 1).bit_length()
+        what = f"a /20 private subnet in each of {len(zones)} AZs" + (
+            " and the public subnets" if public else ""
+        )
         fail(
-            "network.cidr",
+            field,
             cidr,
-            f"too small: each route's VPC takes half of it, and a half needs a /20 private subnet in each of "
-            f"{len(zones)} AZs" + (" and the public subnets" if public_subnets else ""),
+            "too small: each route's VPC takes half of it, and a half needs " + what
+            if share == 2
+            else f"too small for {what}",
             f'use a /{prefix} or larger, e.g. "{network.network_address}/{min(prefix, 16)}"',
         )
+
+
+def _ipv4_network(fail: Fail, field: str, cidr: str, example: str = "10.60.0.0/16") -> ipaddress.IPv4Network:
+    try:
+        return ipaddress.IPv4Network(cidr)
+    except ValueError as error:
+        fail(field, cidr, f"not an IPv4 network ({error})", f'write one such as "{example}"')
+
+
+def _check_cidr(fail: Fail, cidr: str, zones: list[str], *, public_subnets: bool) -> None:
+    # Each route gets half (both halves the same size, though only the ECS route has public subnets).
+    network = _ipv4_network(fail, "network.cidr", cidr)
+    _check_room(fail, "network.cidr", cidr, network, zones, public=public_subnets, share=2)
 
 
 def _check_route_cidrs(fail: Fail, env: EnvironmentConfig, zones: list[str]) -> None:
@@ -245,19 +267,9 @@ def _check_route_cidrs(fail: Fail, env: EnvironmentConfig, zones: list[str]) -> 
     ranges = {route: ipaddress.IPv4Network(cidr) for route, cidr in route_cidrs(net.cidr).items()}
     for route, cidr in net.route_cidrs.items():
         field = f"network.route_cidrs.{route}"
-        try:
-            ranges[route] = ipaddress.IPv4Network(cidr)
-        except ValueError as error:
-            fail(field, cidr, f"not an IPv4 network ({error})", 'write one such as "10.60.0.0/16"')
+        ranges[route] = _ipv4_network(fail, field, cidr)
         public = route == "ecs" and env.ecs is not None and env.ecs.nat_gateways > 0
-        needed = SUBNET_SIZE * (len(zones) + (1 if public else 0))
-        if ranges[route].num_addresses < needed:
-            fail(
-                field,
-                cidr,
-                f"too small for a /20 private subnet in each of {len(zones)} AZs",
-                "use a /18 or larger",
-            )
+        _check_room(fail, field, cidr, ranges[route], zones, public=public, share=1)
     used = [route for route in ROUTE_HALVES if route in env.routes]
     if len(used) == 2 and ranges[used[0]].overlaps(ranges[used[1]]):
         fail(
@@ -274,15 +286,7 @@ def _check_client_cidrs(fail: Fail, env: EnvironmentConfig) -> None:
     own = [net.existing_vpc.vpc_cidr] if net.existing_vpc else [net.cidr, *net.route_cidrs.values()]
     workload = [ipaddress.IPv4Network(cidr) for cidr in own]
     for client in net.client_cidrs:
-        try:
-            network = ipaddress.IPv4Network(client)
-        except ValueError as error:
-            fail(
-                "network.client_cidrs",
-                client,
-                f"not an IPv4 network ({error})",
-                'write one such as "10.20.0.0/16"',
-            )
+        network = _ipv4_network(fail, "network.client_cidrs", client, example="10.20.0.0/16")
         if any(network.overlaps(own) for own in workload):
             fail(
                 "network.client_cidrs",
