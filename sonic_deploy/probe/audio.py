@@ -77,8 +77,10 @@ def _nearest_code(encoding: str, value: int) -> int:
 
 
 @cache
+@cache
 def tone(audio: AudioFormat, duration_ms: int, silent: bool, level_db: float = -12.0) -> bytes:
-    """A 440 Hz tone (or silence) of `duration_ms` in `audio`'s encoding."""
+    """A 440 Hz tone (or silence) of `duration_ms` in `audio`'s encoding (the server sends the same few
+    chunks again and again: each is made once)."""
     count = audio.sample_rate * duration_ms // 1000
     amplitude = 0.0 if silent else 10 ** (level_db / 20)
     values = [amplitude * math.sin(2 * math.pi * 440 * i / audio.sample_rate) for i in range(count)]

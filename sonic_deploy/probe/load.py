@@ -16,7 +16,12 @@ from typing import Any
 
 from sonic_deploy.probe.event_loop import steady_collector
 from sonic_deploy.probe.metrics import StreamRecorder
-from sonic_deploy.probe.requests import RequestTemplate, new_context_id
+from sonic_deploy.probe.requests import (
+    DEFAULT_CARTESIA_VERSION,
+    AgentTraffic,
+    RequestTemplate,
+    new_context_id,
+)
 from sonic_deploy.probe.stats import LevelStats
 from sonic_deploy.probe.targets import Target
 
@@ -35,8 +40,10 @@ class TargetSpec:
     region: str | None = None
     endpoint_url: str | None = None
     api_key: str = "probe"
-    cartesia_version: str = "2025-04-16"
+    cartesia_version: str = DEFAULT_CARTESIA_VERSION
     multiplex: int = 1
+    # The WebSocket route only: an agent's turns (pieces with `continue`, one long-lived socket per call).
+    agent: AgentTraffic | None = None
     timeout_s: float = 30.0
     # SageMaker: "async" (boto3's request and error parsing; aiohttp's I/O) or "boto3" (its own threads).
     client: str = "async"
@@ -46,7 +53,7 @@ class TargetSpec:
         if self.route == "ws":
             from sonic_deploy.probe.targets.ws import WebSocketTarget
 
-            return WebSocketTarget(str(self.url), headers, self.multiplex, self.timeout_s)
+            return WebSocketTarget(str(self.url), headers, self.multiplex, self.timeout_s, self.agent)
         if self.route == "http":
             from sonic_deploy.probe.targets.http import HttpBytesTarget
 
@@ -70,7 +77,15 @@ class TargetSpec:
                 "client": self.client,
             }
         )
-        return {"route": self.route, **where, "multiplex": self.multiplex, "timeout_s": self.timeout_s}
+        workload = self.agent.describe() if self.agent is not None else {"workload": "whole"}
+        return {
+            "route": self.route,
+            **where,
+            "multiplex": self.multiplex,
+            "timeout_s": self.timeout_s,
+            "cartesia_version": self.cartesia_version if self.route != "sagemaker" else None,
+            **workload,
+        }
 
 
 @dataclass(frozen=True)

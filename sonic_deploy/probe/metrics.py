@@ -40,6 +40,7 @@ class StreamRecorder:
         self.started_at = time.perf_counter()
         self.connect_ms: float | None = None
         self.sent_at: float | None = None
+        self.last_piece_at: float | None = None  # an agent's turn: when its last piece of text left
         self.first_byte_at: float | None = None
         self.first_audible_at: float | None = None
         self.last_chunk_at: float | None = None
@@ -49,6 +50,8 @@ class StreamRecorder:
         self.max_gap = 0.0
         self.underruns = 0
         self.underrun_time = 0.0
+        # Messages of a type the probe does not know (a newer API version's), skipped.
+        self.ignored_events = 0
         self.ok = False
         self.error: str | None = None
         self.detail: str | None = None
@@ -61,6 +64,9 @@ class StreamRecorder:
 
     def sent(self) -> None:
         self.sent_at = time.perf_counter()
+
+    def last_piece_sent(self) -> None:
+        self.last_piece_at = time.perf_counter()
 
     def audio_b64(self, data: object, at: float) -> None:
         if not isinstance(data, str):
@@ -127,6 +133,8 @@ class StreamRecorder:
             "ttfa_ms": _ms(self.origin, self.first_byte_at),
             "ttfa_audible_ms": _ms(self.origin, self.first_audible_at),
             "service_ttfa_ms": _ms(self.sent_at, self.first_byte_at),
+            # From the turn's last piece of text; negative when audio began before the LLM had finished.
+            "ttfa_last_piece_ms": _ms(self.last_piece_at, self.first_byte_at),
             "connect_ms": self.connect_ms,
             "total_ms": _ms(self.origin, self.end_at),
             "late_ms": max(0.0, _ms(self.scheduled_at, self.started_at) or 0.0) if self.open_loop else None,
@@ -137,4 +145,5 @@ class StreamRecorder:
             "underrun_ms": round(self.underrun_time * 1000, 3),
             "chunks": self.chunks,
             "bytes": self.bytes,
+            "ignored_events": self.ignored_events,
         }

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sonic_deploy.client import cartesia_api
 from sonic_deploy.probe.audio import tone
 from sonic_deploy.probe.requests import AudioFormat
 
@@ -38,6 +39,9 @@ class ServerConfig:
     stall_ms: float = 2000.0
     parts: str = "aligned"
     api_key: str | None = None
+    # What a continued context waits for more text when the request names no max_buffer_delay_ms (see
+    # cartesia_api: the documented default).
+    default_buffer_delay_ms: float = cartesia_api.DEFAULT_BUFFER_DELAY_MS
     seed: int = 1
     exit_after_s: float | None = None
 
@@ -62,29 +66,61 @@ class Event:
     kind: str
     audio: bytes = b""
     b64: str = ""
+    due: float = 0.0  # when the schedule wanted it out (loop clock)
 
 
-def parse_request(body: Any, require_context: bool) -> tuple[str, AudioFormat, str]:
-    """(transcript, audio format, context id) from a JSON body, or BadRequestError."""
+@dataclass(frozen=True)
+class Generation:
+    """One generation request (or one piece of a continued context) as the server reads it."""
+
+    transcript: str
+    audio: AudioFormat
+    context_id: str
+    container: str = "raw"
+    more: bool = False  # `continue`: more pieces of this context follow
+    flush: bool = False
+    max_buffer_delay_ms: float | None = None
+    timestamps: bool = False
+
+
+def parse_request(body: Any, require_context: bool, containers: tuple[str, ...] = ("raw",)) -> Generation:
+    """A generation request in any form the API accepts (cartesia_api), or BadRequestError naming the field.
+
+    An empty transcript is accepted only where it can mean something: as the end of a continued context
+    (`continue: false`) on a socket (`require_context`); a single HTTP request must say something."""
     if not isinstance(body, dict):
         raise BadRequestError("body must be a JSON object")
     transcript = body.get("transcript")
-    if not isinstance(transcript, str) or not transcript.strip():
+    more = body.get("continue", False)
+    if not isinstance(more, bool):
+        raise BadRequestError("continue must be true or false")
+    if not isinstance(transcript, str) or (not transcript.strip() and not require_context):
         raise BadRequestError("transcript must be a non-empty string")
-    voice = body.get("voice")
-    if not isinstance(voice, dict) or voice.get("mode") != "id" or not voice.get("id"):
-        raise BadRequestError('voice must be {"mode": "id", "id": ...}')
-    output = body.get("output_format")
-    if not isinstance(output, dict):
-        raise BadRequestError("output_format must be an object")
     try:
-        audio = AudioFormat(str(output["encoding"]), int(output["sample_rate"]))
-    except (KeyError, TypeError, ValueError) as error:
-        raise BadRequestError(f"bad output_format: {error}") from error
+        cartesia_api.voice_id(body.get("voice"))
+        container, encoding, rate = cartesia_api.check_output_format(body.get("output_format"), containers)
+    except cartesia_api.ApiRequestError as error:
+        raise BadRequestError(str(error)) from error
     context_id = body.get("context_id")
     if require_context and not (isinstance(context_id, str) and context_id):
         raise BadRequestError("context_id is required")
-    return transcript, audio, str(context_id or "")
+    delay = body.get("max_buffer_delay_ms")
+    if delay is not None and (
+        isinstance(delay, bool)
+        or not isinstance(delay, int | float)
+        or not 0 <= delay <= cartesia_api.MAX_BUFFER_DELAY_MS
+    ):
+        raise BadRequestError(f"max_buffer_delay_ms must be 0-{cartesia_api.MAX_BUFFER_DELAY_MS}")
+    return Generation(
+        transcript=transcript,
+        audio=AudioFormat(encoding, rate),
+        context_id=str(context_id or ""),
+        container=container,
+        more=more,
+        flush=body.get("flush") is True,
+        max_buffer_delay_ms=None if delay is None else float(delay),
+        timestamps=body.get("add_timestamps") is True,
+    )
 
 
 class ReferenceBehaviour:
@@ -124,15 +160,26 @@ class ReferenceBehaviour:
         return max(config.chunk_ms, int(wanted))
 
     async def events(
-        self, transcript: str, audio: AudioFormat, fault: str, arrived: float
+        self,
+        transcript: str,
+        audio: AudioFormat,
+        fault: str,
+        arrived: float,
+        not_before: float = 0.0,
+        first_piece: bool = True,
     ) -> AsyncIterator[Event]:
         """Chunks on a fixed schedule from the request's arrival (`arrived`, on the loop's clock: taken
-        before the request is parsed and answered, so that neither delays the first byte); faults mid-way."""
+        before the request is parsed and answered, so that neither delays the first byte); faults mid-way.
+
+        A later piece of a continued context starts no earlier than `not_before` (just after the previous
+        piece's last chunk): one context is one audio stream. Only a context's first piece is counted in the
+        server's own lateness, and only it carries the stream's fault."""
         config = self.config
         loop = asyncio.get_running_loop()
         first = arrived + (config.first_byte_ms + self._random.uniform(0, config.jitter_ms)) / 1000
+        first = max(first, not_before)
         count = math.ceil(self.audio_ms(transcript) / config.chunk_ms)
-        silent_chunks = math.ceil(config.leading_silence_ms / config.chunk_ms)
+        silent_chunks = math.ceil(config.leading_silence_ms / config.chunk_ms) if first_piece else 0
         interval = config.chunk_ms * config.pace / 1000
         fault_at = max(1, count // 2)
         stalled = 0.0
@@ -143,14 +190,20 @@ class ReferenceBehaviour:
                     return
             if index == fault_at and fault == "stall":
                 stalled = config.stall_ms / 1000
-            delay = first + index * interval + stalled - loop.time()
+            due = first + index * interval + stalled
+            delay = due - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
             raw = tone(audio, config.chunk_ms, index < silent_chunks)
-            yield Event("chunk", raw, _b64(raw))
-            if index == 0:  # resumed once the first chunk was handed to the socket
+            yield Event("chunk", raw, _b64(raw), due)
+            if index == 0 and first_piece:  # resumed once the first chunk was handed to the socket
                 self.first_byte_lateness.append(loop.time() - first)
-        yield Event("done")
+        yield Event("done", due=first + count * interval + stalled)
+
+    def stream_bytes(self, transcript: str, audio: AudioFormat) -> int:
+        """How many audio bytes a fault-free stream of `transcript` carries (a WAV header says so)."""
+        count = math.ceil(self.audio_ms(transcript) / self.config.chunk_ms)
+        return count * len(tone(audio, self.config.chunk_ms, False))
 
     def lateness_ms(self) -> dict[str, float | int | None]:
         ordered = sorted(self.first_byte_lateness)

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import itertools
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sonic_deploy.client import cartesia_api
+
 DEFAULT_VOICE_ID = "6ccbfb76-1fc6-48f7-b71d-91ac6298247b"
 DEFAULT_MODEL_ID = "sonic-3"
-DEFAULT_CARTESIA_VERSION = "2025-04-16"
+DEFAULT_CARTESIA_VERSION = cartesia_api.CURRENT_API_VERSION
 DEFAULT_TRANSCRIPT = (
     "Thanks for calling. Your appointment is confirmed for Tuesday at three in the afternoon."
 )
-ENCODINGS = ("pcm_s16le", "pcm_f32le", "pcm_mulaw", "pcm_alaw")
+ENCODINGS = cartesia_api.ENCODINGS
+SAMPLE_RATES = cartesia_api.SAMPLE_RATES
 BYTES_PER_SAMPLE = {"pcm_s16le": 2, "pcm_f32le": 4, "pcm_mulaw": 1, "pcm_alaw": 1}
 
 # Named output formats: `telephony` is what a phone line carries (8 kHz mu-law).
@@ -33,8 +37,9 @@ class AudioFormat:
     def __post_init__(self) -> None:
         if self.encoding not in BYTES_PER_SAMPLE:
             raise ValueError(f"unknown encoding {self.encoding!r}: use one of {', '.join(ENCODINGS)}")
-        if not 8000 <= self.sample_rate <= 48000:
-            raise ValueError(f"sample rate {self.sample_rate} is outside 8000-48000")
+        if self.sample_rate not in SAMPLE_RATES:
+            rates = ", ".join(map(str, SAMPLE_RATES))
+            raise ValueError(f"sample rate {self.sample_rate} is not one the API accepts: {rates}")
 
     @property
     def bytes_per_second(self) -> int:
@@ -72,6 +77,46 @@ class RequestTemplate:
 
     def cycle(self) -> Iterator[str]:
         return itertools.cycle(self.transcripts)
+
+
+SPLITS = ("sentence", "word")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+
+
+def split_pieces(transcript: str, how: str) -> list[str]:
+    """A transcript as an agent sends it: sentence by sentence (as pipecat's and LiveKit's sentence
+    aggregators hand text on), or word by word (as an LLM streams tokens). Each piece but the last keeps
+    one trailing space, so that the pieces join back into the transcript as the server reads them."""
+    text = " ".join(transcript.split())
+    if how == "word":
+        parts = text.split(" ")
+    elif how == "sentence":
+        parts = [part for part in _SENTENCE_END.split(text) if part]
+    else:
+        raise ValueError(f"unknown split {how!r}: use {' or '.join(SPLITS)}")
+    return [part + " " for part in parts[:-1]] + parts[-1:]
+
+
+@dataclass(frozen=True)
+class AgentTraffic:
+    """How an agent sends a turn: pieces (`sentence` or `word`) every `interval_s`, the buffer delay it
+    asks for (agents ask for 0: Cartesia's default, 3000 ms, would hold text back), word timestamps."""
+
+    split: str = "sentence"
+    interval_s: float = 0.1
+    max_buffer_delay_ms: int | None = 0
+    timestamps: bool = True
+    idle_reconnect_s: float = 300.0
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "workload": "agent",
+            "split": self.split,
+            "piece_interval_ms": round(self.interval_s * 1000, 3),
+            "max_buffer_delay_ms": self.max_buffer_delay_ms,
+            "timestamps": self.timestamps,
+            "idle_reconnect_s": self.idle_reconnect_s,
+        }
 
 
 def new_context_id() -> str:

@@ -1,8 +1,16 @@
-"""`sonic-deploy probe serve`: a local stand-in speaking the three wire formats the probe measures.
+"""`sonic-deploy probe serve`: a local stand-in for the Cartesia API and for SageMaker's streaming invocation.
 
-It measures the probe, not Sonic. Protocols: Cartesia WebSocket (`/tts/websocket`), streamed bytes
-(`POST /tts/bytes`), and SageMaker's `InvokeEndpointWithResponseStream`
-(`POST /endpoints/{name}/invocations-response-stream`, AWS event-stream frames that boto3 parses).
+It measures the probe and the clients, not Sonic: every delay is one it was told to make. It follows the
+Cartesia API as the official SDK describes it (sonic_deploy/client/cartesia_api.py names the files), and
+the SageMaker route as docs/probe.md says:
+- `GET /tts/websocket`: contexts multiplexed on one socket; a context continued over several messages
+  (`continue: true`, then `continue: false`) is one audio stream with one `done`; `flush: true` answers
+  `flush_done`; `{"context_id", "cancel": true}` stops a context's audio; word timestamps when asked.
+- `POST /tts/bytes` (raw or WAV) and `POST /tts/sse` (server-sent events).
+- `POST /endpoints/{name}/invocations-response-stream`: SageMaker's `InvokeEndpointWithResponseStream`,
+  newline-terminated JSON in AWS event-stream frames that boto3 parses; one request per utterance.
+Credentials: `X-API-Key`, `Authorization: Bearer`, or `?api_key=`; the API version (`Cartesia-Version`
+or `?cartesia_version=`) and the credential form of each request are counted in `GET /stats`.
 """
 
 from __future__ import annotations
@@ -11,21 +19,36 @@ import asyncio
 import contextlib
 import json
 import signal
+import struct
+import uuid
 from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from sonic_deploy.client import cartesia_api
 from sonic_deploy.probe import eventstream
 from sonic_deploy.probe.reference_stream import (
     BadRequestError,
     Event,
+    Generation,
     ReferenceBehaviour,
     ServerConfig,
     parse_request,
 )
+from sonic_deploy.probe.requests import BYTES_PER_SAMPLE, AudioFormat
 
 BEHAVIOUR = web.AppKey("behaviour", ReferenceBehaviour)
 _STATUS_FAULTS = {"status500": 500, "status422": 422}
+# Title and machine-readable code per status. The codes are the stand-in's own: Cartesia documents the
+# fields (cartesia_api.error_message), not a list of values.
+_ERRORS = {
+    400: ("Bad request", "bad_request"),
+    401: ("Unauthorized", "unauthorized"),
+    422: ("Invalid request", "invalid_request"),
+    429: ("Too many requests", "concurrency_limited"),
+    500: ("Internal server error", "internal_error"),
+}
+_SENTENCE_ENDS = (".", "!", "?", ";", ":")
 
 
 def _abort(request: web.Request) -> None:
@@ -44,106 +67,307 @@ async def _stats(request: web.Request) -> web.Response:
     return web.json_response(body)
 
 
-def _authorised(request: web.Request, behaviour: ReferenceBehaviour) -> bool:
+def _error_body(status: int, message: str, context_id: str | None, request_id: str) -> dict[str, Any]:
+    title, code = _ERRORS.get(status, _ERRORS[500])
+    return cartesia_api.error_message(status, title, message, code, context_id, request_id)
+
+
+def _http_error(status: int, message: str) -> web.Response:
+    body = _error_body(status, message, None, uuid.uuid4().hex)
+    del body["type"], body["done"]
+    return web.json_response(body, status=status)
+
+
+def _refused(request: web.Request, behaviour: ReferenceBehaviour) -> web.Response | None:
+    """Count the API version and credential form; a 401 if the server wants a key and got another."""
+    version = request.headers.get("Cartesia-Version") or request.query.get("cartesia_version")
+    behaviour.counts[f"version:{version or 'none'}"] += 1
+    bearer = request.headers.get("Authorization", "")
+    given = {
+        "x-api-key": request.headers.get("X-API-Key"),
+        "bearer": bearer[7:].strip() if bearer[:7].lower() == "bearer " else None,
+        "query": request.query.get("api_key"),
+    }
+    form = next((name for name, value in given.items() if value), "none")
+    behaviour.counts[f"auth:{form}"] += 1
     key = behaviour.config.api_key
-    return key is None or request.headers.get("X-API-Key", request.query.get("api_key")) == key
+    if key is None or key in given.values():
+        return None
+    return _http_error(401, "a valid API key is required (X-API-Key, Authorization: Bearer or api_key)")
 
 
 async def _websocket(request: web.Request) -> web.StreamResponse:
     behaviour = request.app[BEHAVIOUR]
-    if not _authorised(request, behaviour):
-        return web.json_response({"error": "unauthorised"}, status=401)
+    refusal = _refused(request, behaviour)
+    if refusal is not None:
+        return refusal
     socket = web.WebSocketResponse(max_msg_size=1 << 20, compress=False)
     await socket.prepare(request)
-    tasks: set[asyncio.Task[None]] = set()
-    async for message in socket:
-        if message.type != WSMsgType.TEXT:
-            break
-        arrived = asyncio.get_running_loop().time()
-        task = asyncio.create_task(_ws_context(request, socket, behaviour, message.data, arrived))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    for task in list(tasks):
-        task.cancel()
+    session = _Socket(request, socket, behaviour)
+    try:
+        async for message in socket:
+            if message.type != WSMsgType.TEXT:
+                break
+            await session.receive(message.data, asyncio.get_running_loop().time())
+    finally:
+        session.close()
     return socket
 
 
-async def _ws_context(
-    request: web.Request,
-    socket: web.WebSocketResponse,
-    behaviour: ReferenceBehaviour,
-    text: str,
-    arrived: float,
-) -> None:
-    context_id = ""
+class _Socket:
+    """One WebSocket: its open contexts by id, each fed by the messages sent for it."""
+
+    def __init__(self, request: web.Request, socket: web.WebSocketResponse, behaviour: ReferenceBehaviour):
+        self.request, self.socket, self.behaviour = request, socket, behaviour
+        self.request_id = uuid.uuid4().hex  # the SDK's `request_id`: one per connection
+        self.contexts: dict[str, _Context] = {}
+        # Contexts the client cancelled (what follows is ignored) and contexts that ended (done or failed).
+        self.cancelled: set[str] = set()
+        self.ended: set[str] = set()
+
+    async def send(self, text: str) -> None:
+        await self.socket.send_str(text)
+
+    async def error(self, status: int, message: str, context_id: str | None) -> None:
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self.send(json.dumps(_error_body(status, message, context_id, self.request_id)))
+
+    async def receive(self, text: str, arrived: float) -> None:
+        try:
+            body = json.loads(text)
+        except ValueError:
+            await self.error(400, "the message is not JSON", None)
+            return
+        named = body.get("context_id") if isinstance(body, dict) else None
+        context_id = named if isinstance(named, str) and named else None
+        if isinstance(body, dict) and body.get("cancel") is True:
+            self._cancel(context_id)
+            return
+        try:
+            generation = parse_request(body, require_context=True)
+        except BadRequestError as error:
+            await self.error(422, str(error), context_id)
+            return
+        context = self.contexts.get(generation.context_id)
+        if context is None:
+            if generation.context_id in self.cancelled:
+                return  # what a client sends after its own cancel has no stream left to join
+            if generation.context_id in self.ended:
+                await self.error(422, f"context {generation.context_id} has ended", generation.context_id)
+                return
+            context = await self._open(generation)
+            if context is None:
+                return
+        context.inbox.put_nowait((generation, arrived))
+
+    async def _open(self, generation: Generation) -> _Context | None:
+        fault = self.behaviour.admit()
+        if fault is None:
+            await self.error(429, "no free capacity", generation.context_id)
+            return None
+        if fault in _STATUS_FAULTS:
+            self.behaviour.release(False)
+            await self.error(_STATUS_FAULTS[fault], "injected fault", generation.context_id)
+            return None
+        context = _Context(self, generation, fault)
+        self.contexts[generation.context_id] = context
+        return context
+
+    def _cancel(self, context_id: str | None) -> None:
+        if context_id is None:
+            return
+        self.cancelled.add(context_id)
+        context = self.contexts.pop(context_id, None)
+        if context is not None:
+            self.behaviour.counts["cancelled"] += 1
+            context.task.cancel()
+
+    def close(self) -> None:
+        for context in list(self.contexts.values()):
+            context.task.cancel()
+
+
+class _Context:
+    """One context's audio stream: pieces are spoken in order, each starting where the last one ended.
+
+    Text of a continued context waits for more until it ends a sentence, or `max_buffer_delay_ms` (the
+    documented default when a request names none) has passed since its first piece came; 0 speaks each
+    piece at once. This is the stand-in's reading of the documented option, not Cartesia's algorithm."""
+
+    def __init__(self, owner: _Socket, first: Generation, fault: str) -> None:
+        self.owner, self.id, self.audio, self.fault = owner, first.context_id, first.audio, fault
+        self.timestamps = first.timestamps
+        self.delay_s = owner.behaviour.config.default_buffer_delay_ms / 1000
+        self.inbox: asyncio.Queue[tuple[Generation, float]] = asyncio.Queue()
+        self.not_before = 0.0
+        self.spoken_s = 0.0
+        self.first_piece = True
+        self.flushes = 0
+        self.completed = False
+        self.task = asyncio.create_task(self._run())
+        self._interval_ms = owner.behaviour.config.chunk_ms * owner.behaviour.config.pace
+        self._tail = (
+            f'", "done": false, "status_code": {cartesia_api.PARTIAL}, '
+            f'"step_time": {self._interval_ms}, "context_id": {json.dumps(self.id)}}}'
+        )
+
+    async def _run(self) -> None:
+        try:
+            await self._stream()
+        except (ConnectionError, RuntimeError):
+            pass
+        finally:
+            if self.owner.contexts.get(self.id) is self:
+                del self.owner.contexts[self.id]
+                self.owner.ended.add(self.id)
+            self.owner.behaviour.release(self.completed)
+
+    async def _stream(self) -> None:
+        loop = asyncio.get_running_loop()
+        pending: list[str] = []
+        since = 0.0
+        while True:
+            timeout = None if not pending else max(0.0, since + self.delay_s - loop.time())
+            try:
+                piece, arrived = await asyncio.wait_for(self.inbox.get(), timeout)
+            except TimeoutError:
+                text, pending = _joined(pending), []
+                if not await self._speak(text, since + self.delay_s):
+                    return
+                continue
+            if piece.max_buffer_delay_ms is not None:
+                self.delay_s = piece.max_buffer_delay_ms / 1000
+            if not pending:
+                since = arrived
+            pending.append(piece.transcript)
+            text = _joined(pending)
+            if not (
+                piece.flush or not piece.more or self.delay_s == 0 or text.rstrip().endswith(_SENTENCE_ENDS)
+            ):
+                continue
+            pending = []
+            if not await self._speak(text, arrived):
+                return
+            if piece.flush:
+                self.flushes += 1
+                await self.owner.send(
+                    json.dumps(self._message("flush_done", flush_done=True, flush_id=self.flushes))
+                )
+            if not piece.more:
+                await self.owner.send(cartesia_api.done_message(self.id))
+                self.completed = True
+                return
+
+    def _message(self, kind: str, **fields: Any) -> dict[str, Any]:
+        return {
+            "type": kind,
+            "context_id": self.id,
+            "status_code": cartesia_api.PARTIAL,
+            "done": False,
+            **fields,
+        }
+
+    async def _speak(self, text: str, ready_at: float) -> bool:
+        """Send one piece's audio; False if a fault ended the stream."""
+        if not text.strip():
+            return True
+        behaviour, owner = self.owner.behaviour, self.owner
+        fault = self.fault if self.first_piece else ""
+        stamped = not self.timestamps
+        events = behaviour.events(text, self.audio, fault, ready_at, self.not_before, self.first_piece)
+        self.first_piece = False
+        async for event in events:
+            if event.kind == "chunk":
+                await owner.send('{"type": "chunk", "data": "' + event.b64 + self._tail)
+                if not stamped:  # a piece's word timestamps follow its first chunk
+                    await owner.send(
+                        json.dumps(self._message("timestamps", word_timestamps=self._words(text)))
+                    )
+                    stamped = True
+            elif event.kind == "done":
+                self.not_before = event.due
+                self.spoken_s += behaviour.audio_ms(text) / 1000
+            elif event.kind == "malformed":
+                await owner.send(json.dumps(self._message("chunk", data="%%% not base64 %%%")))
+            elif event.kind == "error":
+                await owner.error(500, "injected error event", self.id)
+                return False
+            else:
+                _abort(owner.request)
+                return False
+        return True
+
+    def _words(self, text: str) -> dict[str, list[Any]]:
+        """Word timestamps for a piece: its words spread evenly over its audio, after what came before."""
+        words = text.split()
+        step = self.owner.behaviour.audio_ms(text) / 1000 / max(1, len(words))
+        starts = [round(self.spoken_s + i * step, 3) for i in range(len(words))]
+        return {"words": words, "start": starts, "end": [round(s + step, 3) for s in starts]}
+
+
+def _joined(pieces: list[str]) -> str:
+    """Pieces as one text: pipecat sends sentences trimmed, LiveKit with a trailing space."""
+    text = ""
+    for piece in pieces:
+        space = text and piece and not text[-1].isspace() and not piece[0].isspace()
+        text += (" " if space else "") + piece
+    return text
+
+
+def _wav_header(audio: AudioFormat, data_bytes: int) -> bytes:
+    """A RIFF header for `data_bytes` of audio (the stand-in knows a stream's length before it starts)."""
+    code = {"pcm_s16le": 1, "pcm_f32le": 3, "pcm_mulaw": 7, "pcm_alaw": 6}[audio.encoding]
+    width = BYTES_PER_SAMPLE[audio.encoding]
+    rate = audio.sample_rate
+    return struct.pack(
+        "<4sI4s4sIHHIIHH4sI",
+        *(b"RIFF", 36 + data_bytes, b"WAVE", b"fmt ", 16, code, 1, rate, rate * width, width, width * 8),
+        *(b"data", data_bytes),
+    )
+
+
+async def _http_request(
+    request: web.Request, containers: tuple[str, ...]
+) -> tuple[Generation, str, float] | web.Response:
+    """The parsed request and its fault, or the response that refuses it."""
+    arrived = asyncio.get_running_loop().time()
+    behaviour = request.app[BEHAVIOUR]
+    refusal = _refused(request, behaviour)
+    if refusal is not None:
+        return refusal
     try:
-        body = json.loads(text)
-        context_id = str(body.get("context_id", "")) if isinstance(body, dict) else ""
-        transcript, audio, context_id = parse_request(body, require_context=True)
+        generation = parse_request(await request.json(), require_context=False, containers=containers)
     except (ValueError, BadRequestError) as error:
-        await _ws_error(socket, context_id, 422, str(error))
-        return
+        return _http_error(422, str(error))
+    if generation.container == "mp3":
+        return _http_error(422, "the stand-in does not encode mp3: ask for raw or wav")
     fault = behaviour.admit()
     if fault is None:
-        await _ws_error(socket, context_id, 429, "no free capacity")
-        return
-    completed = False
-    try:
-        if fault in _STATUS_FAULTS:
-            await _ws_error(socket, context_id, _STATUS_FAULTS[fault], "injected fault")
-            return
-        # The same message shape thousands of times a second: build it by hand, not through json.dumps.
-        chunk_tail = f'", "done": false, "context_id": {json.dumps(context_id)}}}'
-        async for event in behaviour.events(transcript, audio, fault, arrived):
-            if event.kind == "chunk":
-                await socket.send_str('{"type": "chunk", "data": "' + event.b64 + chunk_tail)
-            elif event.kind == "done":
-                await socket.send_str(json.dumps({"type": "done", "done": True, "context_id": context_id}))
-                completed = True
-            elif event.kind == "malformed":
-                bad = {"type": "chunk", "data": "%%% not base64 %%%", "done": False, "context_id": context_id}
-                await socket.send_str(json.dumps(bad))
-            elif event.kind == "error":
-                await _ws_error(socket, context_id, 500, "injected error event")
-            else:
-                _abort(request)
-    except (ConnectionError, RuntimeError):
-        pass
-    finally:
-        behaviour.release(completed)
-
-
-async def _ws_error(socket: web.WebSocketResponse, context_id: str, status: int, text: str) -> None:
-    with contextlib.suppress(ConnectionError, RuntimeError):
-        message = {
-            "type": "error",
-            "error": text,
-            "status_code": status,
-            "done": True,
-            "context_id": context_id,
-        }
-        await socket.send_str(json.dumps(message))
+        return _http_error(429, "no free capacity")
+    if fault in _STATUS_FAULTS:
+        behaviour.release(False)
+        return _http_error(_STATUS_FAULTS[fault], "injected fault")
+    return generation, fault, arrived
 
 
 async def _bytes(request: web.Request) -> web.StreamResponse:
-    arrived = asyncio.get_running_loop().time()
+    parsed = await _http_request(request, cartesia_api.CONTAINERS)
+    if isinstance(parsed, web.Response):
+        return parsed
+    generation, fault, arrived = parsed
     behaviour = request.app[BEHAVIOUR]
-    if not _authorised(request, behaviour):
-        return web.json_response({"error": "unauthorised"}, status=401)
-    try:
-        transcript, audio, _ = parse_request(await request.json(), require_context=False)
-    except (ValueError, BadRequestError) as error:
-        return web.json_response({"error": str(error)}, status=422)
-    fault = behaviour.admit()
-    if fault is None:
-        return web.json_response({"error": "no free capacity"}, status=429)
     completed = False
     try:
-        if fault in _STATUS_FAULTS:
-            return web.json_response({"error": "injected fault"}, status=_STATUS_FAULTS[fault])
-        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        wav = generation.container == "wav"
+        response = web.StreamResponse(
+            headers={"Content-Type": "audio/wav" if wav else "application/octet-stream"}
+        )
         await response.prepare(request)
-        async for event in behaviour.events(transcript, audio, fault, arrived):
+        if wav:
+            await response.write(
+                _wav_header(generation.audio, behaviour.stream_bytes(generation.transcript, generation.audio))
+            )
+        async for event in behaviour.events(generation.transcript, generation.audio, fault, arrived):
             if event.kind == "chunk":
                 await response.write(event.audio)
             elif event.kind == "done":
@@ -160,6 +384,56 @@ async def _bytes(request: web.Request) -> web.StreamResponse:
         behaviour.release(completed)
 
 
+async def _sse(request: web.Request) -> web.StreamResponse:
+    parsed = await _http_request(request, ("raw",))
+    if isinstance(parsed, web.Response):
+        return parsed
+    generation, fault, arrived = parsed
+    behaviour = request.app[BEHAVIOUR]
+    completed = False
+    interval_ms = behaviour.config.chunk_ms * behaviour.config.pace
+
+    async def send(kind: str, **fields: Any) -> None:
+        message = {"type": kind, "done": False, "status_code": cartesia_api.PARTIAL, **fields}
+        await response.write(f"event: {kind}\ndata: {json.dumps(message)}\n\n".encode())
+
+    try:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        first = True
+        async for event in behaviour.events(generation.transcript, generation.audio, fault, arrived):
+            if event.kind == "chunk":
+                await send("chunk", data=event.b64, step_time=interval_ms)
+                if first and generation.timestamps:
+                    words = generation.transcript.split()
+                    step = behaviour.audio_ms(generation.transcript) / 1000 / max(1, len(words))
+                    starts = [round(i * step, 3) for i in range(len(words))]
+                    stamps = {"words": words, "start": starts, "end": [round(s + step, 3) for s in starts]}
+                    await send("timestamps", word_timestamps=stamps)
+                first = False
+            elif event.kind == "done":
+                await send("done", done=True, status_code=cartesia_api.COMPLETE)
+                await response.write_eof()
+                completed = True
+            elif event.kind == "malformed":
+                await send("chunk", data="%%% not base64 %%%", step_time=interval_ms)
+            elif event.kind == "error":
+                body = _error_body(500, "injected error event", None, uuid.uuid4().hex)
+                await response.write(f"event: error\ndata: {json.dumps(body)}\n\n".encode())
+                await response.write_eof()
+                return response
+            else:
+                _abort(request)
+                return response
+        return response
+    except ConnectionResetError:
+        return web.Response(status=499)
+    finally:
+        behaviour.release(completed)
+
+
 def _model_error(status: int, message: str) -> web.Response:
     """What boto3 turns into `ModelError` with `OriginalStatusCode`."""
     body = {
@@ -171,11 +445,21 @@ def _model_error(status: int, message: str) -> web.Response:
     return web.json_response(body, status=424, headers={"x-amzn-ErrorType": "ModelError:http://internal"})
 
 
+def _sagemaker_request(body: Any) -> Generation:
+    """The Marketplace container's body (docs/probe.md): a voice object, a context id, no continuations."""
+    generation = parse_request(body, require_context=True)
+    if not isinstance(body.get("voice"), dict):
+        raise BadRequestError('voice must be {"mode": "id", "id": ...} on this route')
+    if generation.more or generation.flush:
+        raise BadRequestError("this route takes one request per utterance: no continue, no flush")
+    return generation
+
+
 async def _sagemaker(request: web.Request) -> web.StreamResponse:
     arrived = asyncio.get_running_loop().time()
     behaviour = request.app[BEHAVIOUR]
     try:
-        transcript, audio, context_id = parse_request(await request.json(), require_context=True)
+        generation = _sagemaker_request(await request.json())
     except (ValueError, BadRequestError) as error:
         return _model_error(422, str(error))
     fault = behaviour.admit()
@@ -193,7 +477,8 @@ async def _sagemaker(request: web.Request) -> web.StreamResponse:
         )
         await response.prepare(request)
         parts = _PartWriter(response, behaviour.config.parts)
-        async for event in behaviour.events(transcript, audio, fault, arrived):
+        lines = _SageMakerLines(generation, behaviour.config.chunk_ms * behaviour.config.pace / 1000)
+        async for event in behaviour.events(generation.transcript, generation.audio, fault, arrived):
             completed = event.kind == "done"
             if event.kind == "reset":
                 _abort(request)
@@ -204,7 +489,7 @@ async def _sagemaker(request: web.Request) -> web.StreamResponse:
                     eventstream.stream_exception("ModelStreamError", "injected stream error")
                 )
                 return response
-            await parts.add(_ndjson(event, context_id), final=event.kind in ("done", "error"))
+            await parts.add(lines.line(event), final=event.kind in ("done", "error"))
         await response.write_eof()
         return response
     except ConnectionResetError:  # the client went away; nothing to answer
@@ -213,24 +498,27 @@ async def _sagemaker(request: web.Request) -> web.StreamResponse:
         behaviour.release(completed)
 
 
-def _ndjson(event: Event, context_id: str) -> bytes:
-    if event.kind == "malformed":
-        return b'{"type": "chunk", "data": \n'
-    message: dict[str, Any]
-    if event.kind == "chunk":
+class _SageMakerLines:
+    """The newline-terminated JSON events of one stream: `step_time` in seconds and `sampling_rate` on
+    each chunk, as Cartesia's SageMaker notebooks show (domain.md, section 1)."""
+
+    def __init__(self, generation: Generation, step_s: float) -> None:
+        self.context_id = generation.context_id
         # Thousands of these a second: built by hand, not through json.dumps (base64 needs no escaping).
-        tail = f'", "done": false, "step_time": 0.0, "context_id": {json.dumps(context_id)}}}\n'
-        return ('{"type": "chunk", "data": "' + event.b64 + tail).encode()
-    if event.kind == "error":
-        message = {
-            "type": "error",
-            "error": "injected error event",
-            "status_code": 500,
-            "context_id": context_id,
-        }
-    else:
-        message = {"type": "done", "done": True, "context_id": context_id}
-    return json.dumps(message).encode() + b"\n"
+        self._tail = (
+            f'", "done": false, "status_code": {cartesia_api.PARTIAL}, "step_time": {step_s}, '
+            f'"sampling_rate": {generation.audio.sample_rate}, "context_id": {json.dumps(self.context_id)}}}\n'
+        ).encode()
+
+    def line(self, event: Event) -> bytes:
+        if event.kind == "malformed":
+            return b'{"type": "chunk", "data": \n'
+        if event.kind == "chunk":
+            return b'{"type": "chunk", "data": "' + event.b64.encode() + self._tail
+        if event.kind == "error":
+            body = _error_body(500, "injected error event", self.context_id, uuid.uuid4().hex)
+            return json.dumps(body).encode() + b"\n"
+        return cartesia_api.done_message(self.context_id).encode() + b"\n"
 
 
 class _PartWriter:
@@ -280,6 +568,7 @@ def build_app(config: ServerConfig) -> web.Application:
     app.router.add_get("/stats", _stats)
     app.router.add_get("/tts/websocket", _websocket)
     app.router.add_post("/tts/bytes", _bytes)
+    app.router.add_post("/tts/sse", _sse)
     app.router.add_post("/endpoints/{name}/invocations-response-stream", _sagemaker)
     return app
 

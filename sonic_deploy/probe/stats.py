@@ -17,6 +17,7 @@ MEASURES = (
     "ttfa_ms",
     "ttfa_audible_ms",
     "service_ttfa_ms",
+    "ttfa_last_piece_ms",
     "connect_ms",
     "total_ms",
     "rtf",
@@ -41,6 +42,7 @@ class LevelStats:
     underruns: int = 0
     requests_with_underruns: int = 0
     late_starts: int = 0
+    ignored_events: int = 0
     histograms: dict[str, Any] = field(default_factory=lambda: {m: new_histogram() for m in MEASURES})
     # How the level ran on the client: the closed loop's ramp-up (the longest of the workers'), and the
     # cycle collector's pauses while measuring (see event_loop.steady_collector).
@@ -59,6 +61,7 @@ class LevelStats:
         self.requests_with_underruns += record["underruns"] > 0
         late = record.get("late_ms")
         self.late_starts += late is not None and late > LATE_START_MS
+        self.ignored_events += int(record.get("ignored_events", 0))
         for measure in MEASURES:
             value = record.get(measure)
             # Latencies of failed requests would mix two populations; they are counted as errors instead.
@@ -75,13 +78,21 @@ class LevelStats:
             "underruns": self.underruns,
             "requests_with_underruns": self.requests_with_underruns,
             "late_starts": self.late_starts,
+            "ignored_events": self.ignored_events,
             "histograms": {m: h.encode() for m, h in self.histograms.items() if h.get_total_count()},
             "ramp_up_s": self.ramp_up_s,
             "gc": (self.gc_collections, self.gc_total_ms, self.gc_max_ms),
         }
 
     def merge(self, encoded: dict[str, Any]) -> None:
-        for name in ("requests", "ok", "underruns", "requests_with_underruns", "late_starts"):
+        for name in (
+            "requests",
+            "ok",
+            "underruns",
+            "requests_with_underruns",
+            "late_starts",
+            "ignored_events",
+        ):
             setattr(self, name, getattr(self, name) + int(encoded[name]))
         self.errors.update(encoded["errors"])
         for measure, blob in encoded["histograms"].items():
@@ -117,10 +128,13 @@ class LevelStats:
             "requests_with_underruns": self.requests_with_underruns,
             "ttfa_audible_ms": self.percentiles("ttfa_audible_ms"),
             "service_ttfa_ms": self.percentiles("service_ttfa_ms"),
+            # An agent's turns: from the last piece of text (0 when audio had already begun).
+            "ttfa_last_piece_ms": self.percentiles("ttfa_last_piece_ms"),
             "connect_ms": self.percentiles("connect_ms"),
             "max_gap_ms": self.percentiles("max_gap_ms"),
             "late_ms": self.percentiles("late_ms"),
             "late_starts": self.late_starts,
+            "ignored_events": self.ignored_events,
             "ramp_up_s": None if self.ramp_up_s is None else round(self.ramp_up_s, 3),
             "client_gc": {
                 "collections": self.gc_collections,

@@ -1,20 +1,24 @@
-"""The Cartesia WebSocket API: one socket per stream, or many contexts multiplexed on shared sockets."""
+"""The Cartesia WebSocket API, through the client core (sonic_deploy.client.cartesia_ws), in three shapes:
+
+- one socket per stream (`--multiplex 1`): what a client that connects per utterance pays;
+- many contexts multiplexed on shared sockets (`--multiplex N`);
+- an agent's traffic (`--agent`): one long-lived socket per call, reused turn after turn (renewed when idle
+  too long), each turn's transcript sent in pieces with `continue: true` at an LLM's pace, as pipecat's and
+  LiveKit's Cartesia services send it, then an empty `continue: false` to end the context.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from collections import deque
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
-from websockets.frames import DATA_OPCODES, Frame
-from websockets.protocol import Event
 
+from sonic_deploy.client.cartesia_ws import CartesiaSocket, Context, SocketClosedError, SocketPool
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
-from sonic_deploy.probe.targets.cartesia_events import apply_event, decode_event, status_kind
+from sonic_deploy.probe.requests import AgentTraffic, split_pieces
+from sonic_deploy.probe.targets.cartesia_events import apply_event, status_kind
 
 
 def classify_connect_error(error: BaseException) -> str:
@@ -27,182 +31,127 @@ def classify_connect_error(error: BaseException) -> str:
     return "connect"
 
 
-class StampedConnection(ClientConnection):
-    """Stamps each message when its bytes were read from the socket, not when a coroutine got round to it.
-
-    Under load many coroutines are ready at once; the time a message waited for its reader to be scheduled
-    belongs to the client, not to the server, so it must not be counted in the server's TTFA.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.arrivals: deque[float] = deque()
-        self._read_at = 0.0
-
-    def data_received(self, data: bytes) -> None:
-        self._read_at = time.perf_counter()
-        super().data_received(data)
-
-    def process_event(self, event: Event) -> None:
-        if isinstance(event, Frame) and event.opcode in DATA_OPCODES and event.fin:
-            self.arrivals.append(self._read_at)
-        super().process_event(event)
-
-    def arrival(self) -> float:
-        """The read time of the message just returned by `recv()` (messages are delivered in order)."""
-        return self.arrivals.popleft() if self.arrivals else time.perf_counter()
+def closed_kind(closed: SocketClosedError) -> str:
+    """1013 ("try again later") is the server turning the stream away, not a cut."""
+    return "closed_1013" if closed.over_capacity else "cut"
 
 
 class WebSocketTarget:
     route = "ws"
 
-    def __init__(self, url: str, headers: dict[str, str], multiplex: int, timeout_s: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        multiplex: int,
+        timeout_s: float,
+        agent: AgentTraffic | None = None,
+    ) -> None:
         self.url, self.headers, self.multiplex, self.timeout_s = url, headers, max(1, multiplex), timeout_s
-        self._sockets: list[_SharedSocket] = []
-        self._pool_lock = asyncio.Lock()
+        self.agent = agent
+        self._pool: SocketPool | None = None
 
     async def start(self, max_in_flight: int) -> None:
-        self._sockets = []
+        if self.agent is not None:
+            self._pool = SocketPool(
+                self.url, self.headers, idle_s=self.agent.idle_reconnect_s, timeout_s=self.timeout_s
+            )
+        elif self.multiplex > 1:
+            self._pool = SocketPool(
+                self.url,
+                self.headers,
+                contexts_per_socket=self.multiplex,
+                idle_s=float("inf"),
+                timeout_s=self.timeout_s,
+            )
 
     async def stop(self) -> None:
-        await asyncio.gather(*(s.close() for s in self._sockets), return_exceptions=True)
-        self._sockets = []
-
-    async def _open(self, recorder: StreamRecorder) -> StampedConnection:
-        began = time.perf_counter()
-        socket = await connect(
-            self.url,
-            create_connection=StampedConnection,
-            # Directly, never through an HTTP(S)_PROXY from the environment: a probe measures the route,
-            # and looking the proxy settings up again on every connection costs CPU under load.
-            proxy=None,
-            additional_headers=self.headers,
-            compression=None,
-            max_size=None,
-            ping_interval=None,
-            open_timeout=self.timeout_s,
-        )
-        recorder.connected(time.perf_counter() - began)
-        assert isinstance(socket, StampedConnection)
-        return socket
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
 
     async def request(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
+        socket: CartesiaSocket | None = None
+        context: Context | None = None
         try:
             async with asyncio.timeout(self.timeout_s):
-                if self.multiplex > 1:
-                    await self._multiplexed(body, recorder)
-                else:
-                    await self._dedicated(body, recorder)
-        except TimeoutError:
-            recorder.fail("timeout", f"no end of stream within {self.timeout_s} s")
-
-    async def _dedicated(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
-        try:
-            socket = await self._open(recorder)
-        except (OSError, InvalidHandshake) as error:
-            recorder.fail(classify_connect_error(error), repr(error))
-            return
-        try:
-            text = json.dumps(body)
-            recorder.sent()  # before the await: the request is on its way once send() writes it
-            await socket.send(text)
-            while True:
-                message = await socket.recv()
-                if apply_event(decode_event(message), socket.arrival(), recorder):
-                    return
-        except ConnectionClosed as error:
-            recorder.fail("cut", repr(error))
-        except MalformedEventError as error:
-            recorder.fail("malformed", str(error))
-        finally:
-            if recorder.ok:
-                await _quiet_close(socket)
-            else:
-                socket.transport.abort()
-
-    async def _multiplexed(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
-        async with self._pool_lock:
-            shared = next((s for s in self._sockets if s.open and s.in_flight < self.multiplex), None)
-            if shared is None:
                 try:
-                    shared = _SharedSocket(await self._open(recorder))
+                    if self._pool is not None:
+                        socket = await self._pool.acquire(recorder.connected)
+                    else:
+                        began = time.perf_counter()
+                        socket = await CartesiaSocket.connect(self.url, self.headers, self.timeout_s)
+                        recorder.connected(time.perf_counter() - began)
                 except (OSError, InvalidHandshake) as error:
                     recorder.fail(classify_connect_error(error), repr(error))
                     return
-                self._sockets.append(shared)
-            shared.in_flight += 1
-        try:
-            await shared.run(body, recorder)
-        finally:
-            shared.in_flight -= 1
-
-
-class _SharedSocket:
-    """One socket carrying many contexts; a single reader routes each message by `context_id`."""
-
-    def __init__(self, socket: StampedConnection) -> None:
-        self.socket = socket
-        self.in_flight = 0
-        self.open = True
-        self._contexts: dict[str, tuple[StreamRecorder, asyncio.Future[None]]] = {}
-        self._reader = asyncio.create_task(self._read())
-
-    async def run(self, body: dict[str, Any], recorder: StreamRecorder) -> None:
-        finished: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        context_id = str(body["context_id"])
-        self._contexts[context_id] = (recorder, finished)
-        try:
-            if not self.open:
-                recorder.fail("cut", "socket closed before the request was sent")
-                return
-            text = json.dumps(body)
-            recorder.sent()
-            await self.socket.send(text)
-            await finished
+                stream = _Stream(recorder)
+                context = stream.context = socket.context(str(body["context_id"]), stream.deliver)
+                if self.agent is not None:
+                    await self._turn(context, body, self.agent, recorder)
+                else:
+                    recorder.sent()  # before the await: the request is on its way once send() writes it
+                    await context.send(body)
+                await context.ended.wait()
+                if context.closed is not None:
+                    recorder.fail(closed_kind(context.closed), str(context.closed))
+        except TimeoutError:
+            recorder.fail("timeout", f"no end of stream within {self.timeout_s} s")
         except ConnectionClosed as error:
             recorder.fail("cut", repr(error))
         finally:
-            self._contexts.pop(context_id, None)
+            await self._settle(socket, context, recorder)
 
-    async def _read(self) -> None:
+    async def _turn(
+        self, context: Context, body: dict[str, Any], agent: AgentTraffic, recorder: StreamRecorder
+    ) -> None:
+        """One turn as an agent sends it: pieces with `continue: true` as the LLM streams, then the end."""
+        pieces = split_pieces(str(body["transcript"]), agent.split)
+        extra: dict[str, Any] = {"continue": True, "add_timestamps": agent.timestamps}
+        if agent.max_buffer_delay_ms is not None:
+            extra["max_buffer_delay_ms"] = agent.max_buffer_delay_ms
+        for index, piece in enumerate(pieces):
+            if context.ended.is_set():
+                return
+            if index:
+                await asyncio.sleep(agent.interval_s)
+            if index == 0:
+                recorder.sent()
+            if index == len(pieces) - 1:
+                recorder.last_piece_sent()
+            await context.send({**body, "transcript": piece, **extra})
+        await context.send({**body, "transcript": "", "continue": False})
+
+    async def _settle(
+        self, socket: CartesiaSocket | None, context: Context | None, recorder: StreamRecorder
+    ) -> None:
+        """A pooled socket stays for the next request (a failed context is cancelled, so that no stale
+        audio reaches the next one); a dedicated socket is closed, or dropped if its stream failed."""
+        if socket is None:
+            return
+        if self._pool is None:
+            if recorder.ok:
+                await socket.close()
+            else:
+                socket.abort()
+        elif context is not None and not context.ended.is_set():
+            await context.cancel()
+
+
+class _Stream:
+    """Accounts for each message of one context on its recorder, as the socket's reader delivers it."""
+
+    def __init__(self, recorder: StreamRecorder) -> None:
+        self.recorder = recorder
+        self.context: Context | None = None
+
+    def deliver(self, message: dict[str, Any], at: float) -> None:
+        recorder = self.recorder
+        if recorder.end_at is not None:
+            return  # the stream has ended (a malformed message): what follows is a consequence
         try:
-            async for message in self.socket:
-                at = self.socket.arrival()
-                try:
-                    event = decode_event(message)
-                except MalformedEventError:
-                    continue  # unattributable: the context it belonged to will time out and say so
-                entry = self._contexts.get(str(event.get("context_id")))
-                if entry is None:
-                    continue
-                recorder, finished = entry
-                try:
-                    if apply_event(event, at, recorder):
-                        _settle(finished)
-                except MalformedEventError as error:
-                    recorder.fail("malformed", str(error))
-                    _settle(finished)
-        except ConnectionClosed:
-            pass
-        finally:
-            self.open = False
-            for recorder, finished in list(self._contexts.values()):
-                recorder.fail("cut", "socket closed mid-stream")
-                _settle(finished)
-
-    async def close(self) -> None:
-        self.open = False
-        await _quiet_close(self.socket)
-        self._reader.cancel()
-
-
-async def _quiet_close(socket: ClientConnection) -> None:
-    try:
-        await asyncio.wait_for(socket.close(), timeout=2)
-    except (OSError, TimeoutError, ConnectionClosed):
-        socket.transport.abort()
-
-
-def _settle(finished: asyncio.Future[None]) -> None:
-    if not finished.done():
-        finished.set_result(None)
+            apply_event(message, at, recorder)
+        except MalformedEventError as error:
+            recorder.fail("malformed", str(error))
+            if self.context is not None:
+                self.context.finish()

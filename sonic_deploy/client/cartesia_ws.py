@@ -1,0 +1,316 @@
+"""The Cartesia WebSocket API: sockets carrying many contexts, continuations, cancel, and a pool of sockets.
+
+One reader per socket routes each message to its context by `context_id`, and stamps it with the time its
+bytes were read off the socket (under load, the time a message then waits for a coroutine belongs to the
+client, not to the server). A context receives `(message, arrived_at)` through a callback: the probe
+accounts for each chunk on the spot, and `Context.messages()` gives an agent the same as an async iterator.
+
+What the API does, this code relies on (cartesia_api names the sources): several messages on one
+`context_id` with `continue: true` are one audio stream; `{"context_id", "cancel": true}` stops it; `done`
+or `error` ends it. An `error` without a `context_id` goes to the oldest context still waiting for its first
+message (the one the server most likely refused). A socket closed with 1013 ("try again later") means the
+server is over capacity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import ssl
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import orjson
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+from websockets.frames import DATA_OPCODES, Frame
+from websockets.protocol import Event
+
+from sonic_deploy.client import cartesia_api
+
+Deliver = Callable[[dict[str, Any], float], None]
+
+
+class MalformedMessageError(Exception):
+    """A message that is not a JSON object."""
+
+
+class SocketClosedError(Exception):
+    """The socket closed before the context ended; `code` is the close code (1013: over capacity)."""
+
+    def __init__(self, code: int | None, reason: str) -> None:
+        super().__init__(f"socket closed (code {code}): {reason}" if code else f"socket closed: {reason}")
+        self.code = code
+
+    @property
+    def over_capacity(self) -> bool:
+        return self.code == cartesia_api.CLOSE_TRY_AGAIN_LATER
+
+
+def decode_message(text: str | bytes) -> dict[str, Any]:
+    """One JSON message. orjson parses a well-formed one at about a quarter of the standard library's CPU;
+    what it refuses (NaN or Infinity, which Python's `json.dumps` writes; lone surrogates; a byte-order
+    mark) goes to the standard library, so that a message is malformed only if `json.loads` refuses it."""
+    try:
+        message = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:
+            message = json.loads(text)
+        except (ValueError, RecursionError) as error:
+            raise MalformedMessageError(f"not JSON: {str(text)[:80]!r}") from error
+    if not isinstance(message, dict):
+        raise MalformedMessageError("message is not a JSON object")
+    return message
+
+
+class StampedConnection(ClientConnection):
+    """Notes when each message's bytes were read from the socket, not when a coroutine got round to it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.arrivals: deque[float] = deque()
+        self._read_at = 0.0
+
+    def data_received(self, data: bytes) -> None:
+        self._read_at = time.perf_counter()
+        super().data_received(data)
+
+    def process_event(self, event: Event) -> None:
+        if isinstance(event, Frame) and event.opcode in DATA_OPCODES and event.fin:
+            self.arrivals.append(self._read_at)
+        super().process_event(event)
+
+    def arrival(self) -> float:
+        """The read time of the message just returned by `recv()` (messages are delivered in order)."""
+        return self.arrivals.popleft() if self.arrivals else time.perf_counter()
+
+
+async def open_connection(
+    url: str, headers: dict[str, str], timeout_s: float, ssl_context: ssl.SSLContext | None = None
+) -> StampedConnection:
+    """A socket to `url`, directly (never through an HTTP(S)_PROXY from the environment: the route is
+    what is measured, and looking proxy settings up again for every socket costs CPU under load)."""
+    options: dict[str, Any] = {} if ssl_context is None else {"ssl": ssl_context}
+    socket = await connect(
+        url,
+        create_connection=StampedConnection,
+        proxy=None,
+        additional_headers=headers,
+        compression=None,
+        max_size=None,
+        ping_interval=None,
+        open_timeout=timeout_s,
+        **options,
+    )
+    assert isinstance(socket, StampedConnection)
+    return socket
+
+
+class Context:
+    """One context on a socket. `deliver` gets every message for it, with its arrival time; `ended` is set
+    by `done`, `error`, cancel, or the socket's close (then `closed` holds why)."""
+
+    def __init__(self, socket: CartesiaSocket, context_id: str, deliver: Deliver | None) -> None:
+        self.socket, self.id = socket, context_id
+        self.answered = False
+        self.ended = asyncio.Event()
+        self.closed: SocketClosedError | None = None
+        self._queue: asyncio.Queue[tuple[dict[str, Any], float]] | None = None
+        if deliver is None:
+            queue: asyncio.Queue[tuple[dict[str, Any], float]] = asyncio.Queue()
+            self._queue, deliver = queue, lambda message, at: queue.put_nowait((message, at))
+        self._deliver = deliver
+
+    def receive(self, message: dict[str, Any], at: float) -> None:
+        self.answered = True
+        self._deliver(message, at)
+        if message.get("type") in ("done", "error") or message.get("done") is True:
+            self.finish()
+
+    def finish(self, closed: SocketClosedError | None = None) -> None:
+        if not self.ended.is_set():
+            self.closed = closed
+            self.ended.set()
+            self.socket.forget(self)
+
+    async def send(self, body: dict[str, Any]) -> None:
+        """A generation request or a piece of one (`continue`), for this context."""
+        await self.socket.send({**body, "context_id": self.id})
+
+    async def cancel(self) -> None:
+        """Stop this context's audio; nothing more is delivered for it."""
+        self.finish()
+        if self.socket.open:
+            with contextlib.suppress(ConnectionClosed):
+                await self.socket.send({"context_id": self.id, "cancel": True})
+
+    async def messages(self) -> AsyncIterator[tuple[dict[str, Any], float]]:
+        """The context's messages as they arrive, until `done` or `error`; SocketClosedError if the socket
+        closes first. Only for a context opened without a `deliver` callback."""
+        assert self._queue is not None, "this context delivers to a callback"
+        while True:
+            if self._queue.empty() and self.ended.is_set():
+                if self.closed is not None:
+                    raise self.closed
+                return
+            getter = asyncio.ensure_future(self._queue.get())
+            ender = asyncio.ensure_future(self.ended.wait())
+            try:
+                await asyncio.wait((getter, ender), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                ender.cancel()
+                if not getter.done():
+                    getter.cancel()
+            if getter.done() and not getter.cancelled():
+                yield getter.result()
+
+
+class CartesiaSocket:
+    """One socket carrying any number of contexts, read by a single task."""
+
+    def __init__(self, connection: StampedConnection, on_malformed: Callable[[str], None] | None = None):
+        self.connection = connection
+        self.opened_at = self.used_at = time.monotonic()
+        self.open = True
+        self._contexts: dict[str, Context] = {}
+        self._on_malformed = on_malformed
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def connect(
+        cls, url: str, headers: dict[str, str], timeout_s: float, ssl_context: ssl.SSLContext | None = None
+    ) -> CartesiaSocket:
+        return cls(await open_connection(url, headers, timeout_s, ssl_context))
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._contexts)
+
+    def context(self, context_id: str, deliver: Deliver | None = None) -> Context:
+        context = Context(self, context_id, deliver)
+        self._contexts[context_id] = context
+        self.used_at = time.monotonic()
+        if not self.open:
+            context.finish(SocketClosedError(self._close_code(), "the socket closed before the request"))
+        return context
+
+    def forget(self, context: Context) -> None:
+        if self._contexts.get(context.id) is context:
+            del self._contexts[context.id]
+        self.used_at = time.monotonic()
+
+    async def send(self, body: dict[str, Any]) -> None:
+        await self.connection.send(json.dumps(body))
+
+    async def _read(self) -> None:
+        connection = self.connection
+        try:
+            async for text in connection:
+                at = connection.arrival()
+                try:
+                    message = decode_message(text)
+                except MalformedMessageError as error:
+                    # Unattributable: the context it belonged to times out and says so.
+                    if self._on_malformed is not None:
+                        self._on_malformed(str(error))
+                    continue
+                context = self._route(message)
+                if context is not None:
+                    context.receive(message, at)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.open = False
+            closed = SocketClosedError(self._close_code(), self._close_reason())
+            for context in list(self._contexts.values()):
+                context.finish(closed)
+
+    def _route(self, message: dict[str, Any]) -> Context | None:
+        named = message.get("context_id")
+        if named is not None:
+            return self._contexts.get(str(named))
+        if message.get("type") == "error":
+            waiting = (c for c in self._contexts.values() if not c.answered)
+            return next(waiting, None) or next(iter(self._contexts.values()), None)
+        return None
+
+    def _close_code(self) -> int | None:
+        return self.connection.close_code
+
+    def _close_reason(self) -> str:
+        return self.connection.close_reason or "connection lost"
+
+    async def close(self) -> None:
+        self.open = False
+        try:
+            await asyncio.wait_for(self.connection.close(), timeout=2)
+        except (OSError, TimeoutError, ConnectionClosed):
+            self.connection.transport.abort()
+        self._reader.cancel()
+
+    def abort(self) -> None:
+        self.open = False
+        self.connection.transport.abort()
+        self._reader.cancel()
+
+
+class SocketPool:
+    """Long-lived sockets to one URL, each carrying up to `contexts_per_socket` contexts at a time.
+
+    A socket is reused while it is open and younger than `max_age_s`; one idle for more than `idle_s` is
+    closed and replaced before use (a load balancer or the server may have dropped it without a word: NLB
+    TCP idle timeout is 350 s by default, and LiveKit's Cartesia plugin renews its sockets every 300 s).
+    Sockets are taken most recently used first, so that a light load keeps few of them warm."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        contexts_per_socket: int = 1,
+        idle_s: float = 300.0,
+        max_age_s: float | None = None,
+        timeout_s: float = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.url, self.headers, self.timeout_s = url, headers, timeout_s
+        self.contexts_per_socket = max(1, contexts_per_socket)
+        self.idle_s, self.max_age_s, self.ssl_context = idle_s, max_age_s, ssl_context
+        self._sockets: list[CartesiaSocket] = []
+        self._lock = asyncio.Lock()
+        self.opened = 0
+
+    async def acquire(self, on_connect: Callable[[float], None] | None = None) -> CartesiaSocket:
+        """A socket with room for one more context; a new one (its set-up time to `on_connect`) if none."""
+        async with self._lock:
+            now = time.monotonic()
+            for socket in reversed(self._sockets):
+                if self._stale(socket, now):
+                    continue
+                if socket.in_flight < self.contexts_per_socket:
+                    socket.used_at = now
+                    return socket
+            for socket in [s for s in self._sockets if self._stale(s, now) and not s.in_flight]:
+                self._sockets.remove(socket)
+                asyncio.create_task(socket.close())  # noqa: RUF006 - it ends by itself within 2 s
+            began = time.perf_counter()
+            socket = await CartesiaSocket.connect(self.url, self.headers, self.timeout_s, self.ssl_context)
+            self.opened += 1
+            if on_connect is not None:
+                on_connect(time.perf_counter() - began)
+            self._sockets.append(socket)
+            return socket
+
+    def _stale(self, socket: CartesiaSocket, now: float) -> bool:
+        if not socket.open:
+            return True
+        if not socket.in_flight and now - socket.used_at > self.idle_s:
+            return True
+        return self.max_age_s is not None and now - socket.opened_at > self.max_age_s
+
+    async def close(self) -> None:
+        sockets, self._sockets = self._sockets, []
+        await asyncio.gather(*(socket.close() for socket in sockets), return_exceptions=True)
