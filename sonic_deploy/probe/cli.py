@@ -10,12 +10,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sonic_deploy.client.cartesia_api import DEFAULT_BUFFER_DELAY_MS, MAX_BUFFER_DELAY_MS
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
     DEFAULT_MODEL_ID,
     DEFAULT_VOICE_ID,
     ENCODINGS,
     PRESETS,
+    SAMPLE_RATES,
+    SPLITS,
+    AgentTraffic,
     AudioFormat,
     RequestTemplate,
     load_transcripts,
@@ -46,6 +50,26 @@ def _ramp_up(text: str) -> float | None:
     return seconds
 
 
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _buffer_delay(text: str) -> int | None:
+    if text == "default":
+        return None
+    if not text.isdigit() or int(text) > MAX_BUFFER_DELAY_MS:
+        raise argparse.ArgumentTypeError(
+            f"expected whole milliseconds 0-{MAX_BUFFER_DELAY_MS} (the API's range) or default, got {text!r}"
+        )
+    return int(text)
+
+
 def _load_options(parser: argparse.ArgumentParser) -> None:
     request = parser.add_argument_group("request")
     request.add_argument("--transcript", help="text to speak (default: a short sentence)")
@@ -55,7 +79,7 @@ def _load_options(parser: argparse.ArgumentParser) -> None:
     request.add_argument("--language", default="en")
     request.add_argument("--preset", choices=sorted(PRESETS), help="telephony = 8 kHz mu-law")
     request.add_argument("--encoding", choices=ENCODINGS, help="default pcm_s16le")
-    request.add_argument("--sample-rate", type=int, help="default 44100")
+    request.add_argument("--sample-rate", type=int, choices=SAMPLE_RATES, help="default 44100")
     load = parser.add_argument_group("load")
     load.add_argument("--concurrency", type=_numbers, default=[1, 2, 4, 8, 16], help="closed-loop levels")
     load.add_argument("--requests", type=int, default=50, help="measured requests per closed-loop level")
@@ -108,7 +132,12 @@ def _cartesia_options(parser: argparse.ArgumentParser, path: str) -> None:
         default=os.environ.get("CARTESIA_API_KEY", ""),
         help="X-API-Key (default: $CARTESIA_API_KEY)",
     )
-    parser.add_argument("--cartesia-version", default=DEFAULT_CARTESIA_VERSION)
+    parser.add_argument(
+        "--cartesia-version",
+        default=DEFAULT_CARTESIA_VERSION,
+        help="Cartesia-Version header (the default is what the official SDK 4.2.0 sends; a self-hosted "
+        "release may want the one its documentation names)",
+    )
 
 
 def add_parser(subparsers: Any) -> None:
@@ -117,6 +146,31 @@ def add_parser(subparsers: Any) -> None:
     ws = routes.add_parser("ws", formatter_class=_HELP, help="Cartesia WebSocket API (ECS route)")
     _cartesia_options(ws, "/tts/websocket")
     ws.add_argument("--multiplex", type=int, default=1, help="contexts per socket (default: one socket each)")
+    agent = ws.add_argument_group(
+        "agent-like traffic",
+        "--agent sends each transcript as a voice agent does: pieces with continue: true at an LLM's pace "
+        "on one long-lived socket per call, reused turn after turn, then an empty continue: false",
+    )
+    agent.add_argument("--agent", action="store_true", help="send turns as an agent does (see above)")
+    agent.add_argument("--split", choices=SPLITS, default="sentence", help="a piece is a sentence or a word")
+    agent.add_argument(
+        "--piece-interval-ms", type=_non_negative, default=100.0, help="pause between pieces (the LLM's pace)"
+    )
+    agent.add_argument(
+        "--max-buffer-delay-ms",
+        type=_buffer_delay,
+        default=0,
+        metavar=f"0-{MAX_BUFFER_DELAY_MS}|default",
+        help="sent on every piece; 'default' leaves it out (the API then waits up to "
+        f"{DEFAULT_BUFFER_DELAY_MS} ms for more text)",
+    )
+    agent.add_argument("--no-timestamps", action="store_true", help="do not ask for word timestamps")
+    agent.add_argument(
+        "--idle-reconnect-s",
+        type=_non_negative,
+        default=300.0,
+        help="a call's socket idle for longer is replaced before its next turn",
+    )
     http = routes.add_parser("http", formatter_class=_HELP, help="streamed bytes over HTTP (POST /tts/bytes)")
     _cartesia_options(http, "/tts/bytes")
     sagemaker = routes.add_parser(
@@ -185,6 +239,18 @@ def _template(args: argparse.Namespace) -> RequestTemplate:
     return RequestTemplate(transcripts, args.voice_id, args.model_id, args.language, audio)
 
 
+def _agent(args: argparse.Namespace) -> AgentTraffic | None:
+    if not getattr(args, "agent", False):
+        return None
+    return AgentTraffic(
+        split=args.split,
+        interval_s=args.piece_interval_ms / 1000,
+        max_buffer_delay_ms=args.max_buffer_delay_ms,
+        timestamps=not args.no_timestamps,
+        idle_reconnect_s=args.idle_reconnect_s,
+    )
+
+
 def _missing_extra(error: ImportError) -> int:
     print(f"sonic-deploy probe: {error.name} is missing: pip install 'sonic-deploy[probe]'", file=sys.stderr)
     return 2
@@ -204,6 +270,13 @@ def _run_probe(args: argparse.Namespace) -> int:
     from sonic_deploy.probe.workers import run_levels
 
     route = args.probe_command
+    if getattr(args, "agent", False) and args.multiplex != 1:
+        print(
+            "sonic-deploy probe ws: --agent gives each call a socket of its own; drop --multiplex "
+            f"{args.multiplex}, or drop --agent to multiplex whole transcripts",
+            file=sys.stderr,
+        )
+        return 2
     target = TargetSpec(
         route=route,
         url=getattr(args, "url", None),
@@ -215,6 +288,7 @@ def _run_probe(args: argparse.Namespace) -> int:
         multiplex=getattr(args, "multiplex", 1),
         timeout_s=args.timeout,
         client=getattr(args, "client", "async"),
+        agent=_agent(args),
     )
     settings = ProbeSettings(
         target,

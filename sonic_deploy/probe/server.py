@@ -103,6 +103,7 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
         return refusal
     socket = web.WebSocketResponse(max_msg_size=1 << 20, compress=False)
     await socket.prepare(request)
+    behaviour.counts["ws_connections"] += 1
     session = _Socket(request, socket, behaviour)
     try:
         async for message in socket:

@@ -1,0 +1,110 @@
+"""The WebSocket target against servers that behave as a newer or a loaded Cartesia API may: message types
+it does not know, errors without a context id, a close with 1013, the current and the old error shapes."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from websockets.asyncio.server import ServerConnection, serve
+
+from sonic_deploy.probe.metrics import StreamRecorder
+from sonic_deploy.probe.requests import AudioFormat, RequestTemplate
+from sonic_deploy.probe.targets.ws import WebSocketTarget
+
+Handler = Callable[[ServerConnection], Awaitable[None]]
+AUDIO = base64.b64encode(b"\x10\x00" * 441).decode()  # 10 ms of 44.1 kHz s16
+
+
+def chunk(context_id: str) -> str:
+    message = {"type": "chunk", "data": AUDIO, "done": False, "status_code": 206, "step_time": 1.0}
+    return json.dumps({**message, "context_id": context_id})
+
+
+def done(context_id: str) -> str:
+    return json.dumps({"type": "done", "done": True, "status_code": 200, "context_id": context_id})
+
+
+async def run_streams(handler: Handler, contexts: list[str], multiplex: int) -> list[StreamRecorder]:
+    """Each context as one probe request, all at once, against a server running `handler`."""
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]  # type: ignore[index]
+        target = WebSocketTarget(f"ws://127.0.0.1:{port}", {}, multiplex, timeout_s=10.0)
+        await target.start(len(contexts))
+        recorders = [StreamRecorder(audio=AudioFormat(), scheduled_at=0.0, open_loop=False) for _ in contexts]
+        template = RequestTemplate()
+        bodies = [template.body("Hello.", context_id, "ws") for context_id in contexts]
+        await asyncio.gather(*(target.request(b, r) for b, r in zip(bodies, recorders, strict=True)))
+        await target.stop()
+    return recorders
+
+
+async def requests(connection: ServerConnection, count: int) -> list[dict[str, Any]]:
+    return [json.loads(await connection.recv()) for _ in range(count)]
+
+
+def test_a_message_type_it_does_not_know_is_counted_and_skipped() -> None:
+    async def newer_api(connection: ServerConnection) -> None:
+        (request,) = await requests(connection, 1)
+        context_id = request["context_id"]
+        await connection.send(chunk(context_id))
+        await connection.send(json.dumps({"type": "prosody_hint", "context_id": context_id, "done": False}))
+        await connection.send(chunk(context_id))
+        await connection.send(done(context_id))
+        await connection.wait_closed()
+
+    (recorder,) = asyncio.run(run_streams(newer_api, ["a"], multiplex=1))
+    assert (recorder.ok, recorder.error, recorder.chunks, recorder.ignored_events) == (True, None, 2, 1)
+
+
+def test_an_error_without_a_context_id_is_the_waiting_contexts_not_a_timeout() -> None:
+    """A multiplexed socket: the server answers two contexts, and refuses the third with a 429 that names
+    no context. The refusal belongs to the context still waiting for its first message."""
+
+    async def loaded(connection: ServerConnection) -> None:
+        first, second, _waiting = await requests(connection, 3)
+        for request in (first, second):
+            await connection.send(chunk(request["context_id"]))
+        refusal = {"type": "error", "done": False, "status_code": 429, "title": "Too many requests"}
+        await connection.send(json.dumps({**refusal, "message": "no free capacity", "error_code": "busy"}))
+        for request in (first, second):
+            await connection.send(done(request["context_id"]))
+        await connection.wait_closed()
+
+    recorders = asyncio.run(run_streams(loaded, ["a", "b", "c"], multiplex=3))
+    outcomes = sorted((r.ok, r.error) for r in recorders)
+    assert outcomes == [(False, "error_event_429"), (True, None), (True, None)]
+    refused = next(r for r in recorders if not r.ok)
+    assert refused.chunks == 0
+    # The current error shape, read whole: code, title and message.
+    assert refused.detail == "busy: Too many requests: no free capacity"
+
+
+def test_the_old_error_shape_is_read_too() -> None:
+    async def old_api(connection: ServerConnection) -> None:
+        (request,) = await requests(connection, 1)
+        error = {"type": "error", "error": "voice not found", "status_code": 422, "done": True}
+        await connection.send(json.dumps({**error, "context_id": request["context_id"]}))
+        await connection.wait_closed()
+
+    (recorder,) = asyncio.run(run_streams(old_api, ["a"], multiplex=1))
+    assert (recorder.error, recorder.detail) == ("error_event_422", "voice not found")
+
+
+@pytest.mark.parametrize(("code", "kind"), [(1013, "closed_1013"), (1011, "cut"), (1000, "cut")])
+@pytest.mark.parametrize("multiplex", [1, 2])
+def test_a_socket_closed_with_1013_is_over_capacity_and_any_other_close_mid_stream_is_a_cut(
+    code: int, kind: str, multiplex: int
+) -> None:
+    async def closing(connection: ServerConnection) -> None:
+        (request,) = await requests(connection, 1)
+        await connection.send(chunk(request["context_id"]))
+        await connection.close(code, "try again later" if code == 1013 else "going away")
+
+    (recorder,) = asyncio.run(run_streams(closing, ["a"], multiplex=multiplex))
+    assert (recorder.ok, recorder.error) == (False, kind)
+    assert str(code) in str(recorder.detail)
