@@ -32,7 +32,7 @@ def done(context_id: str) -> str:
 async def run_streams(handler: Handler, contexts: list[str], multiplex: int) -> list[StreamRecorder]:
     """Each context as one probe request, all at once, against a server running `handler`."""
     async with serve(handler, "127.0.0.1", 0) as server:
-        port = server.sockets[0].getsockname()[1]  # type: ignore[index]
+        port = server.sockets[0].getsockname()[1]
         target = WebSocketTarget(f"ws://127.0.0.1:{port}", {}, multiplex, timeout_s=10.0)
         await target.start(len(contexts))
         recorders = [StreamRecorder(audio=AudioFormat(), scheduled_at=0.0, open_loop=False) for _ in contexts]
