@@ -70,6 +70,17 @@ def test_a_bad_term_is_named_with_what_is_wrong_and_an_example(spec: str, messag
     assert str(caught.value).endswith("(a whole spec: ttfa_p95<=300ms,errors<=0.1%)")
 
 
+def test_bad_slo_on_the_command_line_is_an_argparse_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from sonic_deploy.cli import main
+
+    with pytest.raises(SystemExit) as bad:
+        main(["probe", "ws", "--url", "ws://127.0.0.1:1/tts/websocket", "--slo", "ttfa<=300ms"])
+    assert bad.value.code == 2
+    error = capsys.readouterr().err
+    assert "argument --slo: bad term 'ttfa<=300ms': 'ttfa' ends in no percentile" in error
+    assert "Traceback" not in error
+
+
 def level(requests: int = 100, ok: int = 100, p95: float | None = 250.0) -> dict[str, Any]:
     quantiles = {"p50": None if p95 is None else p95 / 2, "p90": p95, "p95": p95, "p99": p95, "max": p95}
     return {"concurrency": 4, "requests": requests, "ok": ok, "ttfa_ms": quantiles}
