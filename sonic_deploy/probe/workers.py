@@ -35,9 +35,10 @@ def run_levels(settings: ProbeSettings, levels: Iterable[Level], workers: int, s
 
 
 def run_schedule(settings: ProbeSettings, schedule: Schedule, workers: int, sink: LevelSink) -> None:
-    """Run the levels `schedule` yields, one after the other; it is sent each level's merged statistics once
-    the sink has them, and yields the next level (which may depend on them) or stops: a search, e.g.
-    `capacity_search.SloSearch.levels`. Worker processes are started once, for all the levels."""
+    """Run the levels `schedule` yields, one after the other; it is sent each level's merged statistics and
+    yields the next level (which may depend on them) or stops: a search, e.g. `capacity_search.SloSearch.levels`.
+    It is sent them before the sink is told the level is done, so that what the sink then writes (the summary)
+    holds the schedule's verdict on it. Worker processes are started once, for all the levels."""
     if workers <= 1:
         _drive(schedule, lambda level: event_loop.run(run_level(settings, level, 0, 1, sink.record)), sink)
         return
@@ -55,11 +56,12 @@ def _drive(schedule: Schedule, run_one: Callable[[Level], LevelStats], sink: Lev
     while level is not None:
         sink.begin_level(level)
         stats = run_one(level)
-        sink.level_done(level, stats)
         try:
-            level = schedule.send(stats)
+            following = schedule.send(stats)
         except StopIteration:
-            level = None
+            following = None
+        sink.level_done(level, stats)
+        level = following
 
 
 def _worker_main(settings: ProbeSettings, worker: int, workers: int, commands: Any, results: Any) -> None:

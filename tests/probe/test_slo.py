@@ -10,7 +10,7 @@ import pytest
 from sonic_deploy.probe.capacity_search import SearchRange, SearchResult, SloSearch, search
 from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec
 from sonic_deploy.probe.metrics import StreamRecorder
-from sonic_deploy.probe.output import Progress, RunOutput
+from sonic_deploy.probe.output import Progress, RunOutput, read_summary
 from sonic_deploy.probe.requests import RequestTemplate
 from sonic_deploy.probe.slo import NO_SUCCESS, SloError, parse_slo
 from sonic_deploy.probe.stats import LevelStats
@@ -253,14 +253,16 @@ class _CapacityTarget:
             self.active -= 1
 
 
-def _run(levels: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RunOutput:
+def _run(
+    levels: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, search: SloSearch | None = None
+) -> RunOutput:
     """A schedule (a generator) or a fixed list, run in this process against `_CapacityTarget(3)`."""
     target = _CapacityTarget(capacity=3)
     monkeypatch.setattr(TargetSpec, "build", lambda spec: target)
     settings = ProbeSettings(
         TargetSpec(route="ws", url="ws://unused"), RequestTemplate(), ramp_up_s=0.0, error_backoff_s=0.0
     )
-    output = RunOutput(tmp_path, {"route": "ws"}, Progress(None))
+    output = RunOutput(tmp_path, {"route": "ws"}, Progress(None), search)
     if isinstance(levels, list):
         run_levels(settings, levels, 1, output)
     else:
@@ -273,8 +275,11 @@ def test_run_schedule_sends_each_level_s_statistics_to_the_search(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     found = SloSearch(parse_slo("errors<=0%"), SearchRange(), _make_level)
-    output = _run(found.levels(), monkeypatch, tmp_path / "search")
+    output = _run(found.levels(), monkeypatch, tmp_path / "search", found)
     assert [t["concurrency"] for t in found.tried] == [1, 2, 4, 3]
+    # The search judged the last level before the sink wrote the summary for it.
+    written = read_summary(tmp_path / "search")["slo"]
+    assert (len(written["tried"]), written["finished"], written["max_concurrency"]) == (4, True, 3)
     assert [(level["concurrency"], level["requests"]) for level in output.levels] == [
         (1, 10),
         (2, 10),
