@@ -69,7 +69,7 @@ def search(bounds: SearchRange) -> Generator[int, bool, SearchResult]:
 
 
 class SloSearch:
-    """The search as levels for `workers.run_levels`: each level's statistics are judged against the SLO,
+    """The search as levels for `workers.run_schedule`: each level's statistics are judged against the SLO,
     and the verdict chooses the next level. `as_json` is the summary's `slo` object, at any point of it."""
 
     def __init__(self, slo: Slo, bounds: SearchRange, make_level: Callable[[int, int], Level]) -> None:
