@@ -103,7 +103,8 @@ def add_parser(subparsers: Any) -> None:
         "--ttfa-budget-ms",
         type=float,
         default=DEFAULT_TTFA_BUDGET_MS,
-        help="highest time-to-first-audio p95 a level may have",
+        help="highest time-to-first-audio p95 a level may have (not applied to a `probe --slo` summary "
+        "with an answer: its search's objective decides)",
     )
     output = parser.add_argument_group("output")
     output.add_argument("--json", action="store_true", help="print JSON instead of a table")

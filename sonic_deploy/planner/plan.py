@@ -117,7 +117,7 @@ def streams_per_instance(
             Figure(
                 "measured",
                 probe.streams,
-                f"probe: {probe.path.name}, TTFA p95 {probe.ttfa_p95_ms:g} ms <= {probe.budget_ms:g} ms",
+                probe.describe(),
             ),
         )
     used, *replaced = figures

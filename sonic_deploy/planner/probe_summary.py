@@ -5,6 +5,11 @@ taken in rising concurrency; the answer is the last level before the first one t
 more than `MAX_ERROR_SHARE` of its requests, so that a lucky high level after a failing one does not count.
 Rate-driven levels (concurrency null) say nothing about concurrency and are skipped. The probe must have
 driven a single instance for the figure to be per instance.
+
+A run that searched for its capacity (`probe --slo`) carries its answer (`slo.max_concurrency`): that is the
+figure, and the budget is not applied (the search already judged every level by its own objective, which may
+bound more than the p95, and only it knows which levels it tried). A search that found no concurrency meeting
+its objective gives no figure; one that did not end (interrupted) is read as a sweep, by the budget.
 """
 
 from __future__ import annotations
@@ -26,6 +31,19 @@ class MeasuredConcurrency:
     ttfa_p95_ms: float
     budget_ms: float
     path: Path
+    # The spec of the probe's SLO search when the figure is its answer (the budget then not applied), and
+    # whether the top of its search still passed (the capacity may be higher).
+    slo: str | None = None
+    bounded_by_max: bool = False
+
+    def describe(self) -> str:
+        if self.slo is None:
+            return f"probe: {self.path.name}, TTFA p95 {self.ttfa_p95_ms:g} ms <= {self.budget_ms:g} ms"
+        top = " (the top of its search: may be higher)" if self.bounded_by_max else ""
+        return (
+            f"probe: {self.path.name}, SLO search {self.slo}: highest concurrency meeting it{top}, "
+            f"TTFA p95 {self.ttfa_p95_ms:g} ms; --ttfa-budget-ms not applied"
+        )
 
 
 @dataclass(frozen=True)
@@ -45,7 +63,11 @@ def measured_streams(path: Path, budget_ms: float) -> MeasuredConcurrency:
             problem="not positive",
             fix="give the time-to-first-audio budget in milliseconds, e.g. 300",
         )
-    levels = sorted(_read_levels(path), key=lambda level: level.concurrency)
+    data = _read_summary(path)
+    levels = sorted(_read_levels(data, path), key=lambda level: level.concurrency)
+    searched = _slo_answer(data, path, levels, budget_ms)
+    if searched is not None:
+        return searched
     if not levels:
         raise ConfigError(
             file=path,
@@ -73,7 +95,48 @@ def measured_streams(path: Path, budget_ms: float) -> MeasuredConcurrency:
     return MeasuredConcurrency(best.concurrency, best.ttfa_p95_ms, budget_ms, path)
 
 
-def _read_levels(path: Path) -> list[_Level]:
+def _slo_answer(data: Any, path: Path, levels: list[_Level], budget_ms: float) -> MeasuredConcurrency | None:
+    """The figure of a finished SLO search; None without one (the levels are then judged by the budget)."""
+    slo = data.get("slo")
+    if slo is None:
+        return None
+    if not (
+        isinstance(slo, dict) and isinstance(slo.get("spec"), str) and isinstance(slo.get("finished"), bool)
+    ):
+        raise ConfigError(
+            file=path,
+            field="slo",
+            value=slo,
+            problem="not the probe's SLO search (spec, finished, max_concurrency)",
+            fix="pass a summary.json written by `sonic-deploy probe ... --slo SPEC`, unedited",
+        )
+    if not slo["finished"]:
+        return None
+    spec, answer = slo["spec"], slo.get("max_concurrency")
+    if answer is None:
+        raise ConfigError(
+            file=path,
+            field="slo.max_concurrency",
+            value=None,
+            problem=f"the probe's SLO search found no concurrency meeting {spec} (even its first level failed)",
+            fix="probe again from a lower --slo-start or with the objective you can meet, or plan from a sweep "
+            "without --slo (judged by --ttfa-budget-ms)",
+        )
+    found = next((level for level in levels if level.concurrency == answer), None)
+    if isinstance(answer, bool) or found is None:
+        raise ConfigError(
+            file=path,
+            field="slo.max_concurrency",
+            value=answer,
+            problem="not the concurrency of one of the summary's levels",
+            fix="pass a summary.json written by `sonic-deploy probe ... --slo SPEC`, unedited",
+        )
+    return MeasuredConcurrency(
+        found.concurrency, found.ttfa_p95_ms, budget_ms, path, spec, slo.get("bounded_by_max") is True
+    )
+
+
+def _read_summary(path: Path) -> Any:
     try:
         data: Any = json.loads(path.read_text())
     except OSError as error:
@@ -92,6 +155,10 @@ def _read_levels(path: Path) -> list[_Level]:
             problem=f"not JSON: {error.msg}",
             fix="pass the summary.json a probe run wrote, unedited",
         ) from None
+    return data
+
+
+def _read_levels(data: Any, path: Path) -> list[_Level]:
     raw_levels = data.get("levels") if isinstance(data, dict) else None
     if not isinstance(raw_levels, list):
         raise ConfigError(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sonic_deploy.client.cartesia_api import DEFAULT_BUFFER_DELAY_MS, MAX_BUFFER_DELAY_MS
+from sonic_deploy.probe.capacity_search import DEFAULT_MAXIMUM, DEFAULT_START
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
     DEFAULT_MODEL_ID,
@@ -24,6 +25,7 @@ from sonic_deploy.probe.requests import (
     RequestTemplate,
     load_transcripts,
 )
+from sonic_deploy.probe.slo import EXAMPLE, Slo, SloError, parse_slo
 
 _HELP = argparse.ArgumentDefaultsHelpFormatter
 
@@ -125,6 +127,54 @@ def _load_options(parser: argparse.ArgumentParser) -> None:
     measure.add_argument("--seed", type=int, default=1)
 
 
+def _slo(text: str) -> Slo:
+    try:
+        return parse_slo(text)
+    except SloError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _streams(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of streams >= 1, got {text!r}")
+    return value
+
+
+def _slo_options(parser: argparse.ArgumentParser) -> None:
+    search = parser.add_argument_group("capacity search (closed loop, instead of the --concurrency sweep)")
+    search.add_argument(
+        "--slo",
+        type=_slo,
+        metavar="SPEC",
+        help=f"find the highest concurrency whose level meets SPEC, e.g. {EXAMPLE.replace('%', '%%')}: terms "
+        "MEASURE_PCT<=VALUE[ms|s] (ttfa, ttfa_audible, service_ttfa, total, max_gap; p50, p90, p95, p99, max) "
+        "and errors<=X%%; doubles from --slo-start until a level fails, then bisects",
+    )
+    search.add_argument(
+        "--slo-start", type=_streams, default=DEFAULT_START, metavar="STREAMS", help="first concurrency tried"
+    )
+    search.add_argument(
+        "--slo-max",
+        type=_streams,
+        default=DEFAULT_MAXIMUM,
+        metavar="STREAMS",
+        help="highest concurrency tried",
+    )
+    search.add_argument(
+        "--slo-resolution",
+        type=_streams,
+        metavar="STREAMS",
+        help="stop bisecting once the failing level is at most this many streams above the passing one "
+        "(unset: 5%% of the passing level, at least 1)",
+    )
+    # The search chooses the concurrency: a --concurrency given with it (not this default) is refused.
+    parser.set_defaults(default_concurrency=parser.get_default("concurrency"))
+
+
 def _cartesia_options(parser: argparse.ArgumentParser, path: str) -> None:
     parser.add_argument("--url", required=True, help=f"e.g. ws://HOST:PORT{path} (http:// for bytes)")
     parser.add_argument(
@@ -188,6 +238,7 @@ def add_parser(subparsers: Any) -> None:
     )
     for route in (ws, http, sagemaker):
         _load_options(route)
+        _slo_options(route)
         route.set_defaults(func=run_probe)
     _serve_parser(routes)
     compare = routes.add_parser("compare", help="print and plot two runs side by side")
@@ -263,11 +314,22 @@ def run_probe(args: argparse.Namespace) -> int:
         return _missing_extra(error)
 
 
+def _slo_problem(args: argparse.Namespace) -> str | None:
+    if args.rate:
+        return "--slo searches closed-loop concurrency: drop --rate"
+    if args.concurrency is not args.default_concurrency:
+        return "--slo chooses the concurrency levels itself: drop --concurrency (bound it with --slo-start, --slo-max)"
+    if args.slo_start > args.slo_max:
+        return f"--slo-start {args.slo_start} is above --slo-max {args.slo_max}"
+    return None
+
+
 def _run_probe(args: argparse.Namespace) -> int:
+    from sonic_deploy.probe.capacity_search import SearchRange, SloSearch
     from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec
     from sonic_deploy.probe.output import Progress, RunOutput, default_out_dir, stderr_or_none
     from sonic_deploy.probe.report import summary_table, write_report
-    from sonic_deploy.probe.workers import run_levels
+    from sonic_deploy.probe.workers import run_levels, run_schedule
 
     route = args.probe_command
     if getattr(args, "agent", False) and args.multiplex != 1:
@@ -300,21 +362,28 @@ def _run_probe(args: argparse.Namespace) -> int:
         args.ramp_up,
         args.error_backoff_ms / 1000,
     )
-    if args.rate:
+
+    def closed_loop(index: int, concurrency: int) -> Level:
+        warmup = concurrency if args.warmup is None else args.warmup
+        return Level(index, concurrency=concurrency, requests=args.requests, warmup=warmup)
+
+    search: SloSearch | None = None
+    levels: list[Level] = []
+    if args.slo is not None:
+        problem = _slo_problem(args)
+        if problem is not None:
+            print(f"sonic-deploy probe: {problem}", file=sys.stderr)
+            return 2
+        search = SloSearch(
+            args.slo, SearchRange(args.slo_start, args.slo_max, args.slo_resolution), closed_loop
+        )
+    elif args.rate:
         levels = [
             Level(i, rate=r, duration_s=args.duration, warmup=args.warmup or 0, arrivals=args.arrivals)
             for i, r in enumerate(args.rate)
         ]
     else:
-        levels = [
-            Level(
-                i,
-                concurrency=int(c),
-                requests=args.requests,
-                warmup=int(c) if args.warmup is None else args.warmup,
-            )
-            for i, c in enumerate(args.concurrency)
-        ]
+        levels = [closed_loop(i, int(c)) for i, c in enumerate(args.concurrency)]
     if route == "sagemaker":
         from sonic_deploy.probe.targets.sagemaker import setup_problem
 
@@ -324,14 +393,17 @@ def _run_probe(args: argparse.Namespace) -> int:
             return 2
     out_dir: Path = args.out or default_out_dir(route)
     try:
-        output = RunOutput(out_dir, target.describe(), Progress(stderr_or_none(args.quiet)))
+        output = RunOutput(out_dir, target.describe(), Progress(stderr_or_none(args.quiet)), search)
     except FileExistsError as error:
         print(f"sonic-deploy probe: {error}", file=sys.stderr)
         return 2
     print(f"probe {route}: writing to {out_dir}/", file=sys.stderr)
     interrupted = False
     try:
-        run_levels(settings, levels, max(1, args.workers), output)
+        if search is None:
+            run_levels(settings, levels, max(1, args.workers), output)
+        else:
+            run_schedule(settings, search.levels(), max(1, args.workers), output)
     except KeyboardInterrupt:
         interrupted = True
         output.interrupted()
@@ -341,6 +413,10 @@ def _run_probe(args: argparse.Namespace) -> int:
     if output.levels and not args.no_report:
         write_report(out_dir)
     print(summary_table(output.summary()))
+    if search is not None and (search.result is None or search.result.max_concurrency is None):
+        # No answer: said where it is not missed. The run itself worked (the levels are measurements),
+        # so the exit code stays 0, unless interrupted.
+        print(f"sonic-deploy probe: {search.verdict()}", file=sys.stderr)
     return 130 if interrupted else 0
 
 

@@ -99,15 +99,23 @@ class Level:
     arrivals: str = "poisson"
 
     def share(self, worker: int, workers: int) -> Level:
-        """This worker's part of the level; the parts add up to the whole."""
+        """This worker's part of the level; the parts add up to the whole. A closed loop's requests are
+        shared by the workers that hold slots: with fewer slots than workers, the others could not run any."""
 
-        def part(total: int) -> int:
-            return total // workers + (1 if worker < total % workers else 0)
+        def part(total: int, among: int = workers) -> int:
+            if worker >= among:
+                return 0
+            return total // among + (1 if worker < total % among else 0)
 
         rate = None if self.rate is None else self.rate / workers
         concurrency = None if self.concurrency is None else part(self.concurrency)
+        holders = workers if self.concurrency is None else max(1, min(workers, self.concurrency))
         return replace(
-            self, concurrency=concurrency, rate=rate, requests=part(self.requests), warmup=part(self.warmup)
+            self,
+            concurrency=concurrency,
+            rate=rate,
+            requests=part(self.requests, holders),
+            warmup=part(self.warmup, holders),
         )
 
 

@@ -11,11 +11,14 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sonic_deploy import __version__
 from sonic_deploy.probe.load import Level
 from sonic_deploy.probe.stats import LevelStats
+
+if TYPE_CHECKING:
+    from sonic_deploy.probe.capacity_search import SloSearch
 
 SAMPLES = "samples.jsonl"
 SUMMARY = "summary.json"
@@ -84,11 +87,14 @@ class Progress:
 class RunOutput:
     """Receives every record as it completes and every level's merged statistics."""
 
-    def __init__(self, out_dir: Path, target: dict[str, Any], progress: Progress) -> None:
+    def __init__(
+        self, out_dir: Path, target: dict[str, Any], progress: Progress, slo: SloSearch | None = None
+    ) -> None:
+        """`slo`: the capacity search choosing the levels, whose state the summary carries as `slo`."""
         out_dir.mkdir(parents=True, exist_ok=True)
         if (out_dir / SAMPLES).exists():
             raise FileExistsError(f"{out_dir} already holds a run ({SAMPLES}): choose another --out")
-        self.out_dir, self.target, self.progress = out_dir, target, progress
+        self.out_dir, self.target, self.progress, self.slo = out_dir, target, progress, slo
         self.started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         self.levels: list[dict[str, Any]] = []
         self.samples_written = 0
@@ -124,13 +130,14 @@ class RunOutput:
         self._current = None
 
     def summary(self) -> dict[str, Any]:
-        return {
+        summary = {
             "target": self.target,
             "levels": self.levels,
             "client": client_facts(),
             "started_at": self.started_at,
             "version": __version__,
         }
+        return summary if self.slo is None else {**summary, "slo": self.slo.as_json()}
 
     def write_summary(self) -> None:
         path = self.out_dir / SUMMARY

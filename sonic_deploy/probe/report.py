@@ -10,7 +10,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from sonic_deploy.probe.capacity_search import verdict
 from sonic_deploy.probe.output import REPORT, read_samples, read_summary
+from sonic_deploy.probe.slo import ERRORS, NO_SUCCESS
 
 
 def load_axis(level: dict[str, Any]) -> tuple[str, float]:
@@ -24,24 +26,51 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 def summary_table(summary: dict[str, Any]) -> str:
+    """One row per level, in the order they ran; with `--slo`, each level's verdict and the answer."""
+    slo = summary.get("slo")
+    verdicts = {} if slo is None else {tried["concurrency"]: tried for tried in slo["tried"]}
+    verdict_heading = f"  {'SLO':>4}" if slo else ""
     header = (
-        f"{'load':>10} {'reqs':>6} {'ok':>6}  {'TTFA p50':>9} {'p95':>7} {'p99':>7} {'max':>7}"
-        f"  {'audible p50':>11} {'total p50':>9} {'RTF p50':>7} {'underruns':>9}  errors"
+        f"{'load':>10}{verdict_heading} {'reqs':>6} {'ok':>6}  {'TTFA p50':>9} {'p95':>7} {'p99':>7}"
+        f" {'max':>7}  {'audible p50':>11} {'total p50':>9} {'RTF p50':>7} {'underruns':>9}  errors"
     )
     rows = [header]
     for level in summary["levels"]:
         name, value = load_axis(level)
-        load = f"{'c' if name == 'concurrency' else 'r'}={value:g}"
+        label = f"{'c' if name == 'concurrency' else 'r'}={value:g}"
+        load = f"{label:>10}"
         ttfa = level["ttfa_ms"]
         errors = ", ".join(f"{k}={v}" for k, v in level["errors"].items()) or "none"
+        judged = None if level.get("interrupted") else verdicts.get(level["concurrency"])
+        if slo is not None:
+            mark = "-" if judged is None else "pass" if judged["passed"] else "FAIL"
+            load += f"  {mark:>4}"
         rows.append(
-            f"{load:>10} {level['requests']:>6} {level['ok']:>6}"
+            f"{load} {level['requests']:>6} {level['ok']:>6}"
             f"  {_fmt(ttfa['p50']):>9} {_fmt(ttfa['p95']):>7}"
             f" {_fmt(ttfa['p99']):>7} {_fmt(ttfa['max']):>7}  {_fmt(level['ttfa_audible_ms']['p50']):>11}"
             f" {_fmt(level['total_ms']['p50']):>9} {_fmt(level['rtf']['p50'], 3):>7} {level['underruns']:>9}"
-            f"  {errors}"
+            f"  {errors}{_broken(judged)}"
         )
+    if slo is not None:
+        rows.append(verdict(slo))
     return "\n".join(rows)
+
+
+def _broken(judged: dict[str, Any] | None) -> str:
+    """The terms a level failed, with what it measured, after its errors."""
+    if judged is None or judged["passed"]:
+        return ""
+    parts = []
+    for failed in judged["failed"]:
+        measured, term = failed["measured"], failed["term"]
+        if term == NO_SUCCESS or measured is None:  # no latency to show
+            parts.append(term)
+        elif term.startswith(ERRORS):
+            parts.append(f"{term} (was {100 * measured:.3g}%)")
+        else:
+            parts.append(f"{term} (was {measured:.1f} ms)")
+    return "  breaks " + ", ".join(parts)
 
 
 def _title(summary: dict[str, Any]) -> str:
@@ -51,7 +80,8 @@ def _title(summary: dict[str, Any]) -> str:
 
 
 def _percentile_lines(axis: Any, summary: dict[str, Any], label: str = "", style: str = "-") -> None:
-    levels = summary["levels"]
+    # In rising load: a capacity search (--slo) runs its levels out of order.
+    levels = sorted(summary["levels"], key=lambda level: load_axis(level)[1])
     xs = [load_axis(level)[1] for level in levels]
     for key, colour in (("p50", "tab:blue"), ("p95", "tab:orange"), ("p99", "tab:red")):
         ys = [level["ttfa_ms"][key] for level in levels]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import queue
 import time
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, Protocol
 
 from sonic_deploy.probe import event_loop
@@ -24,13 +25,43 @@ class LevelSink(Protocol):
 START_DELAY_S = 0.3
 
 
-def run_levels(settings: ProbeSettings, levels: list[Level], workers: int, sink: LevelSink) -> None:
+# Levels chosen as they go: each level's merged statistics are sent in, and the next level comes out.
+Schedule = Generator[Level, LevelStats, None]
+
+
+def run_levels(settings: ProbeSettings, levels: Iterable[Level], workers: int, sink: LevelSink) -> None:
+    """Run a fixed list of levels in order, in this process or in `workers` processes."""
+    run_schedule(settings, _fixed(levels), workers, sink)
+
+
+def run_schedule(settings: ProbeSettings, schedule: Schedule, workers: int, sink: LevelSink) -> None:
+    """Run the levels `schedule` yields, one after the other; it is sent each level's merged statistics and
+    yields the next level (which may depend on them) or stops: a search, e.g. `capacity_search.SloSearch.levels`.
+    It is sent them before the sink is told the level is done, so that what the sink then writes (the summary)
+    holds the schedule's verdict on it. Worker processes are started once, for all the levels."""
     if workers <= 1:
-        for level in levels:
-            sink.begin_level(level)
-            sink.level_done(level, event_loop.run(run_level(settings, level, 0, 1, sink.record)))
+        _drive(schedule, lambda level: event_loop.run(run_level(settings, level, 0, 1, sink.record)), sink)
         return
-    _run_in_processes(settings, levels, workers, sink)
+    _run_in_processes(settings, schedule, workers, sink)
+
+
+def _fixed(levels: Iterable[Level]) -> Schedule:
+    # Not `yield from levels`: that would pass each sent value on to the list's iterator, which has no send.
+    for level in levels:  # noqa: UP028
+        yield level
+
+
+def _drive(schedule: Schedule, run_one: Callable[[Level], LevelStats], sink: LevelSink) -> None:
+    level = next(schedule, None)
+    while level is not None:
+        sink.begin_level(level)
+        stats = run_one(level)
+        try:
+            following = schedule.send(stats)
+        except StopIteration:
+            following = None
+        sink.level_done(level, stats)
+        level = following
 
 
 def _worker_main(settings: ProbeSettings, worker: int, workers: int, commands: Any, results: Any) -> None:
@@ -47,7 +78,7 @@ def _worker_main(settings: ProbeSettings, worker: int, workers: int, commands: A
             raise
 
 
-def _run_in_processes(settings: ProbeSettings, levels: list[Level], workers: int, sink: LevelSink) -> None:
+def _run_in_processes(settings: ProbeSettings, schedule: Schedule, workers: int, sink: LevelSink) -> None:
     context = multiprocessing.get_context("spawn")
     results: Any = context.Queue()
     commands = [context.Queue() for _ in range(workers)]
@@ -57,32 +88,32 @@ def _run_in_processes(settings: ProbeSettings, levels: list[Level], workers: int
     ]
     for process in processes:
         process.start()
+
+    def run_one(level: Level) -> LevelStats:
+        start_at = time.perf_counter() + START_DELAY_S
+        for command in commands:
+            command.put((level, start_at))
+        merged = LevelStats()
+        reported: set[int] = set()
+        while len(reported) < workers:
+            try:
+                message = results.get(timeout=0.5)
+            except queue.Empty:
+                dead = [w for w, p in enumerate(processes) if not p.is_alive() and w not in reported]
+                if dead:
+                    raise RuntimeError(f"worker process(es) {dead} died during level {level.index}") from None
+                continue
+            if message[0] == "record":
+                sink.record(message[1])
+            elif message[0] == "level":
+                merged.merge(message[2])
+                reported.add(message[1])
+            else:
+                raise RuntimeError(f"worker {message[1]} failed: {message[2]}")
+        return merged
+
     try:
-        for level in levels:
-            sink.begin_level(level)
-            start_at = time.perf_counter() + START_DELAY_S
-            for command in commands:
-                command.put((level, start_at))
-            merged = LevelStats()
-            reported: set[int] = set()
-            while len(reported) < workers:
-                try:
-                    message = results.get(timeout=0.5)
-                except queue.Empty:
-                    dead = [w for w, p in enumerate(processes) if not p.is_alive() and w not in reported]
-                    if dead:
-                        raise RuntimeError(
-                            f"worker process(es) {dead} died during level {level.index}"
-                        ) from None
-                    continue
-                if message[0] == "record":
-                    sink.record(message[1])
-                elif message[0] == "level":
-                    merged.merge(message[2])
-                    reported.add(message[1])
-                else:
-                    raise RuntimeError(f"worker {message[1]} failed: {message[2]}")
-            sink.level_done(level, merged)
+        _drive(schedule, run_one, sink)
     finally:
         for command in commands:
             command.put(None)

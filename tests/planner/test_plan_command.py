@@ -94,6 +94,30 @@ def test_probe_figure_replaces_the_catalogue_for_the_probed_type(
     assert (ecs["streams_per_instance"], ecs["peak_instances"]) == (8, 8)
 
 
+def test_an_slo_search_s_answer_replaces_the_catalogue_and_says_where_it_came_from(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    summary = probe_summary(tmp_path)
+    body = json.loads(summary.read_text())
+    slo = {
+        "spec": "ttfa_p95<=200ms,errors<=0%",
+        "finished": True,
+        "max_concurrency": 6,
+        "bounded_by_max": False,
+    }
+    summary.write_text(json.dumps({**body, "slo": slo}))
+    # --ttfa-budget-ms 100 alone would refuse every level (p95 120 ms at 4): the search's answer is used.
+    args = ["--probe", str(summary), "--probe-instance-type", "ml.g6e.xlarge", "--ttfa-budget-ms", "100"]
+    plan = run_json(capsys, *args)
+    rows = plan["rows"]
+    assert isinstance(rows, list)
+    assert (rows[0]["streams_per_instance"], rows[0]["peak_instances"]) == (6, 10)
+    assert rows[0]["streams_source"] == (
+        "probe: summary.json, SLO search ttfa_p95<=200ms,errors<=0%: highest concurrency meeting it, "
+        "TTFA p95 180 ms; --ttfa-budget-ms not applied"
+    )
+
+
 def test_table_shows_the_figure_used_its_source_and_the_contradicting_ones(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

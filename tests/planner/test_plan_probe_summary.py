@@ -94,3 +94,62 @@ def test_unreadable_summaries_are_config_errors(tmp_path: Path) -> None:
         measured_streams(summary(tmp_path, [{"concurrency": 4}]), 200)
     with pytest.raises(ConfigError, match=r"--ttfa-budget-ms = 0"):
         measured_streams(summary(tmp_path, [level(4, 100)]), 0)
+
+
+def searched(tmp_path: Path, slo: dict[str, Any] | None, levels: list[dict[str, Any]] | None = None) -> Path:
+    """A summary of `probe --slo`: its levels in the order the search ran them, and its `slo` object."""
+    path = summary(tmp_path, levels or [level(c, PUBLISHED[c]) for c in (1, 2, 4, 8, 16, 12)])
+    body = json.loads(path.read_text())
+    path.write_text(json.dumps({**body, "slo": slo}))
+    return path
+
+
+SLO = {
+    "spec": "ttfa_p95<=250ms,errors<=0.1%",
+    "finished": True,
+    "max_concurrency": 12,
+    "bounded_by_max": False,
+}
+
+
+def test_an_slo_search_s_answer_is_the_figure_and_the_budget_is_not_applied(tmp_path: Path) -> None:
+    path = searched(tmp_path, SLO)
+    found = measured_streams(path, 200)  # the budget alone would stop at 8 (12 has p95 225 > 200)
+    assert (found.streams, found.ttfa_p95_ms, found.slo, found.bounded_by_max) == (
+        12,
+        225.0,
+        SLO["spec"],
+        False,
+    )
+    assert found.describe() == (
+        "probe: summary.json, SLO search ttfa_p95<=250ms,errors<=0.1%: highest concurrency meeting it, "
+        "TTFA p95 225 ms; --ttfa-budget-ms not applied"
+    )
+    bounded = measured_streams(
+        searched(tmp_path, {**SLO, "max_concurrency": 16, "bounded_by_max": True}), 300
+    )
+    assert bounded.streams == 16 and "meeting it (the top of its search: may be higher)" in bounded.describe()
+
+
+def test_an_slo_search_without_an_answer_gives_no_figure(tmp_path: Path) -> None:
+    path = searched(tmp_path, {**SLO, "max_concurrency": None})
+    with pytest.raises(ConfigError) as caught:
+        measured_streams(path, 300)
+    assert str(caught.value).startswith(
+        f"{path}: slo.max_concurrency = None: the probe's SLO search found no concurrency meeting "
+        "ttfa_p95<=250ms,errors<=0.1% (even its first level failed). Fix: probe again from a lower --slo-start"
+    )
+
+
+def test_an_unfinished_slo_search_is_read_as_a_sweep_by_the_budget(tmp_path: Path) -> None:
+    path = searched(tmp_path, {**SLO, "finished": False, "max_concurrency": None})
+    found = measured_streams(path, 200)
+    assert (found.streams, found.slo) == (8, None)
+    assert found.describe() == "probe: summary.json, TTFA p95 165 ms <= 200 ms"
+
+
+def test_a_broken_slo_object_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"slo = \['x'\]: not the probe's SLO search"):
+        measured_streams(searched(tmp_path, ["x"]), 200)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"slo.max_concurrency = 5: not the concurrency of one of the"):
+        measured_streams(searched(tmp_path, {**SLO, "max_concurrency": 5}), 200)

@@ -209,6 +209,8 @@ def test_the_probe_never_imports_aws_cdk() -> None:
         "sonic_deploy.probe.cli",
         "sonic_deploy.probe.load",
         "sonic_deploy.probe.workers",
+        "sonic_deploy.probe.slo",
+        "sonic_deploy.probe.capacity_search",
         "sonic_deploy.probe.server",
         "sonic_deploy.probe.report",
         "sonic_deploy.probe.targets.ws",

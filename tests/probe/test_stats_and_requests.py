@@ -58,6 +58,9 @@ def test_level_shares_add_up_to_the_whole() -> None:
     assert sum(s.warmup for s in shares) == 5
     rates = [Level(0, rate=10.0).share(w, 4).rate for w in range(4)]
     assert sum(r or 0 for r in rates) == pytest.approx(10.0)
+    # Fewer slots than workers: the requests go to the workers with a slot, none is left unrun.
+    few = [Level(0, concurrency=2, requests=9, warmup=2).share(w, 3) for w in range(3)]
+    assert [(s.concurrency, s.requests, s.warmup) for s in few] == [(1, 5, 1), (1, 4, 1), (0, 0, 0)]
 
 
 def test_bodies_follow_each_route() -> None:
