@@ -54,7 +54,21 @@ def summary_table(summary: dict[str, Any]) -> str:
         )
     if slo is not None:
         rows.append(verdict(slo))
+    if summary.get("target", {}).get("workload") == "agent":
+        rows.append(f"workload: {workload(summary['target'])}; TTFA counts from a turn's first piece.")
+        rows.append("TTFA from the last piece, p50/p95 per level (0: audio had begun before it was sent):")
+        rows.extend(
+            f"{_load_label(level):>10}  {_fmt(level['ttfa_last_piece_ms']['p50']):>9} "
+            f"{_fmt(level['ttfa_last_piece_ms']['p95']):>7}"
+            for level in summary["levels"]
+            if "ttfa_last_piece_ms" in level
+        )
     return "\n".join(rows)
+
+
+def _load_label(level: dict[str, Any]) -> str:
+    name, value = load_axis(level)
+    return f"{'c' if name == 'concurrency' else 'r'}={value:g}"
 
 
 def _broken(judged: dict[str, Any] | None) -> str:
@@ -73,10 +87,22 @@ def _broken(judged: dict[str, Any] | None) -> str:
     return "  breaks " + ", ".join(parts)
 
 
+def workload(target: dict[str, Any]) -> str:
+    """How the run sent its text: whole transcripts, or an agent's pieces (older runs: whole)."""
+    if target.get("workload") != "agent":
+        return "whole transcripts"
+    delay = target.get("max_buffer_delay_ms")
+    buffer = "API default" if delay is None else f"{delay:g} ms"
+    return (
+        f"agent turns ({target['split']} pieces every {target['piece_interval_ms']:g} ms, "
+        f"max_buffer_delay {buffer}, one socket per call)"
+    )
+
+
 def _title(summary: dict[str, Any]) -> str:
     target = summary["target"]
     where = target.get("url") or target.get("endpoint")
-    return f"{target['route']} {where}  ({summary['client']['host']}, {summary['started_at']})"
+    return f"{target['route']} {where}, {workload(target)}  ({summary['client']['host']}, {summary['started_at']})"
 
 
 def _percentile_lines(axis: Any, summary: dict[str, Any], label: str = "", style: str = "-") -> None:
@@ -159,8 +185,17 @@ def compare(first: Path, second: Path, png: Path) -> str:
                 continue
             ttfa, errors = level["ttfa_ms"], level["requests"] - level["ok"]
             cells.append(f"{_fmt(ttfa['p50']):>7} {_fmt(ttfa['p95']):>7} {_fmt(ttfa['p99']):>7} {errors:>5}")
+
         load = f"{'c' if key[0] == 'concurrency' else 'r'}={key[1]:g}"
         lines.append(f"{load:>10}  {cells[0]}   {cells[1]}")
+    for name, run in zip(("A", "B"), runs, strict=True):
+        if run["target"].get("workload") == "agent":
+            figures = ", ".join(
+                f"{_load_label(level)} {_fmt(level['ttfa_last_piece_ms']['p95'])}"
+                for level in run["levels"]
+                if "ttfa_last_piece_ms" in level
+            )
+            lines.append(f"{name}: TTFA from the turn's last piece, p95: {figures}")
     figure, axis = plt.subplots(figsize=(7, 4.2), dpi=90)
     _percentile_lines(axis, runs[0], "A ", "-")
     _percentile_lines(axis, runs[1], "B ", "--")
