@@ -8,6 +8,7 @@ samples.jsonl or summary.json). It is a measurement, not a test: nothing here pa
     .venv/bin/python bench/probe_ttfa.py [--route ws|http|sagemaker] [--levels 1,64,256] [--workers 1]
     .venv/bin/python bench/probe_ttfa.py --route sagemaker -- --client boto3   # probe options after --
     .venv/bin/python bench/probe_ttfa.py --levels 256 --repeat 5   # the spread over runs, and a verdict
+    .venv/bin/python bench/probe_ttfa.py --agent    # an agent's turns: two sentence pieces, one socket per call
 
 On a shared machine the figures move with what else runs there. Each row therefore starts with a 'cpu'
 check: the time of a fixed pure-Python loop just before the level, in ms (higher = a slower machine at
@@ -21,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 DELAY_MS = 90.0
-CHUNK_MS = 20
+CHUNK_MS = int(os.environ.get("BENCH_CHUNK_MS", "20"))
 GOAL_P50_MS, GOAL_P99_MS = 2.0, 10.0
 
 
@@ -78,6 +80,7 @@ def run_level(
         "--out", str(out), "--quiet", "--no-report", "--timeout", "60", *extra,
     ]  # fmt: skip
     began = time.perf_counter()
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     # The reference server ignores signatures, but boto3 signs every request: give it a Region and keys.
     local_aws = {
         "AWS_ACCESS_KEY_ID": "bench",
@@ -87,6 +90,10 @@ def run_level(
     env = {**local_aws, **os.environ, "PYTHONHASHSEED": "0"}
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
     elapsed = time.perf_counter() - began
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cpu = (children.ru_utime + children.ru_stime) - (
+        children_before.ru_utime + children_before.ru_stime
+    )
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     measured = [s for s in samples if not s["warmup"]]
     level = json.loads((out / "summary.json").read_text())["levels"][0]
@@ -103,8 +110,16 @@ def run_level(
         "max": errors[-1] if errors else float("nan"),
         "min": errors[0] if errors else float("nan"),
         "seconds": elapsed,
+        # Cores busy on average over the run (start-up included): 1.0 = one core flat out.
+        "client_cores": client_cpu / elapsed,
         "server": server_lateness(base),
     }
+
+
+def process_cpu_s(pid: int) -> float:
+    """User and system CPU seconds of a running process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_check_ms() -> float:
@@ -128,11 +143,22 @@ def main() -> int:
     parser.add_argument("--audio-ms", type=int, default=500, help="audio per stream")
     parser.add_argument("--pace", type=float, default=1.0, help="1.0 = one 20 ms chunk every 20 ms")
     parser.add_argument("--repeat", type=int, default=1, help="runs per level (then median and worst)")
+    parser.add_argument(
+        "--agent",
+        action="store_true",
+        help="ws only: agent-like turns (sentence pieces with continue, one socket per call); the error "
+        "counts from the first piece, which the server speaks at once (max_buffer_delay_ms 0)",
+    )
     parser.add_argument("probe_options", nargs="*", help="more probe options, after --")
     args = parser.parse_args()
+    if args.agent:
+        if args.route != "ws":
+            parser.error("--agent is for the WebSocket route (--route ws)")
+        args.probe_options = ["--agent", "--piece-interval-ms", "50", *args.probe_options]
     print(
         f"# probe TTFA error, route {args.route}, reference server: first byte {DELAY_MS:g} ms, "
-        f"{CHUNK_MS} ms chunks every {CHUNK_MS * args.pace:g} ms, {args.audio_ms} ms of audio per stream"
+        f"{CHUNK_MS} ms chunks every {CHUNK_MS * args.pace:g} ms, {args.audio_ms} ms of audio per piece of text"
+        f"{'; agent turns (two sentence pieces 50 ms apart)' if args.agent else '; whole transcripts'}"
     )
     print(
         f"# client: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
@@ -140,10 +166,12 @@ def main() -> int:
     )
     print(
         f"# error = TTFA reported by the probe (request sent -> first audio byte) - {DELAY_MS:g} ms injected;"
-        " 'server' = the reference server's own lateness on the first byte, a part of that error"
+        " 'server' = the reference server's own lateness on the first byte, a part of that error;"
+        " 'cores c/s' = cores busy on average in the probe (all its processes) and in the server"
     )
     print(f"{'cpu':>5} {'concurrency':>11} {'requests':>8} {'ok':>5} {'lost':>5} {'err p50':>8} {'err p99':>8}"
           f" {'err max':>8} {'err min':>8} {'server p50':>10} {'server p99':>10} {'seconds':>8}"
+          f" {'cores c/s':>9}"
           f"  goal (p50<={GOAL_P50_MS:g}, p99<={GOAL_P99_MS:g}, lost=0)")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="probe-bench-") as scratch:
         for concurrency in (int(c) for c in args.levels.split(",")):
@@ -155,9 +183,11 @@ def main() -> int:
                 server, base = start_server(args.audio_ms, args.pace)
                 try:
                     out = Path(scratch) / f"c{concurrency}-{attempt}"
+                    server_before = process_cpu_s(server.pid)
                     row = run_level(
                         args.route, base, concurrency, requests, args.workers, args.probe_options, out
                     )
+                    row["server_cores"] = (process_cpu_s(server.pid) - server_before) / row["seconds"]
                 finally:
                     server.terminate()
                     server.wait(timeout=30)
@@ -167,6 +197,7 @@ def main() -> int:
                 print(f"{cpu:>5.0f} {row['concurrency']:>11} {row['requests']:>8} {row['ok']:>5} {row['lost']:>5}"
                       f" {row['p50']:>8.2f} {row['p99']:>8.2f} {row['max']:>8.2f} {row['min']:>8.2f}"
                       f" {late['p50'] or 0:>10.2f} {late['p99'] or 0:>10.2f} {row['seconds']:>8.1f}"
+                      f" {row['client_cores']:>4.2f}/{row['server_cores']:<4.2f}"
                       f"  {'met' if row['met'] else 'NOT met'}", flush=True)  # fmt: skip
             if args.repeat > 1:
                 p50s, p99s = sorted(r["p50"] for r in runs), sorted(r["p99"] for r in runs)
