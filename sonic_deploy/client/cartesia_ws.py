@@ -27,7 +27,7 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import DATA_OPCODES, Frame
-from websockets.protocol import Event
+from websockets.protocol import Event, State
 
 from sonic_deploy.client import cartesia_api
 
@@ -174,7 +174,8 @@ class CartesiaSocket:
     def __init__(self, connection: StampedConnection, on_malformed: Callable[[str], None] | None = None):
         self.connection = connection
         self.opened_at = self.used_at = time.monotonic()
-        self.open = True
+        self._usable = True
+        self.reserved = 0
         self._contexts: dict[str, Context] = {}
         self._on_malformed = on_malformed
         self._reader = asyncio.create_task(self._read())
@@ -186,10 +187,18 @@ class CartesiaSocket:
         return cls(await open_connection(url, headers, timeout_s, ssl_context))
 
     @property
+    def open(self) -> bool:
+        """False once a close has begun, from either side: the protocol knows it as soon as the close
+        frame is read, before the reader task has run."""
+        return self._usable and self.connection.state is State.OPEN
+
+    @property
     def in_flight(self) -> int:
-        return len(self._contexts)
+        """Contexts open on it, and places promised to callers of `SocketPool.acquire`."""
+        return len(self._contexts) + self.reserved
 
     def context(self, context_id: str, deliver: Deliver | None = None) -> Context:
+        self.reserved = max(0, self.reserved - 1)
         context = Context(self, context_id, deliver)
         self._contexts[context_id] = context
         self.used_at = time.monotonic()
@@ -223,7 +232,7 @@ class CartesiaSocket:
         except ConnectionClosed:
             pass
         finally:
-            self.open = False
+            self._usable = False
             closed = SocketClosedError(self._close_code(), self._close_reason())
             for context in list(self._contexts.values()):
                 context.finish(closed)
@@ -244,7 +253,7 @@ class CartesiaSocket:
         return self.connection.close_reason or "connection lost"
 
     async def close(self) -> None:
-        self.open = False
+        self._usable = False
         try:
             await asyncio.wait_for(self.connection.close(), timeout=2)
         except (OSError, TimeoutError, ConnectionClosed):
@@ -252,7 +261,7 @@ class CartesiaSocket:
         self._reader.cancel()
 
     def abort(self) -> None:
-        self.open = False
+        self._usable = False
         self.connection.transport.abort()
         self._reader.cancel()
 
@@ -284,25 +293,33 @@ class SocketPool:
         self.opened = 0
 
     async def acquire(self, on_connect: Callable[[float], None] | None = None) -> CartesiaSocket:
-        """A socket with room for one more context; a new one (its set-up time to `on_connect`) if none."""
+        """A socket with room for one more context, kept for the caller, who opens its context on it at
+        once; a new one (its set-up time to `on_connect`) if none has room. A socket shared by several
+        contexts is opened under the pool's lock, so that the callers behind share it instead of opening
+        more; one for a single context is opened without holding anyone up."""
         async with self._lock:
             now = time.monotonic()
-            for socket in reversed(self._sockets):
-                if self._stale(socket, now):
-                    continue
-                if socket.in_flight < self.contexts_per_socket:
-                    socket.used_at = now
-                    return socket
             for socket in [s for s in self._sockets if self._stale(s, now) and not s.in_flight]:
                 self._sockets.remove(socket)
                 asyncio.create_task(socket.close())  # noqa: RUF006 - it ends by itself within 2 s
-            began = time.perf_counter()
-            socket = await CartesiaSocket.connect(self.url, self.headers, self.timeout_s, self.ssl_context)
-            self.opened += 1
-            if on_connect is not None:
-                on_connect(time.perf_counter() - began)
-            self._sockets.append(socket)
-            return socket
+            for socket in reversed(self._sockets):
+                if not self._stale(socket, now) and socket.in_flight < self.contexts_per_socket:
+                    socket.used_at = now
+                    socket.reserved += 1
+                    return socket
+            if self.contexts_per_socket > 1:
+                return await self._connect(on_connect)
+        return await self._connect(on_connect)
+
+    async def _connect(self, on_connect: Callable[[float], None] | None) -> CartesiaSocket:
+        began = time.perf_counter()
+        socket = await CartesiaSocket.connect(self.url, self.headers, self.timeout_s, self.ssl_context)
+        self.opened += 1
+        if on_connect is not None:
+            on_connect(time.perf_counter() - began)
+        socket.reserved += 1
+        self._sockets.append(socket)
+        return socket
 
     def _stale(self, socket: CartesiaSocket, now: float) -> bool:
         if not socket.open:

@@ -13,7 +13,7 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 from sonic_deploy.probe.metrics import StreamRecorder
-from sonic_deploy.probe.requests import AudioFormat, RequestTemplate
+from sonic_deploy.probe.requests import AgentTraffic, AudioFormat, RequestTemplate
 from sonic_deploy.probe.targets.ws import WebSocketTarget
 
 Handler = Callable[[ServerConnection], Awaitable[None]]
@@ -108,3 +108,35 @@ def test_a_socket_closed_with_1013_is_over_capacity_and_any_other_close_mid_stre
     (recorder,) = asyncio.run(run_streams(closing, ["a"], multiplex=multiplex))
     assert (recorder.ok, recorder.error) == (False, kind)
     assert str(code) in str(recorder.detail)
+
+
+def test_a_call_whose_socket_the_server_closed_between_turns_opens_a_new_one() -> None:
+    """The server says goodbye after each turn (as a load balancer's idle timeout would, later): the
+    next turn of the call must not be sent on the dead socket."""
+    connections: list[ServerConnection] = []
+
+    async def one_turn_each(connection: ServerConnection) -> None:
+        connections.append(connection)
+        while (request := json.loads(await connection.recv()))["continue"]:
+            pass
+        await connection.send(chunk(request["context_id"]))
+        await connection.send(done(request["context_id"]))
+        await connection.close(1000, "idle")
+
+    async def two_turns() -> list[StreamRecorder]:
+        async with serve(one_turn_each, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            target = WebSocketTarget(f"ws://127.0.0.1:{port}", {}, 1, timeout_s=10.0, agent=AgentTraffic())
+            await target.start(1)
+            recorders = []
+            for context_id in ("turn-1", "turn-2"):
+                recorder = StreamRecorder(audio=AudioFormat(), scheduled_at=0.0, open_loop=False)
+                await target.request(RequestTemplate().body("Hello. Bye.", context_id, "ws"), recorder)
+                recorders.append(recorder)
+                await connections[-1].wait_closed()  # the client has answered the close: it knows
+            await target.stop()
+        return recorders
+
+    recorders = asyncio.run(two_turns())
+    assert [(r.ok, r.error) for r in recorders] == [(True, None), (True, None)]
+    assert len(connections) == 2
