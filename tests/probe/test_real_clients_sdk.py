@@ -343,6 +343,32 @@ async def _rest(events: AsyncIterator[WebsocketResponse]) -> list[WebsocketRespo
     return [event async for event in events]
 
 
+def test_a_refused_context_stays_refused(reference_server: ServerFactory) -> None:
+    """The SDK's own pattern, two contexts on one socket: push, push, no_more_inputs, no_more_inputs, then
+    read each to its end. `--fault status422:2` refuses the second context (the server's second stream)
+    with an error event, which ends that context in the SDK (`receive()` stops at `error`, and the context
+    is forgotten). The closing message the SDK had already sent for it must not start anything more: the
+    sync SDK hands a message for a context it no longer knows to whichever context is reading, and a
+    `done` ends that one."""
+    server = reference_server(*PACED, "--fault", "status422:2")
+    with _client(server).tts.websocket_connect() as connection:
+        alpha = connection.context("alpha", model_id=MODEL, voice=VOICE, output_format=RAW)
+        bravo = connection.context("bravo", model_id=MODEL, voice=VOICE, output_format=RAW)
+        alpha.push("Alpha.")
+        bravo.push("Bravo.")
+        alpha.no_more_inputs()
+        bravo.no_more_inputs()
+        refused = [(event.type, event.context_id, event.status_code) for event in bravo.receive()]
+        spoken = list(alpha.receive())
+    assert refused == [("error", "bravo", 422)]
+    assert [(event.type, event.context_id) for event in spoken if event.type != "chunk"] == [
+        ("done", "alpha")
+    ]
+    assert len(_audio(spoken)) == stream_bytes("Alpha.")
+    stats = wait_for_stats(server, lambda s: s["active"] == 0)
+    assert stats["admitted"] == 2 and stats["fault_status422"] == 1 and stats["completed"] == 1
+
+
 def test_over_capacity_on_http_is_rate_limit_error_and_retried(reference_server: ServerFactory) -> None:
     """A context held open on a socket takes the one stream of `--capacity 1`. With `max_retries=0` the SDK
     raises RateLimitError at once; with its default (2 retries) the server sees 3 attempts."""
