@@ -122,9 +122,11 @@ class _Socket:
         self.request, self.socket, self.behaviour = request, socket, behaviour
         self.request_id = uuid.uuid4().hex  # the SDK's `request_id`: one per connection
         self.contexts: dict[str, _Context] = {}
-        # Contexts the client cancelled (what follows is ignored) and contexts that ended (done or failed).
-        self.cancelled: set[str] = set()
-        self.ended: set[str] = set()
+        # Contexts that will say nothing more: cancelled by the client, refused, or failed. Clients send a
+        # context's text and its closing message back to back; what follows a refusal is part of the
+        # refused stream, not a new one. And contexts that completed (their `done` was sent).
+        self.silenced: set[str] = set()
+        self.completed: set[str] = set()
 
     async def send(self, text: str) -> None:
         await self.socket.send_str(text)
@@ -151,9 +153,9 @@ class _Socket:
             return
         context = self.contexts.get(generation.context_id)
         if context is None:
-            if generation.context_id in self.cancelled:
-                return  # what a client sends after its own cancel has no stream left to join
-            if generation.context_id in self.ended:
+            if generation.context_id in self.silenced:
+                return  # no stream left to join
+            if generation.context_id in self.completed:
                 await self.error(422, f"context {generation.context_id} has ended", generation.context_id)
                 return
             context = await self._open(generation)
@@ -163,12 +165,13 @@ class _Socket:
 
     async def _open(self, generation: Generation) -> _Context | None:
         fault = self.behaviour.admit()
-        if fault is None:
-            await self.error(429, "no free capacity", generation.context_id)
-            return None
-        if fault in _STATUS_FAULTS:
-            self.behaviour.release(False)
-            await self.error(_STATUS_FAULTS[fault], "injected fault", generation.context_id)
+        if fault is None or fault in _STATUS_FAULTS:
+            self.silenced.add(generation.context_id)
+            if fault is None:
+                await self.error(429, "no free capacity", generation.context_id)
+            else:
+                self.behaviour.release(False)
+                await self.error(_STATUS_FAULTS[fault], "injected fault", generation.context_id)
             return None
         context = _Context(self, generation, fault)
         self.contexts[generation.context_id] = context
@@ -177,7 +180,7 @@ class _Socket:
     def _cancel(self, context_id: str | None) -> None:
         if context_id is None:
             return
-        self.cancelled.add(context_id)
+        self.silenced.add(context_id)
         context = self.contexts.pop(context_id, None)
         if context is not None:
             self.behaviour.counts["cancelled"] += 1
@@ -220,7 +223,7 @@ class _Context:
         finally:
             if self.owner.contexts.get(self.id) is self:
                 del self.owner.contexts[self.id]
-                self.owner.ended.add(self.id)
+                (self.owner.completed if self.completed else self.owner.silenced).add(self.id)
             self.owner.behaviour.release(self.completed)
 
     async def _stream(self) -> None:
