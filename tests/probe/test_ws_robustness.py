@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
+from sonic_deploy.client.cartesia_ws import CartesiaSocket, SocketClosedError
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.requests import AgentTraffic, AudioFormat, RequestTemplate
 from sonic_deploy.probe.targets.ws import WebSocketTarget
@@ -140,3 +141,36 @@ def test_a_call_whose_socket_the_server_closed_between_turns_opens_a_new_one() -
     recorders = asyncio.run(two_turns())
     assert [(r.ok, r.error) for r in recorders] == [(True, None), (True, None)]
     assert len(connections) == 2
+
+
+def test_a_context_without_a_callback_yields_its_messages_until_done_or_the_close() -> None:
+    """The client core's iterator (what an agent uses): every message of its context, in order, then the
+    end; a socket that closes first raises SocketClosedError with the close code."""
+
+    async def two_contexts(connection: ServerConnection) -> None:
+        first, second = await requests(connection, 2)
+        await connection.send(chunk(first["context_id"]))
+        await connection.send(chunk(second["context_id"]))
+        await connection.send(done(first["context_id"]))
+        await connection.close(1013, "try again later")
+
+    async def read() -> tuple[list[str], SocketClosedError | None]:
+        async with serve(two_contexts, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            socket = await CartesiaSocket.connect(f"ws://127.0.0.1:{port}", {}, timeout_s=10.0)
+            finished, cut = socket.context("a"), socket.context("b")
+            await finished.send({"transcript": "Hi."})
+            await cut.send({"transcript": "Hello."})
+            kinds = [message["type"] async for message, _ in finished.messages()]
+            closed = None
+            try:
+                async for _message in cut.messages():
+                    pass
+            except SocketClosedError as error:
+                closed = error
+            await socket.close()
+        return kinds, closed
+
+    kinds, closed = asyncio.run(read())
+    assert kinds == ["chunk", "done"]
+    assert closed is not None and closed.code == 1013 and closed.over_capacity
