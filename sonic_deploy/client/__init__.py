@@ -1,1 +1,2 @@
-"""The client core shared by the probe, the framework services and the turn harness (no aws_cdk)."""
+"""Clients of Sonic's APIs, as a library (no aws_cdk): the Cartesia WebSocket API today, which the probe
+measures through (`sonic-deploy[client]`)."""

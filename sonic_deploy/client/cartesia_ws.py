@@ -7,8 +7,8 @@ accounts for each chunk on the spot, and `Context.messages()` gives an agent the
 
 What the API does, this code relies on (cartesia_api names the sources): several messages on one
 `context_id` with `continue: true` are one audio stream; `{"context_id", "cancel": true}` stops it; `done`
-or `error` ends it. An `error` without a `context_id` goes to the oldest context still waiting for its first
-message (the one the server most likely refused). A socket closed with 1013 ("try again later") means the
+or `error` ends it. An `error` without a `context_id` goes to the context sent last of those still waiting
+for their first message (the one the server most likely refused; see `CartesiaSocket._route`). A socket closed with 1013 ("try again later") means the
 server is over capacity.
 """
 
@@ -111,22 +111,31 @@ async def open_connection(
 
 class Context:
     """One context on a socket. `deliver` gets every message for it, with its arrival time; `ended` is set
-    by `done`, `error`, cancel, or the socket's close (then `closed` holds why)."""
+    by `done`, `error`, cancel, or the socket's close (then `closed` holds why), or when `deliver` raised
+    (then `failure` holds what it raised)."""
 
     def __init__(self, socket: CartesiaSocket, context_id: str, deliver: Deliver | None) -> None:
         self.socket, self.id = socket, context_id
         self.answered = False
+        self.sent = 0  # the socket's count of first sends when this context first sent (0: not yet)
         self.ended = asyncio.Event()
         self.closed: SocketClosedError | None = None
-        self._queue: asyncio.Queue[tuple[dict[str, Any], float]] | None = None
+        self.failure: Exception | None = None
+        # None marks the end in the queue, so that `messages()` waits on one thing only.
+        self._queue: asyncio.Queue[tuple[dict[str, Any], float] | None] | None = None
         if deliver is None:
-            queue: asyncio.Queue[tuple[dict[str, Any], float]] = asyncio.Queue()
+            queue: asyncio.Queue[tuple[dict[str, Any], float] | None] = asyncio.Queue()
             self._queue, deliver = queue, lambda message, at: queue.put_nowait((message, at))
         self._deliver = deliver
 
     def receive(self, message: dict[str, Any], at: float) -> None:
         self.answered = True
-        self._deliver(message, at)
+        try:
+            self._deliver(message, at)
+        except Exception as error:  # the callback's own bug must not stop the socket's reader
+            self.failure = error
+            self.finish()
+            return
         if message.get("type") in ("done", "error") or message.get("done") is True:
             self.finish()
 
@@ -135,13 +144,18 @@ class Context:
             self.closed = closed
             self.ended.set()
             self.socket.forget(self)
+            if self._queue is not None:
+                self._queue.put_nowait(None)
 
     async def send(self, body: dict[str, Any]) -> None:
         """A generation request or a piece of one (`continue`), for this context."""
+        if not self.sent:
+            self.sent = self.socket.first_send()
         await self.socket.send({**body, "context_id": self.id})
 
     async def cancel(self) -> None:
-        """Stop this context's audio; nothing more is delivered for it."""
+        """Stop this context's audio (also once it has ended here, so that a server still generating for a
+        context the client gave up on stops); nothing more is delivered for it."""
         self.finish()
         if self.socket.open:
             with contextlib.suppress(ConnectionClosed):
@@ -151,21 +165,10 @@ class Context:
         """The context's messages as they arrive, until `done` or `error`; SocketClosedError if the socket
         closes first. Only for a context opened without a `deliver` callback."""
         assert self._queue is not None, "this context delivers to a callback"
-        while True:
-            if self._queue.empty() and self.ended.is_set():
-                if self.closed is not None:
-                    raise self.closed
-                return
-            getter = asyncio.ensure_future(self._queue.get())
-            ender = asyncio.ensure_future(self.ended.wait())
-            try:
-                await asyncio.wait((getter, ender), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                ender.cancel()
-                if not getter.done():
-                    getter.cancel()
-            if getter.done() and not getter.cancelled():
-                yield getter.result()
+        while (item := await self._queue.get()) is not None:
+            yield item
+        if self.closed is not None:
+            raise self.closed
 
 
 class CartesiaSocket:
@@ -176,6 +179,8 @@ class CartesiaSocket:
         self.opened_at = self.used_at = time.monotonic()
         self._usable = True
         self.reserved = 0
+        self._sends = 0
+        self.unattributed = 0  # errors that named no context and that no waiting context could own
         self._contexts: dict[str, Context] = {}
         self._on_malformed = on_malformed
         self._reader = asyncio.create_task(self._read())
@@ -197,8 +202,14 @@ class CartesiaSocket:
         """Contexts open on it, and places promised to callers of `SocketPool.acquire`."""
         return len(self._contexts) + self.reserved
 
-    def context(self, context_id: str, deliver: Deliver | None = None) -> Context:
-        self.reserved = max(0, self.reserved - 1)
+    def first_send(self) -> int:
+        self._sends += 1
+        return self._sends
+
+    def context(self, context_id: str, deliver: Deliver | None = None, *, reserved: bool = False) -> Context:
+        """A context on this socket; `reserved`: in the place `SocketPool.acquire` kept for it."""
+        if reserved:
+            self.reserved -= 1
         context = Context(self, context_id, deliver)
         self._contexts[context_id] = context
         self.used_at = time.monotonic()
@@ -229,6 +240,8 @@ class CartesiaSocket:
                 context = self._route(message)
                 if context is not None:
                     context.receive(message, at)
+                elif message.get("type") == "error" and message.get("context_id") is None:
+                    self.unattributed += 1
         except ConnectionClosed:
             pass
         finally:
@@ -238,12 +251,16 @@ class CartesiaSocket:
                 context.finish(closed)
 
     def _route(self, message: dict[str, Any]) -> Context | None:
+        """The message's context; for an `error` that names none, the context sent last of those still
+        waiting for their first message: a refusal comes back at once, while an admitted stream's first
+        audio takes its time, so the waiting contexts sent earlier are the likelier to be admitted ones.
+        None if no context is waiting (the error is then counted as unattributed)."""
         named = message.get("context_id")
         if named is not None:
             return self._contexts.get(str(named))
         if message.get("type") == "error":
-            waiting = (c for c in self._contexts.values() if not c.answered)
-            return next(waiting, None) or next(iter(self._contexts.values()), None)
+            waiting = [c for c in self._contexts.values() if c.sent and not c.answered]
+            return max(waiting, key=lambda c: c.sent, default=None)
         return None
 
     def _close_code(self) -> int | None:
@@ -290,18 +307,31 @@ class SocketPool:
         self.idle_s, self.max_age_s, self.ssl_context = idle_s, max_age_s, ssl_context
         self._sockets: list[CartesiaSocket] = []
         self._lock = asyncio.Lock()
+        self._closing: set[asyncio.Task[None]] = set()
         self.opened = 0
 
+    async def open_context(
+        self,
+        context_id: str,
+        deliver: Deliver | None = None,
+        on_connect: Callable[[float], None] | None = None,
+    ) -> Context:
+        """A context on a socket with room for it (a new socket, its set-up time to `on_connect`, if none)."""
+        socket = await self.acquire(on_connect)
+        return socket.context(context_id, deliver, reserved=True)
+
     async def acquire(self, on_connect: Callable[[float], None] | None = None) -> CartesiaSocket:
-        """A socket with room for one more context, kept for the caller, who opens its context on it at
-        once; a new one (its set-up time to `on_connect`) if none has room. A socket shared by several
+        """A socket with room for one more context, its place kept for the caller, who must open its
+        context on it at once with `reserved=True` (`open_context` does both); a new one (its set-up time to `on_connect`) if none has room. A socket shared by several
         contexts is opened under the pool's lock, so that the callers behind share it instead of opening
         more; one for a single context is opened without holding anyone up."""
         async with self._lock:
             now = time.monotonic()
             for socket in [s for s in self._sockets if self._stale(s, now) and not s.in_flight]:
                 self._sockets.remove(socket)
-                asyncio.create_task(socket.close())  # noqa: RUF006 - it ends by itself within 2 s
+                closing = asyncio.create_task(socket.close())
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
             for socket in reversed(self._sockets):
                 if not self._stale(socket, now) and socket.in_flight < self.contexts_per_socket:
                     socket.used_at = now
@@ -330,4 +360,4 @@ class SocketPool:
 
     async def close(self) -> None:
         sockets, self._sockets = self._sockets, []
-        await asyncio.gather(*(socket.close() for socket in sockets), return_exceptions=True)
+        await asyncio.gather(*(socket.close() for socket in sockets), *self._closing, return_exceptions=True)

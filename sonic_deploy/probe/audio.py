@@ -77,7 +77,6 @@ def _nearest_code(encoding: str, value: int) -> int:
 
 
 @cache
-@cache
 def tone(audio: AudioFormat, duration_ms: int, silent: bool, level_db: float = -12.0) -> bytes:
     """A 440 Hz tone (or silence) of `duration_ms` in `audio`'s encoding (the server sends the same few
     chunks again and again: each is made once)."""

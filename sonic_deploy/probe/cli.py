@@ -62,9 +62,9 @@ def _non_negative(text: str) -> float:
     return value
 
 
-def _buffer_delay(text: str) -> int | None:
+def _buffer_delay(text: str) -> int | str:
     if text == "default":
-        return None
+        return text
     if not text.isdigit() or int(text) > MAX_BUFFER_DELAY_MS:
         raise argparse.ArgumentTypeError(
             f"expected whole milliseconds 0-{MAX_BUFFER_DELAY_MS} (the API's range) or default, got {text!r}"
@@ -202,24 +202,24 @@ def add_parser(subparsers: Any) -> None:
         "on one long-lived socket per call, reused turn after turn, then an empty continue: false",
     )
     agent.add_argument("--agent", action="store_true", help="send turns as an agent does (see above)")
-    agent.add_argument("--split", choices=SPLITS, default="sentence", help="a piece is a sentence or a word")
+    agent.add_argument("--split", choices=SPLITS, help="a piece is a sentence or a word (default: sentence)")
     agent.add_argument(
-        "--piece-interval-ms", type=_non_negative, default=100.0, help="pause between pieces (the LLM's pace)"
+        "--piece-interval-ms", type=_non_negative, help="pause between pieces, the LLM's pace (default: 100)"
     )
     agent.add_argument(
         "--max-buffer-delay-ms",
         type=_buffer_delay,
-        default=0,
         metavar=f"0-{MAX_BUFFER_DELAY_MS}|default",
-        help="sent on every piece; 'default' leaves it out (the API then waits up to "
-        f"{DEFAULT_BUFFER_DELAY_MS} ms for more text)",
+        help="sent on every piece (default: 0, as the frameworks send); 'default' leaves it out, and the "
+        f"API then waits up to {DEFAULT_BUFFER_DELAY_MS} ms for more text",
     )
-    agent.add_argument("--no-timestamps", action="store_true", help="do not ask for word timestamps")
+    agent.add_argument(
+        "--no-timestamps", action="store_const", const=True, help="do not ask for word timestamps"
+    )
     agent.add_argument(
         "--idle-reconnect-s",
         type=_non_negative,
-        default=300.0,
-        help="a call's socket idle for longer is replaced before its next turn",
+        help="a call's socket idle for longer is replaced before its next turn (default: 300)",
     )
     http = routes.add_parser("http", formatter_class=_HELP, help="streamed bytes over HTTP (POST /tts/bytes)")
     _cartesia_options(http, "/tts/bytes")
@@ -258,7 +258,11 @@ def _serve_parser(routes: Any) -> None:
     serve.add_argument("--jitter-ms", type=float, default=0.0, help="uniform extra first-byte delay 0..J")
     serve.add_argument("--chunk-ms", type=int, default=20, help="audio per chunk")
     serve.add_argument("--pace", type=float, default=0.5, help="chunk interval / chunk audio (0 = flat out)")
-    serve.add_argument("--audio-ms", type=int, help="audio per stream (default: --ms-per-char x length)")
+    serve.add_argument(
+        "--audio-ms",
+        type=int,
+        help="audio per piece of text; a whole request is one (default: --ms-per-char x length)",
+    )
     serve.add_argument("--ms-per-char", type=float, default=60.0)
     serve.add_argument("--leading-silence-ms", type=int, default=0)
     serve.add_argument("--capacity", type=int, help="429 beyond this many concurrent streams")
@@ -277,7 +281,9 @@ def _serve_parser(routes: Any) -> None:
         default="aligned",
         help="how SageMaker PayloadParts cut the JSON lines",
     )
-    serve.add_argument("--api-key", help="require this X-API-Key")
+    serve.add_argument(
+        "--api-key", help="require this key (as X-API-Key, Authorization: Bearer or ?api_key=)"
+    )
     serve.add_argument("--seed", type=int, default=1)
     serve.add_argument("--exit-after", type=float, help="stop by itself after this many seconds")
     serve.set_defaults(func=run_serve)
@@ -293,12 +299,15 @@ def _template(args: argparse.Namespace) -> RequestTemplate:
 def _agent(args: argparse.Namespace) -> AgentTraffic | None:
     if not getattr(args, "agent", False):
         return None
+    given = {name: getattr(args, name) for name in AGENT_DEFAULTS}
+    chosen = {name: AGENT_DEFAULTS[name] if value is None else value for name, value in given.items()}
+    delay = chosen["max_buffer_delay_ms"]
     return AgentTraffic(
-        split=args.split,
-        interval_s=args.piece_interval_ms / 1000,
-        max_buffer_delay_ms=args.max_buffer_delay_ms,
-        timestamps=not args.no_timestamps,
-        idle_reconnect_s=args.idle_reconnect_s,
+        split=str(chosen["split"]),
+        interval_s=float(chosen["piece_interval_ms"]) / 1000,
+        max_buffer_delay_ms=None if delay == "default" else int(delay),
+        timestamps=not chosen["no_timestamps"],
+        idle_reconnect_s=float(chosen["idle_reconnect_s"]),
     )
 
 
@@ -324,6 +333,58 @@ def _slo_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _slo_warning(args: argparse.Namespace) -> str | None:
+    """An error share no level can measure: one failure in --requests is already more than it allows."""
+    term = next((t for t in args.slo.terms if t.measure == "errors" and t.limit > 0), None)
+    if term is None or term.limit >= 1 / args.requests:
+        return None
+    return (
+        f"--slo {term.text} with --requests {args.requests}: one failed request is already "
+        f"{1 / args.requests:.1%}, so no error at all is allowed; give --requests "
+        f"{math.ceil(1 / term.limit)} or more for that share to mean what it says"
+    )
+
+
+# The agent options and their defaults: given without --agent, they would be silently ignored.
+AGENT_DEFAULTS: dict[str, Any] = {
+    "split": "sentence",
+    "piece_interval_ms": 100.0,
+    "max_buffer_delay_ms": 0,
+    "no_timestamps": False,
+    "idle_reconnect_s": 300.0,
+}
+
+
+def _agent_problem(args: argparse.Namespace) -> str | None:
+    if args.probe_command != "ws":
+        return None
+    given = [name for name in AGENT_DEFAULTS if getattr(args, name) is not None]
+    if not args.agent:
+        if given:
+            options = ", ".join("--" + name.replace("_", "-") for name in given)
+            return f"{options} shape an agent's turns: add --agent, or drop {options}"
+        return None
+    if args.multiplex != 1:
+        return (
+            f"--agent gives each call a socket of its own; drop --multiplex {args.multiplex}, "
+            "or drop --agent to multiplex whole transcripts"
+        )
+    from sonic_deploy.probe.requests import split_pieces
+
+    interval_ms = (
+        args.piece_interval_ms if args.piece_interval_ms is not None else AGENT_DEFAULTS["piece_interval_ms"]
+    )
+    split = args.split or AGENT_DEFAULTS["split"]
+    pieces = max(len(split_pieces(t, split)) for t in _template(args).transcripts)
+    sending_s = (pieces - 1) * interval_ms / 1000
+    if sending_s >= args.timeout:
+        return (
+            f"a turn of {pieces} pieces every {interval_ms:g} ms takes {sending_s:g} s to send, "
+            f"not less than --timeout {args.timeout:g}: raise --timeout, or lower --piece-interval-ms"
+        )
+    return None
+
+
 def _run_probe(args: argparse.Namespace) -> int:
     from sonic_deploy.probe.capacity_search import SearchRange, SloSearch
     from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec
@@ -332,12 +393,9 @@ def _run_probe(args: argparse.Namespace) -> int:
     from sonic_deploy.probe.workers import run_levels, run_schedule
 
     route = args.probe_command
-    if getattr(args, "agent", False) and args.multiplex != 1:
-        print(
-            "sonic-deploy probe ws: --agent gives each call a socket of its own; drop --multiplex "
-            f"{args.multiplex}, or drop --agent to multiplex whole transcripts",
-            file=sys.stderr,
-        )
+    problem = _agent_problem(args)
+    if problem is not None:
+        print(f"sonic-deploy probe ws: {problem}", file=sys.stderr)
         return 2
     target = TargetSpec(
         route=route,
@@ -374,6 +432,9 @@ def _run_probe(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"sonic-deploy probe: {problem}", file=sys.stderr)
             return 2
+        warning = _slo_warning(args)
+        if warning is not None:
+            print(f"sonic-deploy probe: note: {warning}", file=sys.stderr)
         search = SloSearch(
             args.slo, SearchRange(args.slo_start, args.slo_max, args.slo_resolution), closed_loop
         )

@@ -96,9 +96,12 @@ def parse_request(body: Any, require_context: bool, containers: tuple[str, ...] 
         raise BadRequestError("continue must be true or false")
     if not isinstance(transcript, str) or (not transcript.strip() and not require_context):
         raise BadRequestError("transcript must be a non-empty string")
+    output = body.get("output_format")
+    if isinstance(output, dict) and output.get("container") == "mp3" and "mp3" in containers:
+        raise BadRequestError("output_format.container: the stand-in does not encode mp3: ask for raw or wav")
     try:
         cartesia_api.voice_id(body.get("voice"))
-        container, encoding, rate = cartesia_api.check_output_format(body.get("output_format"), containers)
+        container, encoding, rate = cartesia_api.check_output_format(output, containers)
     except cartesia_api.ApiRequestError as error:
         raise BadRequestError(str(error)) from error
     context_id = body.get("context_id")

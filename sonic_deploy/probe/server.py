@@ -49,6 +49,7 @@ _ERRORS = {
     500: ("Internal server error", "internal_error"),
 }
 _SENTENCE_ENDS = (".", "!", "?", ";", ":")
+_MAX_VERSIONS = 16
 
 
 def _abort(request: web.Request) -> None:
@@ -80,8 +81,11 @@ def _http_error(status: int, message: str) -> web.Response:
 
 def _refused(request: web.Request, behaviour: ReferenceBehaviour) -> web.Response | None:
     """Count the API version and credential form; a 401 if the server wants a key and got another."""
-    version = request.headers.get("Cartesia-Version") or request.query.get("cartesia_version")
-    behaviour.counts[f"version:{version or 'none'}"] += 1
+    version = request.headers.get("Cartesia-Version") or request.query.get("cartesia_version") or "none"
+    seen = sum(1 for name in behaviour.counts if name.startswith("version:"))
+    if f"version:{version}" not in behaviour.counts and (seen >= _MAX_VERSIONS or len(version) > 32):
+        version = "other"  # the counters stay few whatever clients send
+    behaviour.counts[f"version:{version}"] += 1
     bearer = request.headers.get("Authorization", "")
     given = {
         "x-api-key": request.headers.get("X-API-Key"),
@@ -125,8 +129,8 @@ class _Socket:
         # Contexts that will say nothing more: cancelled by the client, refused, or failed. Clients send a
         # context's text and its closing message back to back; what follows a refusal is part of the
         # refused stream, not a new one. And contexts that completed (their `done` was sent).
-        self.silenced: set[str] = set()
-        self.completed: set[str] = set()
+        self.silenced = _RecentIds()
+        self.completed = _RecentIds()
 
     async def send(self, text: str) -> None:
         await self.socket.send_str(text)
@@ -144,7 +148,7 @@ class _Socket:
         named = body.get("context_id") if isinstance(body, dict) else None
         context_id = named if isinstance(named, str) and named else None
         if isinstance(body, dict) and body.get("cancel") is True:
-            self._cancel(context_id)
+            await self._cancel(context_id)
             return
         try:
             generation = parse_request(body, require_context=True)
@@ -177,8 +181,9 @@ class _Socket:
         self.contexts[generation.context_id] = context
         return context
 
-    def _cancel(self, context_id: str | None) -> None:
+    async def _cancel(self, context_id: str | None) -> None:
         if context_id is None:
+            await self.error(422, "context_id: a cancel names the context to cancel", None)
             return
         self.silenced.add(context_id)
         context = self.contexts.pop(context_id, None)
@@ -189,6 +194,22 @@ class _Socket:
     def close(self) -> None:
         for context in list(self.contexts.values()):
             context.task.cancel()
+
+
+class _RecentIds:
+    """The last `keep` context ids added: a long-lived socket's memory of ended contexts stays bounded."""
+
+    def __init__(self, keep: int = 10_000) -> None:
+        self._ids: dict[str, None] = {}
+        self._keep = keep
+
+    def add(self, context_id: str) -> None:
+        self._ids[context_id] = None
+        if len(self._ids) > self._keep:
+            del self._ids[next(iter(self._ids))]
+
+    def __contains__(self, context_id: object) -> bool:
+        return context_id in self._ids
 
 
 class _Context:
@@ -209,6 +230,9 @@ class _Context:
         self.flushes = 0
         self.completed = False
         self.task = asyncio.create_task(self._run())
+        # Run even if the task is cancelled before its first step (a cancel or a close read in the same
+        # buffer as the request), when a `finally` inside it would not: each admission released once.
+        self.task.add_done_callback(self._ended)
         self._interval_ms = owner.behaviour.config.chunk_ms * owner.behaviour.config.pace
         self._tail = (
             f'", "done": false, "status_code": {cartesia_api.PARTIAL}, '
@@ -216,15 +240,15 @@ class _Context:
         )
 
     async def _run(self) -> None:
-        try:
+        with contextlib.suppress(ConnectionError, RuntimeError):
             await self._stream()
-        except (ConnectionError, RuntimeError):
-            pass
-        finally:
-            if self.owner.contexts.get(self.id) is self:
-                del self.owner.contexts[self.id]
-                (self.owner.completed if self.completed else self.owner.silenced).add(self.id)
-            self.owner.behaviour.release(self.completed)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        owner = self.owner
+        if owner.contexts.get(self.id) is self:
+            del owner.contexts[self.id]
+            (owner.completed if self.completed else owner.silenced).add(self.id)
+        owner.behaviour.release(self.completed)
 
     async def _stream(self) -> None:
         loop = asyncio.get_running_loop()
@@ -319,15 +343,22 @@ def _joined(pieces: list[str]) -> str:
 
 
 def _wav_header(audio: AudioFormat, data_bytes: int) -> bytes:
-    """A RIFF header for `data_bytes` of audio (the stand-in knows a stream's length before it starts)."""
+    """A RIFF header for `data_bytes` of mono audio (the stand-in knows a stream's length before it starts).
+    PCM has a 16-byte `fmt ` chunk; float and G.711 have an 18-byte one and a `fact` chunk, as the RIFF
+    format asks of any format but PCM."""
     code = {"pcm_s16le": 1, "pcm_f32le": 3, "pcm_mulaw": 7, "pcm_alaw": 6}[audio.encoding]
     width = BYTES_PER_SAMPLE[audio.encoding]
     rate = audio.sample_rate
-    return struct.pack(
-        "<4sI4s4sIHHIIHH4sI",
-        *(b"RIFF", 36 + data_bytes, b"WAVE", b"fmt ", 16, code, 1, rate, rate * width, width, width * 8),
-        *(b"data", data_bytes),
-    )
+    fmt = struct.pack("<HHIIHH", code, 1, rate, rate * width, width, width * 8)
+    chunks = [b"fmt " + struct.pack("<I", len(fmt)) + fmt]
+    if code != 1:
+        fmt += struct.pack("<H", 0)
+        chunks = [
+            b"fmt " + struct.pack("<I", len(fmt)) + fmt,
+            b"fact" + struct.pack("<II", 4, data_bytes // width),
+        ]
+    body = b"WAVE" + b"".join(chunks) + b"data" + struct.pack("<I", data_bytes)
+    return b"RIFF" + struct.pack("<I", len(body) + data_bytes) + body
 
 
 async def _http_request(
@@ -343,8 +374,6 @@ async def _http_request(
         generation = parse_request(await request.json(), require_context=False, containers=containers)
     except (ValueError, BadRequestError) as error:
         return _http_error(422, str(error))
-    if generation.container == "mp3":
-        return _http_error(422, "the stand-in does not encode mp3: ask for raw or wav")
     fault = behaviour.admit()
     if fault is None:
         return _http_error(429, "no free capacity")
@@ -397,8 +426,10 @@ async def _sse(request: web.Request) -> web.StreamResponse:
     completed = False
     interval_ms = behaviour.config.chunk_ms * behaviour.config.pace
 
+    named = {"context_id": generation.context_id} if generation.context_id else {}
+
     async def send(kind: str, **fields: Any) -> None:
-        message = {"type": kind, "done": False, "status_code": cartesia_api.PARTIAL, **fields}
+        message = {"type": kind, "done": False, "status_code": cartesia_api.PARTIAL, **named, **fields}
         await response.write(f"event: {kind}\ndata: {json.dumps(message)}\n\n".encode())
 
     try:

@@ -1,7 +1,7 @@
 """`--slo`: a service-level objective a closed-loop level meets or not, e.g. `ttfa_p95<=300ms,errors<=0.1%`.
 
 Terms are comma-separated, each `MEASURE_PCT<=VALUE[ms|s]` on a latency of the level summary (`ttfa`,
-`ttfa_audible`, `service_ttfa`, `total`, `max_gap`; `p50`, `p90`, `p95`, `p99` or `max`; a bare number is ms)
+`ttfa_audible`, `service_ttfa`, `ttfa_last_piece` (an agent's turns), `total`, `max_gap`; `p50`, `p90`, `p95`, `p99` or `max`; a bare number is ms)
 or `errors<=X%` on the share of failed requests (`errors<=0` too). A level meets the objective when every
 term holds and at least one request succeeded: a level with no successful request has no latency to judge.
 """
@@ -19,6 +19,7 @@ MEASURES = {
     "ttfa": "ttfa_ms",
     "ttfa_audible": "ttfa_audible_ms",
     "service_ttfa": "service_ttfa_ms",
+    "ttfa_last_piece": "ttfa_last_piece_ms",
     "total": "total_ms",
     "max_gap": "max_gap_ms",
 }

@@ -74,6 +74,11 @@ def test_without_a_buffer_delay_each_word_is_spoken_at_once_and_with_the_default
         (("--agent", "--max-buffer-delay-ms", "6000"), "0-5000"),
         (("--sample-rate", "12345"), "invalid choice: 12345"),
         (("--agent", "--piece-interval-ms", "-1"), "expected a number >= 0"),
+        (("--split", "word"), "--split shape an agent's turns: add --agent, or drop --split"),
+        (
+            ("--agent", "--split", "word", "--piece-interval-ms", "1000", "--timeout", "5"),
+            "a turn of 14 pieces every 1000 ms takes 13 s to send, not less than --timeout 5",
+        ),
     ],
 )
 def test_settings_the_api_or_the_mode_cannot_take_are_refused_before_the_run(
@@ -86,3 +91,16 @@ def test_settings_the_api_or_the_mode_cannot_take_are_refused_before_the_run(
         code = int(exit_.code or 0)
     assert code == 2
     assert complaint in capsys.readouterr().err
+
+
+def test_an_error_share_the_level_cannot_measure_is_said_before_the_search(
+    shared_server: ServerFactory, run_probe: Run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = shared_server(*FAST)
+    run = run_probe(
+        "ws", "--url", server.ws_url, "--slo", "errors<=0.1%", "--slo-max", "1", "--requests", "4"
+    )
+    assert run.exit_code == 0
+    said = capsys.readouterr().err
+    assert "--slo errors<=0.1% with --requests 4: one failed request is already 25.0%" in said
+    assert "give --requests 1000 or more" in said

@@ -216,6 +216,8 @@ def test_the_probe_never_imports_aws_cdk() -> None:
         "sonic_deploy.probe.targets.ws",
         "sonic_deploy.probe.targets.http",
         "sonic_deploy.probe.targets.sagemaker",
+        "sonic_deploy.client.cartesia_api",
+        "sonic_deploy.client.cartesia_ws",
     ]
     code = (
         f"import importlib, sys; [importlib.import_module(m) for m in {modules!r}]; "

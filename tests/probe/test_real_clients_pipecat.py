@@ -238,8 +238,8 @@ def test_over_capacity_is_an_error_frame(reference_server: ServerFactory) -> Non
     assert pipeline.audio() == []
     first = _contexts(errors)[0]
     about_first = [error for error in errors if f"'context_id': '{first}'" in error]
-    # What the stand-in does today: it answers the closing message of a context it refused as a new
-    # stream, refused again: two ErrorFrames (and two over_capacity) for one utterance.
+    # pipecat sends the text and the closing message back to back: the closing message belongs to the
+    # refused context (one ErrorFrame, one refusal), not to a new stream refused again.
     assert len(about_first) == 1, f"one refused utterance, {len(about_first)} errors: {about_first}"
     assert server.stats()["over_capacity"] == 2, "one refusal per utterance"
 

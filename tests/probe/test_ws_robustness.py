@@ -62,27 +62,32 @@ def test_a_message_type_it_does_not_know_is_counted_and_skipped() -> None:
     assert (recorder.ok, recorder.error, recorder.chunks, recorder.ignored_events) == (True, None, 2, 1)
 
 
-def test_an_error_without_a_context_id_is_the_waiting_contexts_not_a_timeout() -> None:
-    """A multiplexed socket: the server answers two contexts, and refuses the third with a 429 that names
-    no context. The refusal belongs to the context still waiting for its first message."""
+def test_an_error_without_a_context_id_is_the_last_waiting_contexts_not_a_timeout() -> None:
+    """A multiplexed socket: the server answers the first context, and refuses the third with a 429 that
+    names no context while the second, admitted, is still waiting for its first audio. The refusal belongs
+    to the context sent last of those waiting; the others finish."""
+    refused: list[str] = []
 
     async def loaded(connection: ServerConnection) -> None:
-        first, second, _waiting = await requests(connection, 3)
-        for request in (first, second):
-            await connection.send(chunk(request["context_id"]))
+        first, second, third = await requests(connection, 3)
+        refused.append(third["context_id"])
+        await connection.send(chunk(first["context_id"]))
         refusal = {"type": "error", "done": False, "status_code": 429, "title": "Too many requests"}
         await connection.send(json.dumps({**refusal, "message": "no free capacity", "error_code": "busy"}))
+        await connection.send(chunk(second["context_id"]))
         for request in (first, second):
             await connection.send(done(request["context_id"]))
         await connection.wait_closed()
 
-    recorders = asyncio.run(run_streams(loaded, ["a", "b", "c"], multiplex=3))
-    outcomes = sorted((r.ok, r.error) for r in recorders)
-    assert outcomes == [(False, "error_event_429"), (True, None), (True, None)]
-    refused = next(r for r in recorders if not r.ok)
-    assert refused.chunks == 0
+    contexts = ["a", "b", "c"]
+    recorders = asyncio.run(run_streams(loaded, contexts, multiplex=3))
+    outcome = {context_id: (r.ok, r.error) for context_id, r in zip(contexts, recorders, strict=True)}
+    assert outcome[refused[0]] == (False, "error_event_429")
+    assert sorted(outcome.values()) == [(False, "error_event_429"), (True, None), (True, None)]
+    refusal = recorders[contexts.index(refused[0])]
+    assert refusal.chunks == 0
     # The current error shape, read whole: code, title and message.
-    assert refused.detail == "busy: Too many requests: no free capacity"
+    assert refusal.detail == "busy: Too many requests: no free capacity"
 
 
 def test_the_old_error_shape_is_read_too() -> None:

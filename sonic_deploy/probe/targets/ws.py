@@ -75,30 +75,35 @@ class WebSocketTarget:
         context: Context | None = None
         try:
             async with asyncio.timeout(self.timeout_s):
+                stream = _Stream(recorder)
+                context_id = str(body["context_id"])
                 try:
                     if self._pool is not None:
-                        socket = await self._pool.acquire(recorder.connected)
+                        context = await self._pool.open_context(
+                            context_id, stream.deliver, recorder.connected
+                        )
                     else:
                         began = time.perf_counter()
                         socket = await CartesiaSocket.connect(self.url, self.headers, self.timeout_s)
                         recorder.connected(time.perf_counter() - began)
+                        context = socket.context(context_id, stream.deliver)
                 except (OSError, InvalidHandshake) as error:
                     recorder.fail(classify_connect_error(error), repr(error))
                     return
-                stream = _Stream(recorder)
-                context = stream.context = socket.context(str(body["context_id"]), stream.deliver)
+                stream.context, socket = context, context.socket
                 if self.agent is not None:
                     await self._turn(context, body, self.agent, recorder)
-                else:
+                elif not context.ended.is_set():  # a socket that closed before the request has ended it
                     recorder.sent()  # before the await: the request is on its way once send() writes it
                     await context.send(body)
                 await context.ended.wait()
-                if context.closed is not None:
-                    recorder.fail(closed_kind(context.closed), str(context.closed))
+                _account_for_end(context, recorder)
         except TimeoutError:
             recorder.fail("timeout", f"no end of stream within {self.timeout_s} s")
         except ConnectionClosed as error:
-            recorder.fail("cut", repr(error))
+            # Closed while sending: the close code says whether the server was turning streams away.
+            code = error.rcvd.code if error.rcvd is not None else None
+            recorder.fail(closed_kind(SocketClosedError(code, repr(error))), repr(error))
         finally:
             await self._settle(socket, context, recorder)
 
@@ -125,8 +130,10 @@ class WebSocketTarget:
     async def _settle(
         self, socket: CartesiaSocket | None, context: Context | None, recorder: StreamRecorder
     ) -> None:
-        """A pooled socket stays for the next request (a failed context is cancelled, so that no stale
-        audio reaches the next one); a dedicated socket is closed, or dropped if its stream failed."""
+        """A pooled socket stays for the next request: a context that failed is cancelled (ended here or
+        not: the server may still be generating for it, and an agent's turn cut short never sent its end),
+        so that no stale audio reaches the next one. A dedicated socket is closed, or dropped if its stream
+        failed."""
         if socket is None:
             return
         if self._pool is None:
@@ -134,8 +141,18 @@ class WebSocketTarget:
                 await socket.close()
             else:
                 socket.abort()
-        elif context is not None and not context.ended.is_set():
+        elif context is not None and (not recorder.ok or not context.ended.is_set()):
             await context.cancel()
+
+
+def _account_for_end(context: Context, recorder: StreamRecorder) -> None:
+    """What ended a context other than its own `done` or `error`, as an error kind."""
+    if context.failure is not None:
+        recorder.fail("unexpected", repr(context.failure))
+    elif context.closed is not None:
+        recorder.fail(closed_kind(context.closed), str(context.closed))
+    elif recorder.end_at is None:
+        recorder.fail("cut", "the context ended without done")
 
 
 class _Stream:
