@@ -37,13 +37,20 @@ CHUNK_MS = int(os.environ.get("BENCH_CHUNK_MS", "20"))
 GOAL_P50_MS, GOAL_P99_MS = 2.0, 10.0
 
 
-def start_server(audio_ms: int, pace: float) -> tuple[subprocess.Popen[str], str]:
+def pinned(cpu: int | None) -> Any:
+    """A preexec_fn that keeps the child on one CPU (Linux), or None."""
+    if cpu is None:
+        return None
+    return lambda: os.sched_setaffinity(0, {cpu})
+
+
+def start_server(audio_ms: int, pace: float, cpu: int | None = None) -> tuple[subprocess.Popen[str], str]:
     command = [
         sys.executable, "-m", "sonic_deploy.cli", "probe", "serve", "--port", "0", "--exit-after", "1800",
         "--first-byte-ms", str(DELAY_MS), "--jitter-ms", "0", "--chunk-ms", str(CHUNK_MS),
         "--pace", str(pace), "--audio-ms", str(audio_ms),
     ]  # fmt: skip
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=pinned(cpu))
     assert server.stdout is not None
     line = server.stdout.readline()
     if not line.startswith("listening on "):
@@ -72,7 +79,14 @@ def server_lateness(base: str) -> dict[str, Any]:
 
 
 def run_level(
-    route: str, base: str, concurrency: int, requests: int, workers: int, extra: list[str], out: Path
+    route: str,
+    base: str,
+    concurrency: int,
+    requests: int,
+    workers: int,
+    extra: list[str],
+    out: Path,
+    cpu: int | None = None,
 ) -> dict[str, Any]:
     command = [
         sys.executable, "-m", "sonic_deploy.cli", "probe", *target_args(route, base),
@@ -88,7 +102,7 @@ def run_level(
         "AWS_DEFAULT_REGION": "us-east-1",
     }
     env = {**local_aws, **os.environ, "PYTHONHASHSEED": "0"}
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env, preexec_fn=pinned(cpu))
     elapsed = time.perf_counter() - began
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     client_cpu = (children.ru_utime + children.ru_stime) - (
@@ -149,6 +163,12 @@ def main() -> int:
         help="ws only: agent-like turns (sentence pieces with continue, one socket per call); the error "
         "counts from the first piece, which the server speaks at once (max_buffer_delay_ms 0)",
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the server on CPU 0 and the probe on CPU 1 (Linux): each side's own core, as if the server "
+        "ran on another machine and the client had one core",
+    )
     parser.add_argument("probe_options", nargs="*", help="more probe options, after --")
     args = parser.parse_args()
     if args.agent:
@@ -163,6 +183,7 @@ def main() -> int:
     print(
         f"# client: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"{args.workers} probe worker process(es), extra options {args.probe_options or 'none'}"
+        f"{'; server pinned to CPU 0, probe to CPU 1' if args.pin else ''}"
     )
     print(
         f"# error = TTFA reported by the probe (request sent -> first audio byte) - {DELAY_MS:g} ms injected;"
@@ -180,12 +201,19 @@ def main() -> int:
             for attempt in range(args.repeat):
                 cpu = cpu_check_ms()
                 # A fresh server per run, so that its lateness figures belong to this run alone.
-                server, base = start_server(args.audio_ms, args.pace)
+                server, base = start_server(args.audio_ms, args.pace, 0 if args.pin else None)
                 try:
                     out = Path(scratch) / f"c{concurrency}-{attempt}"
                     server_before = process_cpu_s(server.pid)
                     row = run_level(
-                        args.route, base, concurrency, requests, args.workers, args.probe_options, out
+                        args.route,
+                        base,
+                        concurrency,
+                        requests,
+                        args.workers,
+                        args.probe_options,
+                        out,
+                        1 if args.pin else None,
                     )
                     row["server_cores"] = (process_cpu_s(server.pid) - server_before) / row["seconds"]
                 finally:
