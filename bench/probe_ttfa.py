@@ -9,6 +9,7 @@ samples.jsonl or summary.json). It is a measurement, not a test: nothing here pa
     .venv/bin/python bench/probe_ttfa.py --route sagemaker -- --client boto3   # probe options after --
     .venv/bin/python bench/probe_ttfa.py --levels 256 --repeat 5   # the spread over runs, and a verdict
     .venv/bin/python bench/probe_ttfa.py --agent    # an agent's turns: two sentence pieces, one socket per call
+    .venv/bin/python bench/probe_ttfa.py --pin --levels 1024 --agent   # server on CPU 0, probe on CPU 1
 
 On a shared machine the figures move with what else runs there. Each row therefore starts with a 'cpu'
 check: the time of a fixed pure-Python loop just before the level, in ms (higher = a slower machine at
