@@ -47,7 +47,10 @@ def test_good_specs_parse_into_terms_in_the_summary_s_units() -> None:
         ("ttfa_p95 300ms", "bad term 'ttfa_p95 300ms': no '<=' (an upper bound); e.g. ttfa_p95<=300ms"),
         ("ttfa<=300ms", "'ttfa' ends in no percentile (p50, p90, p95, p99, max)"),
         ("ttfa_p42<=300ms", "'ttfa_p42' ends in no percentile"),
-        ("latency_p95<=300ms", "unknown measure 'latency' (known: ttfa, ttfa_audible, service_ttfa, ttfa_last_piece, total, "),
+        (
+            "latency_p95<=300ms",
+            "unknown measure 'latency' (known: ttfa, ttfa_audible, service_ttfa, ttfa_last_piece, total, ",
+        ),
         ("rtf_p50<=1", "unknown measure 'rtf'"),
         ("ttfa_p95<=300us", "'300us' is not a positive duration (ms or s); e.g. ttfa_p95<=300ms"),
         ("ttfa_p95<=0ms", "'0ms' is not a positive duration"),
