@@ -174,7 +174,7 @@ class Context:
 class CartesiaSocket:
     """One socket carrying any number of contexts, read by a single task."""
 
-    def __init__(self, connection: StampedConnection, on_malformed: Callable[[str], None] | None = None):
+    def __init__(self, connection: StampedConnection):
         self.connection = connection
         self.opened_at = self.used_at = time.monotonic()
         self._usable = True
@@ -184,7 +184,6 @@ class CartesiaSocket:
         self.on_room: Callable[[CartesiaSocket], None] | None = None
         self.unattributed = 0  # errors that named no context and that no waiting context could own
         self._contexts: dict[str, Context] = {}
-        self._on_malformed = on_malformed
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -236,11 +235,8 @@ class CartesiaSocket:
                 at = connection.arrival()
                 try:
                     message = decode_message(text)
-                except MalformedMessageError as error:
-                    # Unattributable: the context it belonged to times out and says so.
-                    if self._on_malformed is not None:
-                        self._on_malformed(str(error))
-                    continue
+                except MalformedMessageError:
+                    continue  # unattributable: the context it belonged to times out and says so
                 context = self._route(message)
                 if context is not None:
                     context.receive(message, at)
@@ -313,7 +309,6 @@ class SocketPool:
         self._sockets: list[CartesiaSocket] = []
         self._lock = asyncio.Lock()
         self._closing: set[asyncio.Task[None]] = set()
-        self.opened = 0
 
     async def open_context(
         self,
@@ -376,7 +371,6 @@ class SocketPool:
     async def _connect(self, on_connect: Callable[[float], None] | None) -> CartesiaSocket:
         began = time.perf_counter()
         socket = await CartesiaSocket.connect(self.url, self.headers, self.timeout_s, self.ssl_context)
-        self.opened += 1
         if on_connect is not None:
             on_connect(time.perf_counter() - began)
         socket.reserved += 1

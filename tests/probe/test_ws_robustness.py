@@ -157,9 +157,11 @@ def test_a_context_without_a_callback_yields_its_messages_until_done_or_the_clos
         await connection.send(chunk(first["context_id"]))
         await connection.send(chunk(second["context_id"]))
         await connection.send(done(first["context_id"]))
+        # No context is waiting for its first message any more: this error belongs to none of them.
+        await connection.send(json.dumps({"type": "error", "done": False, "status_code": 500}))
         await connection.close(1013, "try again later")
 
-    async def read() -> tuple[list[str], SocketClosedError | None]:
+    async def read() -> tuple[list[str], SocketClosedError | None, int]:
         async with serve(two_contexts, "127.0.0.1", 0) as server:
             port = server.sockets[0].getsockname()[1]
             socket = await CartesiaSocket.connect(f"ws://127.0.0.1:{port}", {}, timeout_s=10.0)
@@ -174,8 +176,9 @@ def test_a_context_without_a_callback_yields_its_messages_until_done_or_the_clos
             except SocketClosedError as error:
                 closed = error
             await socket.close()
-        return kinds, closed
+        return kinds, closed, socket.unattributed
 
-    kinds, closed = asyncio.run(read())
+    kinds, closed, unattributed = asyncio.run(read())
     assert kinds == ["chunk", "done"]
+    assert unattributed == 1
     assert closed is not None and closed.code == 1013 and closed.over_capacity
