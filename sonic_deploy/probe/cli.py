@@ -52,6 +52,37 @@ def _ramp_up(text: str) -> float | None:
     return seconds
 
 
+def _transcript_file(text: str) -> Path:
+    """A readable file with at least one transcript, or an argparse error naming it."""
+    path = Path(text)
+    try:
+        load_transcripts(None, path)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot read {text}: {error.strerror}") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else str(error)
+        raise argparse.ArgumentTypeError(
+            f"{reason}: give a UTF-8 file of transcripts, one per line"
+        ) from None
+    return path
+
+
+def _fault(text: str) -> tuple[str, int]:
+    """`KIND:EVERY` (EVERY defaults to 1), with KIND one the reference server injects."""
+    from sonic_deploy.probe.reference_stream import FAULTS
+
+    kind, _, every = text.partition(":")
+    if kind not in FAULTS:
+        raise argparse.ArgumentTypeError(
+            f"unknown fault {kind!r} in {text!r}: use one of {', '.join(FAULTS)}"
+        )
+    if every and not (every.isdigit() and int(every) > 0):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: EVERY must be a whole number above 0 (every N-th stream), e.g. {kind}:10"
+        )
+    return kind, int(every or 1)
+
+
 def _non_negative(text: str) -> float:
     try:
         value = float(text)
@@ -75,7 +106,9 @@ def _buffer_delay(text: str) -> int | str:
 def _load_options(parser: argparse.ArgumentParser) -> None:
     request = parser.add_argument_group("request")
     request.add_argument("--transcript", help="text to speak (default: a short sentence)")
-    request.add_argument("--transcripts", type=Path, metavar="FILE", help="file of transcripts, one per line")
+    request.add_argument(
+        "--transcripts", type=_transcript_file, metavar="FILE", help="file of transcripts, one per line"
+    )
     request.add_argument("--voice-id", default=DEFAULT_VOICE_ID)
     request.add_argument("--model-id", default=DEFAULT_MODEL_ID, help="model_id for the Cartesia API")
     request.add_argument("--language", default="en")
@@ -269,6 +302,7 @@ def _serve_parser(routes: Any) -> None:
     serve.add_argument(
         "--fault",
         action="append",
+        type=_fault,
         default=[],
         metavar="KIND:EVERY",
         help="every N-th stream gets KIND: reset, stall, malformed, error, stream_error, "
@@ -489,9 +523,8 @@ def run_serve(args: argparse.Namespace) -> int:
         return _missing_extra(error)
 
     faults: dict[str, int] = {}
-    for item in args.fault:
-        kind, _, every = item.partition(":")
-        faults[kind] = int(every or 1)
+    for kind, every in args.fault:
+        faults[kind] = every
     config = ServerConfig(
         host=args.host,
         port=args.port,

@@ -288,3 +288,26 @@ def test_a_failed_pilot_tells_nothing_so_the_next_warm_up_is_timed(monkeypatch: 
     # Started at once, all four would begin as the pilot ended.
     assert rest[3] >= pilot + 0.095 + min(0.75 * stats.ramp_up_s, 0.095) - 0.002
     assert (stats.requests, stats.ok) == (8, 8)
+
+
+@pytest.mark.parametrize(
+    ("argv", "complaint"),
+    [
+        (["serve", "--fault", "bogus:1"], "unknown fault 'bogus' in 'bogus:1': use one of reset, stall"),
+        (
+            ["serve", "--fault", "stall:0"],
+            "EVERY must be a whole number above 0 (every N-th stream), e.g. stall:10",
+        ),
+        (
+            ["ws", "--url", "ws://127.0.0.1:9/x", "--transcripts", "/nonexistent/t.txt"],
+            "cannot read /nonexistent/t.txt",
+        ),
+    ],
+)
+def test_a_bad_fault_or_transcript_file_is_an_error_naming_it_not_a_traceback(
+    argv: list[str], complaint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["probe", *argv])
+    assert exit_.value.code == 2
+    assert complaint in capsys.readouterr().err
