@@ -201,21 +201,29 @@ def upload_licence(
     say(f"new deployment of {service} started: its loader uploads the licence when the task starts")
     if not wait:
         return
-    deadline = clock() + timeout_s
-    task_definition = _wait_for_rollout(clients.ecs, cluster, service, deadline, timeout_s, sleep, clock)
-    _wait_for_loader(clients.ecs, cluster, service, task_definition, deadline, timeout_s, sleep, clock)
+    waiting = _Deadline(timeout_s, sleep, clock)
+    task_definition = _wait_for_rollout(clients.ecs, cluster, service, waiting)
+    _wait_for_loader(clients.ecs, cluster, service, task_definition, waiting)
     say(f"the licence proxy took the licence (the {LOADER} container of the new {service} task exited 0)")
 
 
-def _wait_for_rollout(
-    ecs: ECSClient,
-    cluster: str,
-    service: str,
-    deadline: float,
-    timeout_s: float,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float],
-) -> str:
+class _Deadline:
+    """One timeout shared by the waits of an upload; `pause` polls again, or gives up naming the state."""
+
+    def __init__(self, timeout_s: float, sleep: Callable[[float], None], clock: Callable[[], float]) -> None:
+        self.timeout_s, self._sleep, self._clock = timeout_s, sleep, clock
+        self._ends_at = clock() + timeout_s
+
+    def pause(self, state: str) -> None:
+        if self._clock() >= self._ends_at:
+            raise LicenceError(
+                f"{state} after {self.timeout_s:g} s. Fix: watch it in the ECS console; the licence is stored "
+                "and the proxy loads it whenever its task starts"
+            )
+        self._sleep(POLL_S)
+
+
+def _wait_for_rollout(ecs: ECSClient, cluster: str, service: str, waiting: _Deadline) -> str:
     """Wait until the forced deployment has finished; return its task definition."""
     while True:
         described = ecs.describe_services(cluster=cluster, services=[service])["services"]
@@ -235,18 +243,11 @@ def _wait_for_rollout(
                 f"the new deployment of {service} failed: {primary.get('rolloutStateReason', 'no reason given')}."
                 " Fix: read the proxy's and the loader's logs (ECS console, the service's Logs tab)"
             )
-        _pause(f"the new deployment of {service} is still {state}", deadline, timeout_s, sleep, clock)
+        waiting.pause(f"the new deployment of {service} is still {state}")
 
 
 def _wait_for_loader(
-    ecs: ECSClient,
-    cluster: str,
-    service: str,
-    task_definition: str,
-    deadline: float,
-    timeout_s: float,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float],
+    ecs: ECSClient, cluster: str, service: str, task_definition: str, waiting: _Deadline
 ) -> None:
     """Wait until the loader of the new task has exited; its exit code says whether the proxy took it."""
     while True:
@@ -268,15 +269,4 @@ def _wait_for_loader(
                 f"read the {LOADER} and licence-proxy log streams in the proxy's log group; check "
                 "ecs.licence_content_type and that the file is the licence Cartesia sent"
             )
-        _pause(f"the {LOADER} container has not finished", deadline, timeout_s, sleep, clock)
-
-
-def _pause(
-    state: str, deadline: float, timeout_s: float, sleep: Callable[[float], None], clock: Callable[[], float]
-) -> None:
-    if clock() >= deadline:
-        raise LicenceError(
-            f"{state} after {timeout_s:g} s. Fix: watch it in the ECS console; the licence is stored and the "
-            "proxy loads it whenever its task starts"
-        )
-    sleep(POLL_S)
+        waiting.pause(f"the {LOADER} container has not finished")

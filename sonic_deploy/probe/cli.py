@@ -44,19 +44,15 @@ def _ramp_up(text: str) -> float | None:
     if text == "auto":
         return None
     try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0 or auto, got {text!r}")
-    return seconds
+        return _non_negative(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0 or auto, got {text!r}") from None
 
 
-def _transcript_file(text: str) -> Path:
-    """A readable file with at least one transcript, or an argparse error naming it."""
-    path = Path(text)
+def _transcript_file(text: str) -> tuple[str, ...]:
+    """The transcripts of a readable file (read once, here), or an argparse error naming it."""
     try:
-        load_transcripts(None, path)
+        return load_transcripts(None, Path(text))
     except OSError as error:
         raise argparse.ArgumentTypeError(f"cannot read {text}: {error.strerror}") from None
     except (UnicodeDecodeError, ValueError) as error:
@@ -64,7 +60,6 @@ def _transcript_file(text: str) -> Path:
         raise argparse.ArgumentTypeError(
             f"{reason}: give a UTF-8 file of transcripts, one per line"
         ) from None
-    return path
 
 
 def _fault(text: str) -> tuple[str, int]:
@@ -326,7 +321,7 @@ def _serve_parser(routes: Any) -> None:
 def _template(args: argparse.Namespace) -> RequestTemplate:
     encoding, rate = PRESETS[args.preset] if args.preset else PRESETS["studio"]
     audio = AudioFormat(args.encoding or encoding, args.sample_rate or rate)
-    transcripts = load_transcripts(args.transcript, args.transcripts)
+    transcripts = args.transcripts or load_transcripts(args.transcript, None)
     return RequestTemplate(transcripts, args.voice_id, args.model_id, args.language, audio)
 
 

@@ -311,3 +311,16 @@ def test_a_bad_fault_or_transcript_file_is_an_error_naming_it_not_a_traceback(
         main(["probe", *argv])
     assert exit_.value.code == 2
     assert complaint in capsys.readouterr().err
+
+
+def test_transcripts_from_a_file_are_each_spoken(
+    shared_server: ServerFactory, run_probe: Callable[..., ProbeRun], tmp_path: Path
+) -> None:
+    """The file is read once, when the options are parsed, and its lines are cycled through."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text("Hi.\n\nHello there.\n", encoding="utf-8")
+    server = shared_server("--first-byte-ms", "5", "--pace", "0", "--ms-per-char", "20")
+    run = run_probe("ws", "--url", server.ws_url, "--transcripts", str(lines), "--concurrency", "1",
+                    "--requests", "2", "--warmup", "0")  # fmt: skip
+    # 20 ms of audio per character: "Hi." is 60 ms, "Hello there." 240 ms.
+    assert sorted(s["audio_ms"] for s in run.samples) == [60.0, 240.0]
