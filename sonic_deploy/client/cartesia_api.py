@@ -66,6 +66,15 @@ def check_output_format(output: object, containers: tuple[str, ...] = ("raw",)) 
     return str(container), str(encoding), int(rate)
 
 
+def status_kind(prefix: str, status: object) -> str:
+    """`status_429`, `status_422`, `status_5xx`, `status_4xx`... so that runs compare by kind."""
+    if not isinstance(status, int):
+        return prefix
+    if status in (429, 422):
+        return f"{prefix}_{status}"
+    return f"{prefix}_{status // 100}xx"
+
+
 def error_text(event: dict[str, Any]) -> str:
     """What an error message says, in the current shape (title, message, error_code) or the old one."""
     parts = [str(event[key]) for key in ("error_code", "title", "message") if event.get(key)]

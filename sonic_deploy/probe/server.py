@@ -25,8 +25,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from sonic_deploy.client import cartesia_api
-from sonic_deploy.probe import eventstream
+from sonic_deploy.client import cartesia_api, eventstream
 from sonic_deploy.probe.reference_stream import (
     BadRequestError,
     Event,
@@ -79,13 +78,19 @@ def _http_error(status: int, message: str) -> web.Response:
     return web.json_response(body, status=status)
 
 
+def _count_seen(behaviour: ReferenceBehaviour, label: str, value: str) -> None:
+    """Count `label:value`, as `label:other` past the first few values: the counters stay few whatever
+    clients send."""
+    seen = sum(1 for name in behaviour.counts if name.startswith(f"{label}:"))
+    if f"{label}:{value}" not in behaviour.counts and (seen >= _MAX_VERSIONS or len(value) > 32):
+        value = "other"
+    behaviour.counts[f"{label}:{value}"] += 1
+
+
 def _refused(request: web.Request, behaviour: ReferenceBehaviour) -> web.Response | None:
     """Count the API version and credential form; a 401 if the server wants a key and got another."""
     version = request.headers.get("Cartesia-Version") or request.query.get("cartesia_version") or "none"
-    seen = sum(1 for name in behaviour.counts if name.startswith("version:"))
-    if f"version:{version}" not in behaviour.counts and (seen >= _MAX_VERSIONS or len(version) > 32):
-        version = "other"  # the counters stay few whatever clients send
-    behaviour.counts[f"version:{version}"] += 1
+    _count_seen(behaviour, "version", version)
     bearer = request.headers.get("Authorization", "")
     given = {
         "x-api-key": request.headers.get("X-API-Key"),
@@ -493,6 +498,9 @@ def _sagemaker_request(body: Any) -> Generation:
 async def _sagemaker(request: web.Request) -> web.StreamResponse:
     arrived = asyncio.get_running_loop().time()
     behaviour = request.app[BEHAVIOUR]
+    # Not checked (any keys sign): counted by access key id, so a client's credential refresh shows.
+    signed = request.headers.get("Authorization", "").partition("Credential=")[2].partition("/")[0]
+    _count_seen(behaviour, "access_key", signed or "none")
     try:
         generation = _sagemaker_request(await request.json())
     except (ValueError, BadRequestError) as error:

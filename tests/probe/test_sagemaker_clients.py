@@ -15,11 +15,11 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.exceptions import ClientError
 
-from sonic_deploy.probe.eventstream import payload_part
+from sonic_deploy.client.eventstream import payload_part
+from sonic_deploy.client.sagemaker import SageMakerClient
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.requests import AudioFormat
 from sonic_deploy.probe.targets.sagemaker import SageMakerTarget, classify_client_error
-from sonic_deploy.probe.targets.sagemaker_async import AsyncSageMakerTarget
 
 ENDPOINT, REGION = "sonic-dev", "us-east-2"
 OPERATION_EVENT = "sagemaker-runtime.InvokeEndpointWithResponseStream"
@@ -84,11 +84,10 @@ def _signed_header_names(authorization: str | bytes) -> str:
 
 def test_the_async_client_sends_and_signs_what_boto3_sends(boto3_client: Any) -> None:
     expected = _boto3_request(boto3_client)
-    target = AsyncSageMakerTarget(ENDPOINT, REGION, None, 5.0)
-    credentials = boto3.session.Session().get_credentials()
-    assert credentials is not None
-    ours = target._signer.sign(b'{"transcript": "hi"}', credentials.get_frozen_credentials())
-    assert target.url == expected.url
+    client = SageMakerClient(ENDPOINT, region=REGION)
+    credentials = asyncio.run(client.credentials())
+    ours = client._signer.sign(b'{"transcript": "hi"}', credentials)
+    assert client.url == expected.url
     # Accept travels as X-Amzn-SageMaker-Accept, as boto3's serialiser writes it (not as Accept).
     theirs = {k.lower(): _text(v) for k, v in expected.headers.items() if k.lower() not in VARYING}
     assert {k.lower(): v for k, v in ours.items() if k.lower() not in VARYING} == theirs
@@ -123,7 +122,8 @@ def test_both_clients_name_an_error_response_alike(
     with pytest.raises(ClientError) as raised:
         boto3_client.invoke_endpoint_with_response_stream(EndpointName=ENDPOINT, Body=b"{}")
     boto3_kind, _ = classify_client_error(raised.value)
-    async_kind, _ = AsyncSageMakerTarget(ENDPOINT, REGION, None, 5.0).classify(status, headers.items(), body)
+    error = SageMakerClient(ENDPOINT, region=REGION).error_response(status, headers.items(), body)
+    async_kind = error.kind
     assert async_kind == boto3_kind
     assert async_kind != "client_error_unknown"
 
@@ -158,10 +158,10 @@ def test_boto3_client_counts_from_when_botocore_hands_the_request_over() -> None
 
 def test_an_error_body_botocore_cannot_read_is_named_by_its_status() -> None:
     # boto3 itself raises UnicodeDecodeError here (counted as `unexpected` with --client boto3).
-    target = AsyncSageMakerTarget(ENDPOINT, REGION, None, 5.0)
-    kind, message = target.classify(502, [("Content-Type", "application/json")], b"\xff\xfe not utf-8")
-    assert kind == "client_error_502"
-    assert "not utf-8" in message
+    client = SageMakerClient(ENDPOINT, region=REGION)
+    error = client.error_response(502, [("Content-Type", "application/json")], b"\xff\xfe not utf-8")
+    assert error.kind == "client_error_502"
+    assert "not utf-8" in error.message
 
 
 @pytest.mark.parametrize(
@@ -172,11 +172,4 @@ def test_the_async_client_goes_through_the_proxy_boto3_would_use(
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
     monkeypatch.setenv("NO_PROXY", no_proxy)
-    target = AsyncSageMakerTarget(ENDPOINT, REGION, None, 5.0)
-
-    async def started() -> str | None:
-        await target.start(1)
-        await target.stop()
-        return target._proxy
-
-    assert asyncio.run(started()) == expected
+    assert SageMakerClient(ENDPOINT, region=REGION)._proxy == expected

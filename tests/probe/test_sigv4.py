@@ -10,7 +10,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import ReadOnlyCredentials
 
-from sonic_deploy.probe.sigv4 import RequestSigner
+from sonic_deploy.client.sigv4 import RequestSigner
 
 HEADERS = {"Content-Type": "application/json", "X-Amzn-SageMaker-Accept": "text/event-stream"}
 PAYLOAD = b'{"transcript": "Hello, world.", "context_id": "c-1"}'

@@ -11,7 +11,7 @@ import zlib
 import pytest
 from botocore.eventstream import EventStreamBuffer
 
-from sonic_deploy.probe.eventstream import (
+from sonic_deploy.client.eventstream import (
     FrameDecoder,
     FrameError,
     LineAssembler,

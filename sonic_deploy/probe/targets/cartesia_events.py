@@ -5,21 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from sonic_deploy.client import cartesia_api
+from sonic_deploy.client.cartesia_api import status_kind
 from sonic_deploy.client.cartesia_ws import MalformedMessageError, decode_message
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 
 # Carry no audio and do not end a stream. Other types (a newer API version may add some) are counted on the
 # stream as ignored, as the SDK ignores them, and the stream goes on.
 _KNOWN_QUIET = frozenset({"timestamps", "phoneme_timestamps", "flush_done"})
-
-
-def status_kind(prefix: str, status: object) -> str:
-    """`status_429`, `status_422`, `status_5xx`, `status_4xx`... so that runs compare by kind."""
-    if not isinstance(status, int):
-        return prefix
-    if status in (429, 422):
-        return f"{prefix}_{status}"
-    return f"{prefix}_{status // 100}xx"
 
 
 def decode_event(text: str | bytes) -> dict[str, Any]:

@@ -32,25 +32,12 @@ from botocore.exceptions import (
 from urllib3.exceptions import ProtocolError
 from urllib3.exceptions import ReadTimeoutError as StreamReadTimeoutError
 
-from sonic_deploy.probe.eventstream import LineAssembler
+from sonic_deploy.client.eventstream import LineAssembler
+from sonic_deploy.client.sagemaker import OPERATION, error_kind
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
-from sonic_deploy.probe.targets.cartesia_events import apply_event, decode_event, status_kind
+from sonic_deploy.probe.targets.cartesia_events import apply_event, decode_event
 
-OPERATION = "InvokeEndpointWithResponseStream"
 _CREDENTIAL_ERRORS = (NoCredentialsError, CredentialRetrievalError, TokenRetrievalError)
-_STREAM_ERRORS = {
-    "ModelStreamError": "model_stream_error",
-    "InternalStreamFailure": "internal_stream_failure",
-}
-
-
-def error_kind(code: str, original_status: object = None) -> str:
-    """`model_error_429`, `model_stream_error`, `client_error_ValidationError`... (one naming, both clients)."""
-    if code == "ModelError":
-        return status_kind("model_error", original_status)
-    if code in _STREAM_ERRORS:
-        return _STREAM_ERRORS[code]
-    return f"client_error_{code}"
 
 
 def classify_client_error(error: ClientError) -> tuple[str, str]:

@@ -15,10 +15,11 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
+from sonic_deploy.client.cartesia_api import status_kind
 from sonic_deploy.client.cartesia_ws import CartesiaSocket, Context, SocketClosedError, SocketPool
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 from sonic_deploy.probe.requests import AgentTraffic, split_pieces
-from sonic_deploy.probe.targets.cartesia_events import apply_event, status_kind
+from sonic_deploy.probe.targets.cartesia_events import apply_event
 
 
 def classify_connect_error(error: BaseException) -> str:

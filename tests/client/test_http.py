@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import aiohttp
 import pytest
 
-from sonic_deploy.probe.targets.http import stamped_body, traced_session
+from sonic_deploy.client.http import pooled_session, stamped_body
 
 
 def _server(arrivals: list[float]) -> tuple[socket.socket, threading.Thread]:
@@ -65,7 +65,7 @@ def test_sent_is_when_the_body_is_written_not_when_the_headers_are_set_aside(
     async def run() -> None:
         busy = asyncio.create_task(_busy_loop())
         async with (
-            traced_session(4) as session,
+            pooled_session(4) as session,
             session.post(f"http://127.0.0.1:{port}/", data=b"BODY", trace_request_ctx=trace) as answer,
         ):
             assert answer.status == 200
@@ -114,7 +114,7 @@ def test_body_chunks_are_stamped_when_read_from_the_socket_not_when_the_reader_r
         busy = asyncio.create_task(_busy_loop())
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
         async with (
-            traced_session(4) as session,
+            pooled_session(4) as session,
             session.post(url, data=b"BODY", trace_request_ctx={}) as response,
         ):
             async for at, data in stamped_body(response):
@@ -143,7 +143,7 @@ def test_a_chunk_that_came_in_before_the_reader_started_keeps_its_stamp() -> Non
     async def run() -> None:
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
         async with (
-            traced_session(4) as session,
+            pooled_session(4) as session,
             session.post(url, data=b"BODY", trace_request_ctx={}) as response,
         ):
             headers_at = time.perf_counter()

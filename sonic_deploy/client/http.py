@@ -1,0 +1,128 @@
+"""The aiohttp connection pool the HTTP clients share, and when their bytes really arrived.
+
+Each connection notes when body bytes came off the socket (`stamped_body`), and each request can record,
+in the mapping passed as aiohttp's `trace_request_ctx`, how long a new connection took to set up
+(`connect_s`) and when the request was written (`sent_at`). Under load the task reading a body resumes a
+loop turn or more after its bytes arrived, behind every other stream's work: that wait belongs to the
+client, not to the server, and an agent's time-to-first-byte or the probe's TTFA must not include it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ssl
+import time
+from collections.abc import AsyncIterator, MutableMapping
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+from aiohttp.client_proto import ResponseHandler
+
+Trace = MutableMapping[str, float]
+
+
+def _trace(context: SimpleNamespace) -> Trace | None:
+    trace = context.trace_request_ctx
+    return trace if isinstance(trace, MutableMapping) else None
+
+
+async def _connect_started(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceConnectionCreateStartParams
+) -> None:
+    trace = _trace(context)
+    if trace is not None:
+        trace["connect_began"] = time.perf_counter()
+
+
+async def _connect_ended(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceConnectionCreateEndParams
+) -> None:
+    trace = _trace(context)
+    began = trace.get("connect_began") if trace is not None else None
+    if trace is not None and began is not None:
+        trace["connect_s"] = time.perf_counter() - began
+
+
+async def _body_sent(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceRequestChunkSentParams
+) -> None:
+    """Called just before the body goes to the socket, with the headers, in the same step: the moment the
+    request leaves. aiohttp's `on_request_headers_sent` is too early: it fires when the headers are put
+    aside to go out with the body, which a separate task writes once the loop gets round to it."""
+    trace = _trace(context)
+    if trace is not None:
+        trace["sent_at"] = time.perf_counter()
+
+
+class _StampedHandler(ResponseHandler):
+    """aiohttp's protocol, noting when the first body bytes not yet read by the caller came off the socket.
+
+    Only a read that brought body bytes counts (they are counted by the response's stream, aiohttp's
+    `_payload`): not one that brought only headers, and not a stamp left from an earlier response on the
+    connection.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
+        self.read_at: float | None = None
+
+    def _body(self) -> tuple[object, int]:
+        payload = getattr(self, "_payload", None)
+        return payload, (payload.total_bytes if payload is not None else 0)
+
+    def data_received(self, data: bytes) -> None:
+        at = time.perf_counter()
+        before, before_bytes = self._body()
+        super().data_received(data)
+        if self.read_at is None:
+            payload, total = self._body()
+            if total > (before_bytes if payload is before else 0):
+                self.read_at = at
+
+
+class _StampingConnector(aiohttp.TCPConnector):
+    """A TCPConnector whose connections speak through `_StampedHandler` (aiohttp's `_factory` hook; if a
+    release renames it, chunks are stamped when read instead, and tests/client/test_http.py fails)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._factory = functools.partial(_StampedHandler, loop=self._loop)  # type: ignore[assignment]
+
+
+async def stamped_body(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[float, bytes]]:
+    """The body as it arrives, each piece with when its first bytes were read from the socket; or when the
+    reader got it, on a connection that does not note it, or for a body that had ended before its reader
+    started (aiohttp has then given its connection back to the pool, with its stamp)."""
+    connection = response.connection
+    handler = connection.protocol if connection is not None else None
+    stamped = handler if isinstance(handler, _StampedHandler) else None
+    if stamped is not None and response.content.total_bytes == 0:
+        stamped.read_at = None  # none of this body has come in: nothing stamped is this body's
+    async for data in response.content.iter_any():
+        at = stamped.read_at if stamped is not None else None
+        if stamped is None or at is None:  # a connection that does not stamp its reads
+            at = time.perf_counter()
+        else:
+            stamped.read_at = None
+        yield at, data
+
+
+def pooled_session(
+    max_connections: int,
+    ssl_context: ssl.SSLContext | None = None,
+    timeout: aiohttp.ClientTimeout | None = None,
+) -> aiohttp.ClientSession:
+    """One pool of at most `max_connections` (any number per host), whose requests record their set-up and
+    send times in a `trace_request_ctx` mapping when given one. Direct: no proxy from the environment
+    unless a request names one (looked up once by its owner, not on every request as `trust_env` does)."""
+    tracing = aiohttp.TraceConfig()
+    tracing.on_connection_create_start.append(_connect_started)
+    tracing.on_connection_create_end.append(_connect_ended)
+    tracing.on_request_chunk_sent.append(_body_sent)
+    return aiohttp.ClientSession(
+        connector=_StampingConnector(limit=max_connections, limit_per_host=0, ssl=ssl_context or True),
+        trace_configs=[tracing],
+        timeout=timeout or aiohttp.ClientTimeout(total=None),
+    )

@@ -1,0 +1,491 @@
+"""Sonic on a SageMaker endpoint, from asyncio: `InvokeEndpointWithResponseStream` without boto3's threads.
+
+    async with SageMakerClient("sonic-prod", region="us-east-2") as sonic:
+        async for chunk in sonic.speak("Hello there.", voice=VOICE_ID, sample_rate=8000, encoding="pcm_mulaw"):
+            play(chunk.data)
+
+boto3's request, sent on the event loop. A botocore client of `sagemaker-runtime` (one per process and
+place: building one loads the service model) gives the endpoint URL, the signing name, the Region, the
+credentials (boto3's chain: environment, profile, SSO, container or instance role; refreshed in a thread
+before they expire) and the service model: the headers are the ones its serialiser writes (`Accept`
+travels as `X-Amzn-SageMaker-Accept`), the signature is SigV4 (`sigv4.RequestSigner`: what botocore's
+signer writes, at a fraction of its CPU), error responses are parsed by botocore's own parser, and its
+CA bundle (`AWS_CA_BUNDLE`) and proxy settings (`HTTPS_PROXY`, `NO_PROXY`) apply. The I/O is aiohttp, one
+pool of connections per client, and the response is AWS event-stream frames (`eventstream.FrameDecoder`)
+around newline-delimited JSON events that the frames may split or pack (`eventstream.LineAssembler`).
+
+The Marketplace container takes one request per utterance (no continuations): an agent sends it whole
+sentences. Errors are typed (`ThrottledError` for a 429 or service throttling, `InvalidRequestError`,
+`StreamError` once audio has started, ...), each with the `kind` the probe counts it under. Closing the
+iterator (`break` inside `contextlib.aclosing`, or cancelling the task) closes the HTTP stream: the
+connection is dropped, not returned to the pool with the rest of an utterance in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import ssl
+import urllib.parse
+import uuid
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+import aiohttp
+import botocore.session
+import orjson
+from botocore.awsrequest import HeadersDict
+from botocore.config import Config
+from botocore.credentials import ReadOnlyCredentials
+from botocore.exceptions import BotoCoreError, NoRegionError
+from botocore.parsers import create_parser
+from botocore.utils import get_environ_proxies
+
+from sonic_deploy.client import cartesia_api
+from sonic_deploy.client.cartesia_ws import MalformedMessageError, decode_message
+from sonic_deploy.client.eventstream import FrameDecoder, FrameError, LineAssembler
+from sonic_deploy.client.http import Trace, pooled_session, stamped_body
+from sonic_deploy.client.sigv4 import RequestSigner
+
+OPERATION = "InvokeEndpointWithResponseStream"
+# Enough of an error body for its code and message; the rest is not read.
+ERROR_BODY_BYTES = 64 * 1024
+_STREAM_ERRORS = {
+    "ModelStreamError": "model_stream_error",
+    "InternalStreamFailure": "internal_stream_failure",
+}
+# Codes of a request that AWS refused for who sent it, not for what it said.
+_ACCESS_CODES = frozenset(
+    {
+        "AccessDeniedException",
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "ExpiredTokenException",
+        "IncompleteSignature",
+        "MissingAuthenticationToken",
+        "InvalidClientTokenId",
+    }
+)
+
+
+class SageMakerError(Exception):
+    """A request that did not give a whole utterance. `kind` names it as the probe counts it
+    (`model_error_429`, `model_stream_error`, `client_error_ValidationError`, `timeout`...); `status` is the
+    model's own status code where there is one; `retryable` says whether the same request may work later."""
+
+    retryable = False
+
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+        super().__init__(f"{kind}: {message}" if message else kind)
+        self.kind, self.message, self.status = kind, message, status
+
+
+class ThrottledError(SageMakerError):
+    """No free capacity: the model answered 429 (more concurrent streams than the instances take) or
+    SageMaker throttled the caller. Retry after a pause, or add instances."""
+
+    retryable = True
+
+
+class InvalidRequestError(SageMakerError):
+    """The request itself is refused (the model's 422, SageMaker's ValidationError): do not retry it."""
+
+
+class AccessError(SageMakerError):
+    """No usable credentials, or they may not invoke this endpoint (the IAM action is
+    sagemaker:InvokeEndpointWithResponseStream on the endpoint's ARN)."""
+
+
+class EndpointUnreachableError(SageMakerError):
+    """No connection to the runtime endpoint (DNS, routing, a VPC endpoint's security group)."""
+
+    retryable = True
+
+
+class StreamError(SageMakerError):
+    """The stream broke after it started (ModelStreamError, InternalStreamFailure, a cut connection, bytes
+    that are not the protocol): part of the utterance may have been delivered already."""
+
+    retryable = True
+
+
+class RequestTimeoutError(SageMakerError):
+    """No connection, or no bytes, within the client's timeouts."""
+
+    retryable = True
+
+
+def error_kind(code: str, original_status: object = None) -> str:
+    """`model_error_429`, `model_stream_error`, `client_error_ValidationError`... (one naming, every client)."""
+    if code == "ModelError":
+        return cartesia_api.status_kind("model_error", original_status)
+    if code in _STREAM_ERRORS:
+        return _STREAM_ERRORS[code]
+    return f"client_error_{code}"
+
+
+def error_for(kind: str, message: str, status: int | None = None) -> SageMakerError:
+    """The typed error for a kind of failure."""
+    cls: type[SageMakerError] = SageMakerError
+    if kind.endswith("_429") or kind in ("client_error_ThrottlingException", "client_error_429"):
+        cls = ThrottledError
+    elif kind.endswith("_422") or kind == "client_error_ValidationError":
+        cls = InvalidRequestError
+    elif kind == "credentials" or kind.removeprefix("client_error_") in _ACCESS_CODES:
+        cls = AccessError
+    elif kind in ("refused", "connect"):
+        cls = EndpointUnreachableError
+    elif kind in ("cut", "malformed", *_STREAM_ERRORS.values()):
+        cls = StreamError
+    elif kind == "timeout":
+        cls = RequestTimeoutError
+    error = cls(kind, message, status)
+    if cls is SageMakerError and (kind.endswith("_5xx") or kind in ("client_error_ServiceUnavailable",)):
+        error.retryable = True
+    return error
+
+
+@dataclass(frozen=True, slots=True)
+class AudioChunk:
+    """Audio as it arrived: `data` in the requested encoding and rate; `at` is `time.perf_counter()` when
+    its bytes came off the socket (not when the caller's task got round to it)."""
+
+    data: bytes
+    at: float
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    """What the botocore client of `sagemaker-runtime` works out once: where, how to sign, how to read."""
+
+    session: botocore.session.Session
+    endpoint_url: str
+    region: str
+    signing_name: str
+    wire_names: dict[str, str]
+    parser: Any
+    output_shape: Any
+    service_model: Any
+
+
+def _runtime_of(session: botocore.session.Session, region: str | None, endpoint_url: str | None) -> _Runtime:
+    try:
+        client = session.create_client(
+            "sagemaker-runtime",
+            region_name=region,
+            endpoint_url=endpoint_url,
+            config=Config(retries={"total_max_attempts": 1}),
+        )
+    except NoRegionError:
+        raise ValueError(
+            "no AWS Region for the SageMaker runtime. Fix: pass region= (the endpoint's Region) "
+            "or set AWS_REGION"
+        ) from None
+    operation = client.meta.service_model.operation_model(OPERATION)
+    assert operation.input_shape is not None
+    members = operation.input_shape.members
+    return _Runtime(
+        session=session,
+        endpoint_url=client.meta.endpoint_url.rstrip("/"),
+        region=client.meta.region_name,
+        signing_name=client.meta.service_model.signing_name,
+        # The wire names the serialiser uses: `ContentType` -> Content-Type, `Accept` -> X-Amzn-SageMaker-Accept.
+        wire_names={name: members[name].serialization["name"] for name in ("ContentType", "Accept")},
+        parser=create_parser(client.meta.service_model.metadata["protocol"]),
+        output_shape=operation.output_shape,
+        service_model=client.meta.service_model,
+    )
+
+
+@functools.cache
+def _default_runtime(region: str | None, endpoint_url: str | None) -> _Runtime:
+    """boto3's own session and chain, once per process and place (a client loads tens of thousands of
+    objects of service model, which a busy agent must not build again, nor leave behind as garbage)."""
+    return _runtime_of(botocore.session.get_session(), region, endpoint_url)
+
+
+class _Credentials:
+    """Frozen credentials, refreshed in a thread when botocore says so: a refresh may call STS, SSO or the
+    instance metadata service, and must not stall the event loop (every stream's audio with it)."""
+
+    def __init__(self, session: botocore.session.Session) -> None:
+        self._session = session
+        self._source: Any = None
+        self._frozen: ReadOnlyCredentials | None = None
+        self._lock = asyncio.Lock()
+
+    def _refresh_needed(self) -> bool:
+        refresh_needed = getattr(self._source, "refresh_needed", None)
+        return callable(refresh_needed) and bool(refresh_needed())
+
+    async def get(self) -> ReadOnlyCredentials:
+        frozen = self._frozen
+        if frozen is None or self._refresh_needed():
+            async with self._lock:
+                frozen = self._frozen
+                if frozen is None or self._refresh_needed():
+                    try:
+                        frozen = await asyncio.to_thread(self._fetch)
+                    except BotoCoreError as error:  # an expired SSO session, a failed role assumption...
+                        raise AccessError("credentials", repr(error)) from error
+                    self._frozen = frozen
+        return frozen
+
+    def _fetch(self) -> ReadOnlyCredentials:
+        if self._source is None:
+            self._source = self._session.get_credentials()
+        if self._source is None:
+            raise AccessError(
+                "credentials",
+                "no AWS credentials found. Fix: a task or instance role, or AWS_PROFILE on a laptop "
+                "(aws sso login --profile NAME); against `sonic-deploy probe serve` any values do",
+            )
+        frozen: ReadOnlyCredentials = self._source.get_frozen_credentials()
+        return frozen
+
+
+class SageMakerClient:
+    """One endpoint's streaming invocations, on one pool of at most `max_connections` connections.
+
+    `session` is a botocore session (default: boto3's, with its credential chain; pass
+    `botocore.session.Session(profile="NAME")` for a profile). `connect_timeout_s` bounds a new connection,
+    `read_timeout_s` the wait for each next bytes of a stream; a whole utterance has no deadline of its own.
+    Use it as an async context manager, or call `close()`; the pool is made on first use, on the loop
+    that uses it.
+    """
+
+    def __init__(
+        self,
+        endpoint_name: str,
+        *,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        session: botocore.session.Session | None = None,
+        max_connections: int = 64,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float = 30.0,
+    ) -> None:
+        if not endpoint_name:
+            raise ValueError(
+                "endpoint_name is empty. Fix: the stack output EndpointName (sonic-deploy connect)"
+            )
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        runtime = (
+            _default_runtime(region, endpoint_url)
+            if session is None
+            else _runtime_of(session, region, endpoint_url)
+        )
+        self.endpoint_name, self.region = endpoint_name, runtime.region
+        self._runtime = runtime
+        path = f"/endpoints/{urllib.parse.quote(endpoint_name, safe='')}/invocations-response-stream"
+        self.url = runtime.endpoint_url + path
+        headers = {
+            runtime.wire_names["ContentType"]: "application/json",
+            runtime.wire_names["Accept"]: "text/event-stream",
+        }
+        self._signer = RequestSigner(self.url, headers, runtime.signing_name, runtime.region)
+        self._credentials = _Credentials(runtime.session)
+        self._max_connections = max_connections
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
+        )
+        # As boto3 does: HTTP(S)_PROXY / NO_PROXY, looked up once by botocore's own rule.
+        self._proxy = get_environ_proxies(self.url).get(urllib.parse.urlsplit(self.url).scheme)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    def _pool(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            # boto3's CA bundle (AWS_CA_BUNDLE or the config file's ca_bundle), or the system's.
+            ca_bundle = self._runtime.session.get_config_variable("ca_bundle")
+            context = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else None
+            self._session = pooled_session(self._max_connections, context, self._timeout)
+        return self._session
+
+    async def credentials(self) -> ReadOnlyCredentials:
+        """The credentials the next request is signed with (refreshed first if they are about to expire)."""
+        return await self._credentials.get()
+
+    async def speak(
+        self,
+        transcript: str,
+        *,
+        voice: str | Mapping[str, Any],
+        sample_rate: int = 24000,
+        encoding: str = "pcm_s16le",
+        language: str | None = "en",
+        context_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> AsyncGenerator[AudioChunk]:
+        """One utterance's audio, chunk by chunk as it arrives; a typed `SageMakerError` if it fails."""
+        body = request_body(
+            transcript,
+            voice=voice,
+            sample_rate=sample_rate,
+            encoding=encoding,
+            language=language,
+            context_id=context_id,
+            extra=extra,
+        )
+        events = self.events(body)
+        try:
+            async for at, event in events:
+                if event.get("type") == "chunk" and event.get("data"):
+                    yield AudioChunk(_audio(event["data"]), at)
+        finally:
+            await events.aclose()
+
+    async def events(
+        self, body: Mapping[str, Any], *, trace: Trace | None = None
+    ) -> AsyncGenerator[tuple[float, dict[str, Any]]]:
+        """Every JSON event of one request's stream, each with when its bytes arrived, up to and including
+        the one that ends it (`done`, or a chunk with `done: true`). `trace` (aiohttp's per-request
+        context) gets `connect_s` for a new connection and `sent_at` when the request was written."""
+        payload = orjson.dumps(body)
+        headers = self._signer.sign(payload, await self._credentials.get())
+        try:
+            response = await self._pool().post(
+                self.url, data=payload, headers=headers, proxy=self._proxy, trace_request_ctx=trace
+            )
+        except aiohttp.ClientConnectorError as error:
+            refused = isinstance(error.os_error, ConnectionRefusedError)
+            raise error_for("refused" if refused else "connect", repr(error)) from error
+        except (TimeoutError, aiohttp.ServerTimeoutError) as error:
+            raise error_for("timeout", repr(error)) from error
+        except aiohttp.ClientError as error:
+            raise error_for("cut", repr(error)) from error
+        finished = False
+        try:
+            if response.status != 200:
+                raw = await response.content.read(ERROR_BODY_BYTES)
+                raise self.error_response(response.status, response.headers.items(), raw)
+            frames, lines = FrameDecoder(), LineAssembler()
+            async for at, data in stamped_body(response):
+                if finished:
+                    continue  # read to the end so that the connection goes back to the pool
+                for frame_headers, part in frames.feed(data):
+                    for event in _payload_events(frame_headers, part, lines):
+                        yield at, event
+                        if event.get("done") is True or event.get("type") == "done":
+                            finished = True
+                            break
+                    if finished:
+                        break
+            if not finished:
+                raise error_for("cut", f"stream ended without a done event (pending {lines.pending[:40]!r})")
+        except FrameError as error:
+            raise error_for("malformed", f"bad event-stream frame: {error}") from error
+        except (TimeoutError, aiohttp.ServerTimeoutError) as error:
+            raise error_for("timeout", f"no bytes within the read timeout ({error!r})") from error
+        except aiohttp.ClientError as error:
+            raise error_for("cut", repr(error)) from error
+        finally:
+            if finished:
+                response.release()
+            else:  # the rest of the utterance is not wanted: drop the connection with it
+                response.close()
+
+    def error_response(self, status: int, headers: Iterable[tuple[str, str]], raw: bytes) -> SageMakerError:
+        """An error response, parsed by botocore's own parser with its modelled fields (`OriginalStatusCode`),
+        as boto3 parses it."""
+        runtime = self._runtime
+        answer = {"status_code": status, "headers": HeadersDict(headers), "body": raw}
+        try:
+            parsed: dict[str, Any] = runtime.parser.parse(answer, runtime.output_shape)
+            code = str(parsed.get("Error", {}).get("Code") or status)
+            shape = runtime.service_model.shape_for_error_code(code)
+            if shape is not None:
+                parsed.update(runtime.parser.parse(answer, shape))
+        except ValueError:  # a body that is not UTF-8 (a proxy's page, say): named by its status
+            parsed, code = {}, str(status)
+        message = str(parsed.get("Error", {}).get("Message") or raw[:200].decode(errors="replace"))
+        original = parsed.get("OriginalStatusCode")
+        return error_for(error_kind(code, original), message, original if isinstance(original, int) else None)
+
+
+def _payload_events(
+    headers: Mapping[str, object], payload: bytes, lines: LineAssembler
+) -> list[dict[str, Any]]:
+    """The JSON events an event-stream message completes; the typed error if it is one, or carries one."""
+    kind = headers.get(":message-type")
+    if kind == "exception":
+        code = str(headers.get(":exception-type") or "unknown")
+        raise error_for(error_kind(code), payload.decode(errors="replace")[:300])
+    if kind == "error":
+        code = str(headers.get(":error-code") or "unknown")
+        raise error_for(error_kind(code), str(headers.get(":error-message") or ""))
+    if headers.get(":event-type") != "PayloadPart":
+        return []
+    events = []
+    for line in lines.feed(payload):
+        try:
+            event = decode_message(line)
+        except MalformedMessageError as error:
+            raise error_for("malformed", str(error)) from error
+        if event.get("type") == "error":
+            status = event.get("status_code")
+            raise error_for(
+                cartesia_api.status_kind("error_event", status),
+                cartesia_api.error_text(event),
+                status if isinstance(status, int) else None,
+            )
+        events.append(event)
+    return events
+
+
+def _audio(data: object) -> bytes:
+    if not isinstance(data, str):
+        raise error_for("malformed", f"a chunk's data is not base64 text: {type(data).__name__}")
+    try:
+        return base64.b64decode(data, validate=True)
+    except ValueError as error:
+        raise error_for("malformed", f"a chunk's data is not base64: {error}") from error
+
+
+def request_body(
+    transcript: str,
+    *,
+    voice: str | Mapping[str, Any],
+    sample_rate: int = 24000,
+    encoding: str = "pcm_s16le",
+    language: str | None = "en",
+    context_id: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The Marketplace container's request: one utterance, a voice by id, raw audio. `extra` adds fields
+    such as `generation_config` or `pronunciation_map` (Sonic 3.5). ValueError names a bad field."""
+    output = {"container": "raw", "encoding": encoding, "sample_rate": sample_rate}
+    try:
+        cartesia_api.check_output_format(output)
+        voice_id = cartesia_api.voice_id(dict(voice) if isinstance(voice, Mapping) else voice)
+    except cartesia_api.ApiRequestError as error:
+        raise ValueError(f"{error}. Fix: see docs/connect.md for what the endpoint accepts") from None
+    if not transcript.strip():
+        raise ValueError("transcript is empty: there is nothing to speak")
+    body: dict[str, Any] = {
+        "context_id": context_id or uuid.uuid4().hex,
+        "transcript": transcript,
+        "voice": {"mode": "id", "id": voice_id},
+        "output_format": output,
+    }
+    if language is not None:
+        body["language"] = language  # required by Sonic 3, optional from 3.5
+    if extra:
+        body.update(extra)
+    return body

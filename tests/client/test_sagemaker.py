@@ -1,0 +1,241 @@
+"""The SageMaker client against `probe serve`: whole utterances, however the parts are cut; typed errors;
+closing the stream; credentials refreshed as botocore says."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+from pathlib import Path
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.credentials import RefreshableCredentials
+
+from sonic_deploy.client import (
+    AccessError,
+    EndpointUnreachableError,
+    InvalidRequestError,
+    SageMakerClient,
+    StreamError,
+    ThrottledError,
+)
+from tests.probe.harness import ReferenceServer, ServerFactory
+from tests.probe.real_clients import FAST, PACED, counted, stream_bytes, wait_for_stats
+
+VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
+SENTENCES = ["Hello there.", "Your table is booked for eight.", "Is there anything else?"]
+
+
+def _client(server: ReferenceServer, **options: Any) -> SageMakerClient:
+    return SageMakerClient("sonic-test", region="us-east-2", endpoint_url=server.base, **options)
+
+
+async def _speak(client: SageMakerClient, text: str, rate: int = 24000, voice: str = VOICE) -> bytes:
+    audio = bytearray()
+    async for chunk in client.speak(text, voice=voice, sample_rate=rate):
+        audio += chunk.data
+    return bytes(audio)
+
+
+@pytest.mark.parametrize("parts", ["aligned", "split", "packed", "mixed"])
+def test_sentences_in_a_row_arrive_whole_however_the_parts_cut_the_events(
+    parts: str, shared_server: ServerFactory
+) -> None:
+    server = shared_server(*FAST, "--parts", parts)
+
+    async def run() -> list[bytes]:
+        async with _client(server, max_connections=1) as client:
+            return [await _speak(client, text) for text in SENTENCES]
+
+    spoken = asyncio.run(run())
+    assert [len(audio) for audio in spoken] == [stream_bytes(text) for text in SENTENCES]
+
+
+def test_chunks_are_the_requested_rate_and_stamped_in_order(shared_server: ServerFactory) -> None:
+    server = shared_server(*FAST)
+
+    async def run() -> list[Any]:
+        async with _client(server) as client:
+            return [chunk async for chunk in client.speak("Eight kilohertz.", voice=VOICE, sample_rate=8000)]
+
+    chunks = asyncio.run(run())
+    assert sum(len(chunk.data) for chunk in chunks) == stream_bytes("Eight kilohertz.", rate=8000)
+    assert [chunk.at for chunk in chunks] == sorted(chunk.at for chunk in chunks)
+
+
+def test_no_free_capacity_is_a_throttled_error_with_the_models_status(
+    reference_server: ServerFactory,
+) -> None:
+    server = reference_server(*FAST, "--capacity", "0")
+    with pytest.raises(ThrottledError) as raised:
+        asyncio.run(_speak(_client(server), "Busy?"))
+    assert (raised.value.kind, raised.value.status, raised.value.retryable) == ("model_error_429", 429, True)
+
+
+def test_a_request_the_model_refuses_is_an_invalid_request(shared_server: ServerFactory) -> None:
+    server = shared_server(*FAST)
+
+    async def run() -> None:
+        async with _client(server) as client:
+            async for _ in client.events({"context_id": "c", "transcript": "no voice"}):
+                pass
+
+    with pytest.raises(InvalidRequestError) as raised:
+        asyncio.run(run())
+    assert (raised.value.kind, raised.value.retryable) == ("model_error_422", False)
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [("stream_error", "model_stream_error"), ("reset", "cut"), ("malformed", "malformed")],
+)
+def test_a_stream_that_breaks_is_a_stream_error(
+    fault: str, kind: str, reference_server: ServerFactory
+) -> None:
+    server = reference_server(*FAST, "--fault", f"{fault}:1")
+    with pytest.raises(StreamError) as raised:
+        asyncio.run(_speak(_client(server), "This one breaks."))
+    assert raised.value.kind == kind
+
+
+def test_a_local_mistake_is_named_before_anything_is_sent(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
+    client = _client(server)
+    with pytest.raises(ValueError, match=r"output_format\.sample_rate"):
+        asyncio.run(_speak(client, "Hi.", rate=11025))
+    with pytest.raises(ValueError, match="voice"):
+        asyncio.run(_speak(client, "Hi.", voice=""))
+    with pytest.raises(ValueError, match="transcript is empty"):
+        asyncio.run(_speak(client, "  "))
+    assert counted(server.stats(), "access_key") == {}
+
+
+def test_closing_the_stream_mid_utterance_ends_it_on_the_server(reference_server: ServerFactory) -> None:
+    server = reference_server(*PACED, "--audio-ms", "5000")
+
+    async def run() -> bytes:
+        async with _client(server) as client:
+            stream = client.speak("A long answer that the caller interrupts.", voice=VOICE)
+            async with contextlib.aclosing(stream):
+                async for _ in stream:
+                    break  # the caller spoke: stop listening
+            return await _speak(client, "After the interruption.")
+
+    after = asyncio.run(run())
+    assert len(after) == stream_bytes("After the interruption.", audio_ms=5000)
+    stats = wait_for_stats(server, lambda s: s.get("interrupted", 0) == 1 and s.get("active") == 0)
+    assert (stats.get("interrupted"), stats.get("completed"), stats["active"]) == (1, 1, 0)
+
+
+def test_cancelling_the_task_ends_the_stream(reference_server: ServerFactory) -> None:
+    server = reference_server(*PACED, "--audio-ms", "5000")
+
+    async def run() -> None:
+        async with _client(server) as client:
+            first = asyncio.Event()
+
+            async def listen() -> None:
+                async for _ in client.speak("Cancelled mid-way.", voice=VOICE):
+                    first.set()
+
+            task = asyncio.create_task(listen())
+            await first.wait()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    asyncio.run(run())
+    stats = wait_for_stats(server, lambda s: s.get("interrupted", 0) == 1 and s.get("active") == 0)
+    assert (stats.get("interrupted"), stats["active"]) == (1, 0)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
+
+    def __call__(self) -> datetime.datetime:
+        return self.now
+
+
+def _refreshing_session(clock: _Clock, keys: list[str]) -> botocore.session.Session:
+    """A botocore session whose first provider in the chain gives credentials that expire in an hour and
+    are refreshed (each time with the next key) when botocore says they must be."""
+    issued = iter(keys)
+
+    def fetch() -> dict[str, str]:
+        expiry = clock.now + datetime.timedelta(hours=1)
+        return {
+            "access_key": next(issued),
+            "secret_key": "s",
+            "token": "t",
+            "expiry_time": expiry.isoformat(),
+        }
+
+    class Provider:
+        METHOD = "test-refreshing"
+        CANONICAL_NAME = "TestRefreshing"
+
+        def load(self) -> RefreshableCredentials:
+            first = fetch()
+            return RefreshableCredentials(
+                first["access_key"],
+                first["secret_key"],
+                first["token"],
+                datetime.datetime.fromisoformat(first["expiry_time"]),
+                fetch,
+                self.METHOD,
+                time_fetcher=clock,
+            )
+
+    session = botocore.session.Session()
+    session.get_component("credential_provider").insert_before("env", Provider())
+    return session
+
+
+def test_credentials_are_refreshed_before_they_expire(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
+    clock = _Clock()
+    session = _refreshing_session(clock, ["AKIDFIRST", "AKIDSECOND"])
+
+    async def run() -> None:
+        async with _client(server, session=session) as client:
+            await _speak(client, "Signed with the first key.")
+            clock.now += datetime.timedelta(minutes=55)  # inside botocore's mandatory refresh window
+            await _speak(client, "Signed with the second key.")
+
+    asyncio.run(run())
+    assert counted(server.stats(), "access_key") == {"AKIDFIRST": 1, "AKIDSECOND": 1}
+
+
+def test_no_credentials_is_an_access_error_with_the_fix(
+    shared_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    client = _client(shared_server(*FAST), session=botocore.session.Session())
+    with pytest.raises(AccessError, match=r"no AWS credentials found\. Fix:"):
+        asyncio.run(_speak(client, "Hi."))
+
+
+def test_nothing_listening_is_an_unreachable_endpoint() -> None:
+    import socket
+
+    with socket.socket() as placeholder:
+        placeholder.bind(("127.0.0.1", 0))
+        port = placeholder.getsockname()[1]
+    client = SageMakerClient("sonic-test", region="us-east-2", endpoint_url=f"http://127.0.0.1:{port}")
+    with pytest.raises(EndpointUnreachableError) as raised:
+        asyncio.run(_speak(client, "Anyone?"))
+    assert raised.value.kind == "refused"
+
+
+def test_no_region_is_named_with_the_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    with pytest.raises(ValueError, match=r"no AWS Region .* Fix: pass region="):
+        SageMakerClient("sonic-test", session=botocore.session.Session())
