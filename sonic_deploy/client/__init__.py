@@ -1,6 +1,7 @@
 """Clients of Sonic's APIs, as a library (`pip install 'sonic-deploy[client]'`, no aws_cdk): a SageMaker
-endpoint's streaming invocations (`SageMakerClient`) and the Cartesia WebSocket API (`cartesia_ws`), which
-the probe, the framework services (`client.pipecat`, `client.livekit`) and the turn harness all use.
+endpoint's streaming invocations (`SageMakerClient`) and the Cartesia WebSocket API (`WebSocketClient`,
+over `cartesia_ws`), with one family of typed errors (`errors`). The probe and the framework services
+(`client.pipecat`, `client.livekit`) run on the same code.
 
     from sonic_deploy.client import SageMakerClient
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sonic_deploy.client.errors import SonicError
     from sonic_deploy.client.sagemaker import (
         AccessError,
         AudioChunk,
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
         StreamError,
         ThrottledError,
     )
+    from sonic_deploy.client.websocket import WebSocketClient
 
 __all__ = [
     "AccessError",
@@ -34,15 +37,21 @@ __all__ = [
     "RequestTimeoutError",
     "SageMakerClient",
     "SageMakerError",
+    "SonicError",
     "StreamError",
     "ThrottledError",
+    "WebSocketClient",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """The SageMaker client on first use: `import sonic_deploy.client.cartesia_ws` loads no botocore."""
-    if name in __all__:
-        from sonic_deploy.client import sagemaker
+    """Each client on first use: `from sonic_deploy.client import WebSocketClient` loads no botocore."""
+    if name == "WebSocketClient":
+        from sonic_deploy.client import websocket
 
-        return getattr(sagemaker, name)
+        return websocket.WebSocketClient
+    if name in __all__:
+        from sonic_deploy.client import errors, sagemaker
+
+        return getattr(errors, name, None) or getattr(sagemaker, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

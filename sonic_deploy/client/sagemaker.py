@@ -46,6 +46,17 @@ from botocore.utils import get_environ_proxies
 
 from sonic_deploy.client import cartesia_api
 from sonic_deploy.client.cartesia_ws import MalformedMessageError, decode_message
+from sonic_deploy.client.errors import (
+    AccessError,
+    AudioChunk,
+    EndpointUnreachableError,
+    InvalidRequestError,
+    RequestTimeoutError,
+    SonicError,
+    StreamError,
+    ThrottledError,
+    error_for,
+)
 from sonic_deploy.client.eventstream import FrameDecoder, FrameError, LineAssembler
 from sonic_deploy.client.http import Trace, pooled_session, stamped_body
 from sonic_deploy.client.sigv4 import RequestSigner
@@ -57,65 +68,19 @@ _STREAM_ERRORS = {
     "ModelStreamError": "model_stream_error",
     "InternalStreamFailure": "internal_stream_failure",
 }
-# Codes of a request that AWS refused for who sent it, not for what it said.
-_ACCESS_CODES = frozenset(
-    {
-        "AccessDeniedException",
-        "UnrecognizedClientException",
-        "InvalidSignatureException",
-        "ExpiredTokenException",
-        "IncompleteSignature",
-        "MissingAuthenticationToken",
-        "InvalidClientTokenId",
-    }
-)
-
-
-class SageMakerError(Exception):
-    """A request that did not give a whole utterance. `kind` names it as the probe counts it
-    (`model_error_429`, `model_stream_error`, `client_error_ValidationError`, `timeout`...); `status` is the
-    model's own status code where there is one; `retryable` says whether the same request may work later."""
-
-    retryable = False
-
-    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
-        super().__init__(f"{kind}: {message}" if message else kind)
-        self.kind, self.message, self.status = kind, message, status
-
-
-class ThrottledError(SageMakerError):
-    """No free capacity: the model answered 429 (more concurrent streams than the instances take) or
-    SageMaker throttled the caller. Retry after a pause, or add instances."""
-
-    retryable = True
-
-
-class InvalidRequestError(SageMakerError):
-    """The request itself is refused (the model's 422, SageMaker's ValidationError): do not retry it."""
-
-
-class AccessError(SageMakerError):
-    """No usable credentials, or they may not invoke this endpoint (the IAM action is
-    sagemaker:InvokeEndpointWithResponseStream on the endpoint's ARN)."""
-
-
-class EndpointUnreachableError(SageMakerError):
-    """No connection to the runtime endpoint (DNS, routing, a VPC endpoint's security group)."""
-
-    retryable = True
-
-
-class StreamError(SageMakerError):
-    """The stream broke after it started (ModelStreamError, InternalStreamFailure, a cut connection, bytes
-    that are not the protocol): part of the utterance may have been delivered already."""
-
-    retryable = True
-
-
-class RequestTimeoutError(SageMakerError):
-    """No connection, or no bytes, within the client's timeouts."""
-
-    retryable = True
+# One family of errors for both routes (errors.py); the SageMaker name for code that only calls SageMaker.
+SageMakerError = SonicError
+__all__ = [
+    "AccessError",
+    "AudioChunk",
+    "EndpointUnreachableError",
+    "InvalidRequestError",
+    "RequestTimeoutError",
+    "SageMakerClient",
+    "SageMakerError",
+    "StreamError",
+    "ThrottledError",
+]
 
 
 def error_kind(code: str, original_status: object = None) -> str:
@@ -125,36 +90,6 @@ def error_kind(code: str, original_status: object = None) -> str:
     if code in _STREAM_ERRORS:
         return _STREAM_ERRORS[code]
     return f"client_error_{code}"
-
-
-def error_for(kind: str, message: str, status: int | None = None) -> SageMakerError:
-    """The typed error for a kind of failure."""
-    cls: type[SageMakerError] = SageMakerError
-    if kind.endswith("_429") or kind in ("client_error_ThrottlingException", "client_error_429"):
-        cls = ThrottledError
-    elif kind.endswith("_422") or kind == "client_error_ValidationError":
-        cls = InvalidRequestError
-    elif kind == "credentials" or kind.removeprefix("client_error_") in _ACCESS_CODES:
-        cls = AccessError
-    elif kind in ("refused", "connect"):
-        cls = EndpointUnreachableError
-    elif kind in ("cut", "malformed", *_STREAM_ERRORS.values()):
-        cls = StreamError
-    elif kind == "timeout":
-        cls = RequestTimeoutError
-    error = cls(kind, message, status)
-    if cls is SageMakerError and (kind.endswith("_5xx") or kind in ("client_error_ServiceUnavailable",)):
-        error.retryable = True
-    return error
-
-
-@dataclass(frozen=True, slots=True)
-class AudioChunk:
-    """Audio as it arrived: `data` in the requested encoding and rate; `at` is `time.perf_counter()` when
-    its bytes came off the socket (not when the caller's task got round to it)."""
-
-    data: bytes
-    at: float
 
 
 @dataclass(frozen=True)

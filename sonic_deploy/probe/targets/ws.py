@@ -13,28 +13,13 @@ import asyncio
 import time
 from typing import Any
 
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from sonic_deploy.client.cartesia_api import status_kind
 from sonic_deploy.client.cartesia_ws import CartesiaSocket, Context, SocketClosedError, SocketPool
+from sonic_deploy.client.websocket import closed_kind, connect_error_kind
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 from sonic_deploy.probe.requests import AgentTraffic, split_pieces
 from sonic_deploy.probe.targets.cartesia_events import apply_event
-
-
-def classify_connect_error(error: BaseException) -> str:
-    if isinstance(error, InvalidStatus):
-        return status_kind("status", error.response.status_code)
-    if isinstance(error, ConnectionRefusedError):
-        return "refused"
-    if isinstance(error, TimeoutError):
-        return "timeout"
-    return "connect"
-
-
-def closed_kind(closed: SocketClosedError) -> str:
-    """1013 ("try again later") is the server turning the stream away, not a cut."""
-    return "closed_1013" if closed.over_capacity else "cut"
 
 
 class WebSocketTarget:
@@ -89,7 +74,7 @@ class WebSocketTarget:
                         recorder.connected(time.perf_counter() - began)
                         context = socket.context(context_id, stream.deliver)
                 except (OSError, InvalidHandshake) as error:
-                    recorder.fail(classify_connect_error(error), repr(error))
+                    recorder.fail(connect_error_kind(error), repr(error))
                     return
                 stream.context, socket = context, context.socket
                 if self.agent is not None:

@@ -1,0 +1,100 @@
+"""The errors of both routes, typed so that a caller can branch on what to do: wait and retry (over
+capacity), fix the request (refused), fix the set-up (credentials, network), or accept a partial utterance
+(the stream broke). Each carries the `kind` the probe counts it under, so a measurement and an agent's
+logs name a failure alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Codes of a request that AWS refused for who sent it, not for what it said.
+_ACCESS_CODES = frozenset(
+    {
+        "AccessDeniedException",
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "ExpiredTokenException",
+        "IncompleteSignature",
+        "MissingAuthenticationToken",
+        "InvalidClientTokenId",
+    }
+)
+_STREAM_KINDS = frozenset({"cut", "malformed", "model_stream_error", "internal_stream_failure", "closed"})
+
+
+class SonicError(Exception):
+    """A request that did not give a whole utterance. `kind` names it as the probe counts it
+    (`model_error_429`, `model_stream_error`, `client_error_ValidationError`, `timeout`...); `status` is the
+    model's own status code where there is one; `retryable` says whether the same request may work later."""
+
+    retryable = False
+
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+        super().__init__(f"{kind}: {message}" if message else kind)
+        self.kind, self.message, self.status = kind, message, status
+
+
+class ThrottledError(SonicError):
+    """No free capacity: the model answered 429 (more concurrent streams than the instances take), a
+    socket closed with 1013 ("try again later"), or SageMaker throttled the caller (its
+    ThrottlingException, an HTTP 400: `status` is then None). Retry after a pause, or add capacity."""
+
+    retryable = True
+
+
+class InvalidRequestError(SonicError):
+    """The request itself is refused (the model's 422, SageMaker's ValidationError): do not retry it."""
+
+
+class AccessError(SonicError):
+    """No usable credentials, or they may not call this endpoint: on SageMaker the IAM action is
+    sagemaker:InvokeEndpointWithResponseStream on the endpoint's ARN; on the WebSocket API, the API key."""
+
+
+class EndpointUnreachableError(SonicError):
+    """No connection to the endpoint (DNS, routing, a security group, a VPC endpoint's policy)."""
+
+    retryable = True
+
+
+class StreamError(SonicError):
+    """The stream broke after it started (ModelStreamError, InternalStreamFailure, a cut connection or a
+    closed socket, bytes that are not the protocol): part of the utterance may have been delivered."""
+
+    retryable = True
+
+
+class RequestTimeoutError(SonicError):
+    """No connection, or no bytes, within the client's timeouts."""
+
+    retryable = True
+
+
+def error_for(kind: str, message: str, status: int | None = None) -> SonicError:
+    """The typed error for a kind of failure."""
+    cls: type[SonicError] = SonicError
+    if kind.endswith("_429") or kind in ("client_error_ThrottlingException", "closed_1013"):
+        cls = ThrottledError
+    elif kind.endswith("_422") or kind == "client_error_ValidationError":
+        cls = InvalidRequestError
+    elif kind == "credentials" or kind.removeprefix("client_error_") in _ACCESS_CODES:
+        cls = AccessError
+    elif kind in ("refused", "connect"):
+        cls = EndpointUnreachableError
+    elif kind in _STREAM_KINDS or kind.startswith("closed_"):
+        cls = StreamError
+    elif kind == "timeout":
+        cls = RequestTimeoutError
+    error = cls(kind, message, status)
+    if cls is SonicError and (kind.endswith("_5xx") or kind in ("client_error_ServiceUnavailable",)):
+        error.retryable = True
+    return error
+
+
+@dataclass(frozen=True, slots=True)
+class AudioChunk:
+    """Audio as it arrived: `data` in the requested encoding and rate; `at` is `time.perf_counter()` when
+    its bytes came off the socket (not when the caller's task got round to it)."""
+
+    data: bytes
+    at: float

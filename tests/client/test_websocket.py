@@ -1,0 +1,101 @@
+"""The WebSocket client against `probe serve`: whole utterances and pieces, cancel, typed errors, idle
+sockets renewed, and one socket kept warm across turns."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
+
+from sonic_deploy.client import AccessError, ThrottledError, WebSocketClient
+from tests.probe.harness import ReferenceServer, ServerFactory
+from tests.probe.real_clients import FAST, KEY, PACED, stream_bytes, wait_for_stats
+
+VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
+
+
+def _client(server: ReferenceServer, **options: Any) -> WebSocketClient:
+    return WebSocketClient(server.ws_url, api_key=options.pop("api_key", KEY), model_id="sonic-3", **options)
+
+
+async def _audio(chunks: Any) -> int:
+    return sum([len(chunk.data) async for chunk in chunks])
+
+
+def test_turns_on_one_warm_socket_arrive_whole(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
+    texts = ["Hello there.", "Your table is booked for eight."]
+
+    async def run() -> list[int]:
+        async with _client(server) as client:
+            return [await _audio(client.speak(text, voice=VOICE)) for text in texts]
+
+    assert asyncio.run(run()) == [stream_bytes(text) for text in texts]
+    assert server.stats()["ws_connections"] == 1
+
+
+def test_pieces_of_one_utterance_are_one_stream(shared_server: ServerFactory) -> None:
+    server = shared_server(*FAST, "--audio-ms", "200")
+
+    async def run() -> int:
+        async with _client(server) as client, client.utterance(voice=VOICE) as turn:
+            await turn.send("Your table is ")
+            await turn.send("booked for eight.")
+            await turn.end()
+            return await _audio(turn)
+
+    assert asyncio.run(run()) == 2 * stream_bytes("piece", audio_ms=200)
+
+
+def test_an_idle_socket_is_renewed_before_the_next_turn(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
+
+    async def run() -> None:
+        async with _client(server, idle_s=0.0) as client:
+            for text in ("First turn.", "Second turn."):
+                await asyncio.sleep(0.01)  # idle longer than idle_s
+                await _audio(client.speak(text, voice=VOICE))
+
+    asyncio.run(run())
+    assert server.stats()["ws_connections"] == 2
+
+
+def test_leaving_an_utterance_early_cancels_it_on_the_server(reference_server: ServerFactory) -> None:
+    server = reference_server(*PACED, "--audio-ms", "5000")
+
+    async def run() -> int:
+        async with _client(server) as client:
+            speech = client.speak("A long answer the caller interrupts.", voice=VOICE)
+            async with contextlib.aclosing(speech):
+                async for _ in speech:
+                    break
+            return await _audio(client.speak("Next.", voice=VOICE))
+
+    assert asyncio.run(run()) == stream_bytes("Next.", audio_ms=5000)
+    stats = wait_for_stats(server, lambda s: s.get("cancelled", 0) == 1 and s.get("active") == 0)
+    assert (stats.get("cancelled"), stats["active"]) == (1, 0)
+
+
+def test_no_free_capacity_is_a_throttled_error(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST, "--capacity", "0")
+    with pytest.raises(ThrottledError) as raised:
+        asyncio.run(_audio(_client(server).speak("Busy?", voice=VOICE)))
+    assert (raised.value.kind, raised.value.status) == ("error_event_429", 429)
+
+
+def test_a_wrong_key_is_an_access_error(shared_server: ServerFactory) -> None:
+    server = shared_server(*FAST)
+    with pytest.raises(AccessError, match="refused the key"):
+        asyncio.run(_audio(_client(server, api_key="wrong").speak("Hi.", voice=VOICE)))
+
+
+def test_local_mistakes_are_named_before_anything_is_sent() -> None:
+    with pytest.raises(ValueError, match="not a WebSocket URL"):
+        WebSocketClient("http://127.0.0.1:1/tts/websocket", api_key="k", model_id="sonic-3")
+    client = WebSocketClient("ws://127.0.0.1:1/tts/websocket", api_key="k", model_id="sonic-3")
+    with pytest.raises(ValueError, match="sample_rate"):
+        client.utterance(voice=VOICE, sample_rate=11025)
+    with pytest.raises(ValueError, match="voice"):
+        client.utterance(voice="")
