@@ -25,7 +25,7 @@ _STREAM_KINDS = frozenset({"cut", "malformed", "model_stream_error", "internal_s
 class SonicError(Exception):
     """A request that did not give a whole utterance. `kind` names it as the probe counts it
     (`model_error_429`, `model_stream_error`, `client_error_ValidationError`, `timeout`...); `status` is the
-    model's own status code where there is one; `retryable` says whether the same request may work later."""
+    model's own status code where there is one (429 for any ThrottledError); `retryable` says whether the same request may work later."""
 
     retryable = False
 
@@ -37,7 +37,7 @@ class SonicError(Exception):
 class ThrottledError(SonicError):
     """No free capacity: the model answered 429 (more concurrent streams than the instances take), a
     socket closed with 1013 ("try again later"), or SageMaker throttled the caller (its
-    ThrottlingException, an HTTP 400: `status` is then None). Retry after a pause, or add capacity."""
+    ThrottlingException, an HTTP 400). `status` is 429 in every case. Retry after a pause, or add capacity."""
 
     retryable = True
 
@@ -85,6 +85,8 @@ def error_for(kind: str, message: str, status: int | None = None) -> SonicError:
         cls = StreamError
     elif kind == "timeout":
         cls = RequestTimeoutError
+    if cls is ThrottledError and status is None:
+        status = 429  # what it means, whoever said it: frameworks that read `.status` then back off
     error = cls(kind, message, status)
     if cls is SonicError and (kind.endswith("_5xx") or kind in ("client_error_ServiceUnavailable",)):
         error.retryable = True
