@@ -9,6 +9,7 @@ the SageMaker route as docs/probe.md says:
 - `POST /tts/bytes` (raw or WAV) and `POST /tts/sse` (server-sent events).
 - `POST /endpoints/{name}/invocations-response-stream`: SageMaker's `InvokeEndpointWithResponseStream`,
   newline-terminated JSON in AWS event-stream frames that boto3 parses; one request per utterance.
+With a certificate and key (`--tls-cert`, `--tls-key`), all of it over TLS: https:// and wss://.
 Credentials: `X-API-Key`, `Authorization: Bearer`, or `?api_key=`; the API version (`Cartesia-Version`
 or `?cartesia_version=`) and the credential form of each request are counted in `GET /stats`.
 """
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import ssl
 import struct
 import uuid
 from typing import Any
@@ -608,16 +610,29 @@ def build_app(config: ServerConfig) -> web.Application:
     return app
 
 
+def tls_context(config: ServerConfig) -> ssl.SSLContext | None:
+    """The server side of TLS for `tls_cert` and `tls_key`, or None for plain HTTP. Raises OSError for a
+    file it cannot read, ssl.SSLError for one that is not a PEM certificate chain or its key."""
+    if config.tls_cert is None or config.tls_key is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    # An encrypted key is refused rather than prompted for: the server runs unattended.
+    context.load_cert_chain(config.tls_cert, config.tls_key, password=lambda: b"")
+    return context
+
+
 async def serve(config: ServerConfig) -> None:
-    """Serve until SIGINT/SIGTERM or `exit_after_s`; print the bound address first (tests read it)."""
+    """Serve until SIGINT/SIGTERM or `exit_after_s`; print the bound address first (tests read it):
+    `listening on http://HOST:PORT`, or https:// with TLS (then its WebSocket is wss://)."""
     runner = web.AppRunner(build_app(config), access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, backlog=1024, reuse_address=True)
+    tls = tls_context(config)
+    site = web.TCPSite(runner, config.host, config.port, backlog=1024, reuse_address=True, ssl_context=tls)
     await site.start()
     server = site._server
     sockets = getattr(server, "sockets", None) or []
     port = sockets[0].getsockname()[1] if sockets else config.port
-    print(f"listening on http://{config.host}:{port}", flush=True)
+    print(f"listening on {'https' if tls else 'http'}://{config.host}:{port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
