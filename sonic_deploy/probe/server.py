@@ -11,7 +11,8 @@ the SageMaker route as docs/probe.md says:
   newline-terminated JSON in AWS event-stream frames that boto3 parses; one request per utterance.
 With a certificate and key (`--tls-cert`, `--tls-key`), all of it over TLS: https:// and wss://.
 Credentials: `X-API-Key`, `Authorization: Bearer`, or `?api_key=`; the API version (`Cartesia-Version`
-or `?cartesia_version=`) and the credential form of each request are counted in `GET /stats`.
+or `?cartesia_version=`) and the credential form of each request, and the `model_id` of each stream, are
+counted in `GET /stats`.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ _ERRORS = {
     500: ("Internal server error", "internal_error"),
 }
 _SENTENCE_ENDS = (".", "!", "?", ";", ":")
-_MAX_VERSIONS = 16
+_MAX_VALUES = 16
 
 
 def _abort(request: web.Request) -> None:
@@ -81,13 +82,20 @@ def _http_error(status: int, message: str) -> web.Response:
     return web.json_response(body, status=status)
 
 
+def _count_value(behaviour: ReferenceBehaviour, kind: str, value: object) -> None:
+    """Count `kind:value` in /stats (an API version, a model id); the counters stay few whatever clients
+    send: past the first few values, or for a long one, `kind:other`."""
+    text = value if isinstance(value, str) and value else "none"
+    seen = sum(1 for name in behaviour.counts if name.startswith(f"{kind}:"))
+    if f"{kind}:{text}" not in behaviour.counts and (seen >= _MAX_VALUES or len(text) > 32):
+        text = "other"
+    behaviour.counts[f"{kind}:{text}"] += 1
+
+
 def _refused(request: web.Request, behaviour: ReferenceBehaviour) -> web.Response | None:
     """Count the API version and credential form; a 401 if the server wants a key and got another."""
-    version = request.headers.get("Cartesia-Version") or request.query.get("cartesia_version") or "none"
-    seen = sum(1 for name in behaviour.counts if name.startswith("version:"))
-    if f"version:{version}" not in behaviour.counts and (seen >= _MAX_VERSIONS or len(version) > 32):
-        version = "other"  # the counters stay few whatever clients send
-    behaviour.counts[f"version:{version}"] += 1
+    version = request.headers.get("Cartesia-Version") or request.query.get("cartesia_version")
+    _count_value(behaviour, "version", version)
     bearer = request.headers.get("Authorization", "")
     given = {
         "x-api-key": request.headers.get("X-API-Key"),
@@ -164,6 +172,7 @@ class _Socket:
             if generation.context_id in self.completed:
                 await self.error(422, f"context {generation.context_id} has ended", generation.context_id)
                 return
+            _count_value(self.behaviour, "model", body.get("model_id"))  # once a stream: at its opening
             context = await self._open(generation)
             if context is None:
                 return
@@ -373,9 +382,11 @@ async def _http_request(
     if refusal is not None:
         return refusal
     try:
-        generation = parse_request(await request.json(), require_context=False, containers=containers)
+        body = await request.json()
+        generation = parse_request(body, require_context=False, containers=containers)
     except (ValueError, BadRequestError) as error:
         return _http_error(422, str(error))
+    _count_value(behaviour, "model", body.get("model_id"))
     fault = behaviour.admit()
     if fault is None:
         return _http_error(429, "no free capacity")
