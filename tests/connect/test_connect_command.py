@@ -13,6 +13,7 @@ from aws_cdk.assertions import Template
 
 from sonic_deploy.cli import main
 from sonic_deploy.connect.deployment import ECS_OUTPUTS, SAGEMAKER_OUTPUTS, api_urls
+from tests.cdk_context import ROOT
 from tests.conftest import CONFIG_DIR
 
 from .conftest import (
@@ -362,3 +363,24 @@ def test_no_network(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtu
 def test_an_unknown_environment_is_a_config_error(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["connect", "--env", "nosuch", "--route", "ecs", "--config-dir", str(CONFIG_DIR)])
     assert code == 2 and "unknown environment" in capsys.readouterr().err
+
+
+def test_the_docs_show_the_snippets_connect_prints(
+    cloudformation: StubbedCloudFormation, capsys: pytest.CaptureFixture[str]
+) -> None:
+    printed: list[str] = []
+    for route, outputs, options in (
+        ("ecs", DEPLOYED_ECS_OUTPUTS, ()),
+        (
+            "ecs",
+            {**DEPLOYED_ECS_OUTPUTS, "ApiUrl": "wss://sonic.internal.example:443/tts/websocket"},
+            ("--ca-bundle", "/etc/ssl/sonic/private-ca.pem"),
+        ),
+        ("sagemaker", DEPLOYED_SAGEMAKER_OUTPUTS, ()),
+    ):
+        cloudformation.deployed(f"sonic-dev-{route}", outputs)
+        printed += python_blocks(connect(capsys, "--route", route, *options)[1])
+    documented = python_blocks((ROOT / "docs" / "connect.md").read_text())
+    assert len(documented) == 6
+    for block in documented:
+        assert block in printed, f"docs/connect.md shows a snippet connect does not print:\n{block}"
