@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,12 @@ def test_every_output_connect_reads_is_one_the_stacks_make(
 ) -> None:
     assert set(ECS_OUTPUTS) <= set(ecs_template.to_json()["Outputs"])
     assert set(SAGEMAKER_OUTPUTS) <= set(sagemaker_template.to_json()["Outputs"])
+
+
+def test_connect_never_imports_aws_cdk() -> None:
+    code = "import sys, sonic_deploy.cli, sonic_deploy.connect.command; print('aws_cdk' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_ecs_as_json(cloudformation: StubbedCloudFormation, capsys: pytest.CaptureFixture[str]) -> None:
