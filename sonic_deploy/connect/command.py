@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 PROG = "sonic-deploy connect"
 DESCRIBE = "cloudformation:DescribeStacks"
 ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"}
+REFUSED_CREDENTIALS = {
+    "ExpiredToken",
+    "InvalidClientTokenId",
+    "UnrecognizedClientException",
+    "SignatureDoesNotMatch",
+}
 
 
 def add_parser(subparsers: Any) -> None:
@@ -91,6 +97,11 @@ def run_connect_command(args: argparse.Namespace) -> int:
             return _fail(
                 f"not allowed to call {DESCRIBE} on {stack_name} in {region}: {message}. Fix: grant the "
                 f"credentials {DESCRIBE} (read-only) on the stack, or pass --profile with a role that has it"
+            )
+        if code in REFUSED_CREDENTIALS:
+            return _fail(
+                f"AWS refused the credentials ({code}: {message}). Fix: sign in again (e.g. `aws sso login "
+                "--profile NAME`), or check --profile and the AWS_* variables"
             )
         return _fail(
             f"{DESCRIBE} on {stack_name} in {region} failed: {code}: {message}. Fix: retry; if it persists, "

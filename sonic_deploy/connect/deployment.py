@@ -116,7 +116,7 @@ def connection(
             f"Fix: deploy it again with this one: {deploy}"
         )
     outputs = stack.outputs
-    region = outputs["Region"]
+    region = outputs["Region"]  # where it was deployed, as the stack says (the config's, unless edited since)
     target: EcsApi | SageMakerEndpoint
     if route == "ecs":
         websocket_url, http_base_url = api_urls(outputs["ApiUrl"], stack.name)

@@ -314,6 +314,18 @@ def test_access_denied_names_the_action(
     )
 
 
+def test_expired_credentials_say_sign_in_again(
+    cloudformation: StubbedCloudFormation, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cloudformation.error(ECS, "ExpiredToken", "The security token included in the request is expired", 400)
+    code, _, err = connect(capsys, "--route", "ecs")
+    assert one_line_error(err, code) == (
+        "sonic-deploy connect: AWS refused the credentials (ExpiredToken: The security token included in the "
+        "request is expired). Fix: sign in again (e.g. `aws sso login --profile NAME`), or check --profile and "
+        "the AWS_* variables"
+    )
+
+
 def test_another_aws_error_is_one_line(
     cloudformation: StubbedCloudFormation, capsys: pytest.CaptureFixture[str]
 ) -> None:
