@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from sonic_deploy import __version__
 from sonic_deploy.config import ConfigError
+from sonic_deploy.connect import command as connect_command
 from sonic_deploy.licence import command as licence_command
 from sonic_deploy.planner import command as plan_command
 from sonic_deploy.preflight import command as preflight_command
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan_command.add_parser(subparsers)
     preflight_command.add_parser(subparsers)
     licence_command.add_parser(subparsers)
+    connect_command.add_parser(subparsers)
     add_probe_parser(subparsers)
     return parser
 

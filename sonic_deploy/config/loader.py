@@ -111,6 +111,12 @@ class Settings:
         }
 
     @property
+    def ecs_model_id(self) -> str:
+        """The model_id the ECS route's agents send: `ecs.model_id`, else the environment's sonic_version."""
+        ecs = self.environment.ecs
+        return (ecs.model_id if ecs is not None else None) or self.environment.sonic_version
+
+    @property
     def licence_secret_name(self) -> str:
         """The secret that holds the offline licence in air-gapped mode (`sonic-deploy licence upload` makes
         it; the ECS stack imports it by name)."""

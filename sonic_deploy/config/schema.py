@@ -222,6 +222,21 @@ class EcsConfig(Strict):
         default=3008,
         description="memory of the image-copy Lambda (its CPU and network scale with it; it has 900 s at most)",
     )
+    model_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] | None = Field(
+        default=None,
+        description="the model_id agents send (`sonic-deploy connect` prints it; stack output ModelId); default: "
+        "the environment's sonic_version. UNVERIFIED: a self-hosted release may name its model differently "
+        "from the cloud API (its changelog names it): set it from your release's documentation",
+    )
+    # What the frameworks send by default, read from their source: pipecat 1.14 `Cartesia-Version:
+    # 2026-03-01` (pinned; its `cartesia_version` argument is deprecated), LiveKit's Cartesia plugin 1.8.9
+    # `?cartesia_version=2025-04-16` (its `api_version` argument), the official SDK 4.2.0 `2026-08-14`.
+    # 2025-04-16 is the one Cartesia's self-hosted API pages show (domain.md, section 2).
+    cartesia_version: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")] = Field(
+        default="2025-04-16",
+        description="the Cartesia API version agents send (`sonic-deploy connect` prints it; stack output "
+        "CartesiaVersion): the one your self-hosted release documents",
+    )
     secrets: SecretsConfig
     services: dict[ServiceName, ServiceConfig]
     alarms: EcsAlarmConfig = EcsAlarmConfig()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sonic_deploy.config import Settings, load_settings, require_config_dir
+from sonic_deploy.stack_outputs import describe_stack
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
@@ -144,22 +145,16 @@ def check_air_gapped(settings: Settings) -> None:
 
 def stack_outputs(cloudformation: CloudFormationClient, stack_name: str) -> dict[str, str] | None:
     """The deployed stack's outputs, or None when the stack is not deployed yet."""
-    from botocore.exceptions import ClientError
-
-    try:
-        (stack,) = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
-    except ClientError as error:
-        if "does not exist" in str(error):
-            return None
-        raise
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", []) if "OutputValue" in o}
-    missing = [name for name in OUTPUTS if name not in outputs]
+    stack = describe_stack(cloudformation, stack_name)
+    if stack is None:
+        return None
+    missing = stack.missing(OUTPUTS)
     if missing:
         raise LicenceError(
             f"stack {stack_name} has no output {', '.join(missing)}: it was deployed without the licence "
             "loader (connected mode, or an older sonic-deploy). Fix: deploy it again in air-gapped mode"
         )
-    return outputs
+    return stack.outputs
 
 
 def store_licence(secrets: SecretsManagerClient, name: str, licence: bytes) -> None:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import math
 import os
+import ssl
 import sys
 from pathlib import Path
 from typing import Any
@@ -315,7 +316,16 @@ def _serve_parser(routes: Any) -> None:
     )
     serve.add_argument("--seed", type=int, default=1)
     serve.add_argument("--exit-after", type=float, help="stop by itself after this many seconds")
-    serve.set_defaults(func=run_serve)
+    serve.add_argument(
+        "--tls-cert",
+        type=Path,
+        metavar="FILE",
+        help="serve https:// and wss:// with this certificate chain (PEM; with --tls-key)",
+    )
+    serve.add_argument(
+        "--tls-key", type=Path, metavar="FILE", help="the certificate's private key (PEM, unencrypted)"
+    )
+    serve.set_defaults(func=run_serve, serve_parser=serve)
 
 
 def _template(args: argparse.Namespace) -> RequestTemplate:
@@ -513,10 +523,17 @@ def _run_probe(args: argparse.Namespace) -> int:
 def run_serve(args: argparse.Namespace) -> int:
     try:
         from sonic_deploy.probe.reference_stream import ServerConfig
-        from sonic_deploy.probe.server import serve
+        from sonic_deploy.probe.server import serve, tls_context
     except ImportError as error:
         return _missing_extra(error)
 
+    parser: argparse.ArgumentParser = args.serve_parser
+    if (args.tls_cert is None) != (args.tls_key is None):
+        given, missing = ("--tls-cert", "--tls-key") if args.tls_key is None else ("--tls-key", "--tls-cert")
+        parser.error(
+            f"{given} without {missing}: TLS needs both the certificate chain and its private key (PEM); "
+            "give both, or neither for plain http:// and ws://"
+        )
     faults: dict[str, int] = {}
     for kind, every in args.fault:
         faults[kind] = every
@@ -537,7 +554,16 @@ def run_serve(args: argparse.Namespace) -> int:
         api_key=args.api_key,
         seed=args.seed,
         exit_after_s=args.exit_after,
+        tls_cert=None if args.tls_cert is None else str(args.tls_cert),
+        tls_key=None if args.tls_key is None else str(args.tls_key),
     )
+    try:
+        tls_context(config)  # loaded again by the server: a bad file is an error here, not a traceback there
+    except (OSError, ssl.SSLError) as error:
+        parser.error(
+            f"--tls-cert {args.tls_cert} --tls-key {args.tls_key}: cannot load them ({error}). Fix: give a PEM "
+            "certificate chain and its unencrypted private key"
+        )
     from sonic_deploy.probe.event_loop import precise_loop, steady_collector
 
     # The standard loop on a selector whose timers fire when due (uvloop's, like epoll's, have millisecond

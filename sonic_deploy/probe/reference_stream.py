@@ -44,6 +44,9 @@ class ServerConfig:
     default_buffer_delay_ms: float = cartesia_api.DEFAULT_BUFFER_DELAY_MS
     seed: int = 1
     exit_after_s: float | None = None
+    # HTTPS and wss:// with this certificate chain and its private key (PEM), both or neither.
+    tls_cert: str | None = None
+    tls_key: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULTS)
@@ -53,6 +56,8 @@ class ServerConfig:
             raise ValueError(f"unknown part layout {self.parts!r}: use {', '.join(PART_LAYOUTS)}")
         if self.chunk_ms <= 0 or self.pace < 0:
             raise ValueError("chunk_ms must be > 0 and pace >= 0")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together: give both, or neither")
 
 
 class BadRequestError(Exception):

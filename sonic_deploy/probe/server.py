@@ -9,8 +9,10 @@ the SageMaker route as docs/probe.md says:
 - `POST /tts/bytes` (raw or WAV) and `POST /tts/sse` (server-sent events).
 - `POST /endpoints/{name}/invocations-response-stream`: SageMaker's `InvokeEndpointWithResponseStream`,
   newline-terminated JSON in AWS event-stream frames that boto3 parses; one request per utterance.
+With a certificate and key (`--tls-cert`, `--tls-key`), all of it over TLS: https:// and wss://.
 Credentials: `X-API-Key`, `Authorization: Bearer`, or `?api_key=`; the API version (`Cartesia-Version`
-or `?cartesia_version=`) and the credential form of each request are counted in `GET /stats`.
+or `?cartesia_version=`) and the credential form of each request, and the `model_id` of each stream, are
+counted in `GET /stats`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import ssl
 import struct
 import uuid
 from typing import Any
@@ -48,7 +51,7 @@ _ERRORS = {
     500: ("Internal server error", "internal_error"),
 }
 _SENTENCE_ENDS = (".", "!", "?", ";", ":")
-_MAX_VERSIONS = 16
+_MAX_VALUES = 16
 
 
 def _abort(request: web.Request) -> None:
@@ -78,19 +81,20 @@ def _http_error(status: int, message: str) -> web.Response:
     return web.json_response(body, status=status)
 
 
-def _count_seen(behaviour: ReferenceBehaviour, label: str, value: str) -> None:
-    """Count `label:value`, as `label:other` past the first few values: the counters stay few whatever
-    clients send."""
-    seen = sum(1 for name in behaviour.counts if name.startswith(f"{label}:"))
-    if f"{label}:{value}" not in behaviour.counts and (seen >= _MAX_VERSIONS or len(value) > 32):
-        value = "other"
-    behaviour.counts[f"{label}:{value}"] += 1
+def _count_value(behaviour: ReferenceBehaviour, kind: str, value: object) -> None:
+    """Count `kind:value` in /stats (an API version, a model id); the counters stay few whatever clients
+    send: past the first few values, or for a long one, `kind:other`."""
+    text = value if isinstance(value, str) and value else "none"
+    seen = sum(1 for name in behaviour.counts if name.startswith(f"{kind}:"))
+    if f"{kind}:{text}" not in behaviour.counts and (seen >= _MAX_VALUES or len(text) > 32):
+        text = "other"
+    behaviour.counts[f"{kind}:{text}"] += 1
 
 
 def _refused(request: web.Request, behaviour: ReferenceBehaviour) -> web.Response | None:
     """Count the API version and credential form; a 401 if the server wants a key and got another."""
-    version = request.headers.get("Cartesia-Version") or request.query.get("cartesia_version") or "none"
-    _count_seen(behaviour, "version", version)
+    version = request.headers.get("Cartesia-Version") or request.query.get("cartesia_version")
+    _count_value(behaviour, "version", version)
     bearer = request.headers.get("Authorization", "")
     given = {
         "x-api-key": request.headers.get("X-API-Key"),
@@ -167,6 +171,7 @@ class _Socket:
             if generation.context_id in self.completed:
                 await self.error(422, f"context {generation.context_id} has ended", generation.context_id)
                 return
+            _count_value(self.behaviour, "model", body.get("model_id"))  # once a stream: at its opening
             context = await self._open(generation)
             if context is None:
                 return
@@ -376,9 +381,11 @@ async def _http_request(
     if refusal is not None:
         return refusal
     try:
-        generation = parse_request(await request.json(), require_context=False, containers=containers)
+        body = await request.json()
+        generation = parse_request(body, require_context=False, containers=containers)
     except (ValueError, BadRequestError) as error:
         return _http_error(422, str(error))
+    _count_value(behaviour, "model", body.get("model_id"))
     fault = behaviour.admit()
     if fault is None:
         return _http_error(429, "no free capacity")
@@ -500,7 +507,7 @@ async def _sagemaker(request: web.Request) -> web.StreamResponse:
     behaviour = request.app[BEHAVIOUR]
     # Not checked (any keys sign): counted by access key id, so a client's credential refresh shows.
     signed = request.headers.get("Authorization", "").partition("Credential=")[2].partition("/")[0]
-    _count_seen(behaviour, "access_key", signed or "none")
+    _count_value(behaviour, "access_key", signed)
     try:
         generation = _sagemaker_request(await request.json())
     except (ValueError, BadRequestError) as error:
@@ -616,16 +623,29 @@ def build_app(config: ServerConfig) -> web.Application:
     return app
 
 
+def tls_context(config: ServerConfig) -> ssl.SSLContext | None:
+    """The server side of TLS for `tls_cert` and `tls_key`, or None for plain HTTP. Raises OSError for a
+    file it cannot read, ssl.SSLError for one that is not a PEM certificate chain or its key."""
+    if config.tls_cert is None or config.tls_key is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    # An encrypted key is refused rather than prompted for: the server runs unattended.
+    context.load_cert_chain(config.tls_cert, config.tls_key, password=lambda: b"")
+    return context
+
+
 async def serve(config: ServerConfig) -> None:
-    """Serve until SIGINT/SIGTERM or `exit_after_s`; print the bound address first (tests read it)."""
+    """Serve until SIGINT/SIGTERM or `exit_after_s`; print the bound address first (tests read it):
+    `listening on http://HOST:PORT`, or https:// with TLS (then its WebSocket is wss://)."""
     runner = web.AppRunner(build_app(config), access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, backlog=1024, reuse_address=True)
+    tls = tls_context(config)
+    site = web.TCPSite(runner, config.host, config.port, backlog=1024, reuse_address=True, ssl_context=tls)
     await site.start()
     server = site._server
     sockets = getattr(server, "sockets", None) or []
     port = sockets[0].getsockname()[1] if sockets else config.port
-    print(f"listening on http://{config.host}:{port}", flush=True)
+    print(f"listening on {'https' if tls else 'http'}://{config.host}:{port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

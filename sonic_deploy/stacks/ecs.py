@@ -203,6 +203,12 @@ class EcsStack(SonicStack):
             "ApiUrl",
             value=f"ws://{lb.load_balancer.load_balancer_dns_name}:{cfg.listener_port}/tts/websocket",
         )
+        # What an agent needs besides the URL (`sonic-deploy connect` reads them): the key's secret by name,
+        # never its value.
+        CfnOutput(self, "ModelId", value=settings.ecs_model_id)
+        CfnOutput(self, "CartesiaVersion", value=cfg.cartesia_version)
+        CfnOutput(self, "ApiKeySecret", value=cfg.secrets.api_key)
+        CfnOutput(self, "Region", value=self.region)
         CfnOutput(self, "ClusterName", value=cluster.cluster_name)
         CfnOutput(self, "AvailabilityZone", value=placement.availability_zone)
         for name, repository in registry.repositories.items():

@@ -118,6 +118,7 @@ def test_streams_in_a_row_share_one_socket_one_context_each(reference_server: Se
     assert "interrupted" not in stats[1]
     assert counted(stats[1], "auth") == {"x-api-key": 1}, "one WebSocket handshake for both streams"
     assert counted(stats[1], "version") == {"2025-04-16": 1}
+    assert counted(stats[1], "model") == {"sonic-3": 2}, "its default model, once a context"
     assert reused == [False, True]
 
 

@@ -189,6 +189,7 @@ def test_a_turn_of_several_sentences_is_one_context(reference_server: ServerFact
     assert stats["admitted"] == 1 and stats["completed"] == 1 and "interrupted" not in stats
     assert counted(stats, "version") == {"2026-03-01": 1}
     assert counted(stats, "auth") == {"x-api-key": 1}
+    assert counted(stats, "model") == {MODEL: 1}, "the model of its settings, once for the one context"
 
 
 def test_an_interruption_cancels_the_context(reference_server: ServerFactory) -> None:

@@ -18,7 +18,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.licence_store import loader_script
-from tests.conftest import CONFIG_DIR, rendered, resources_of, synthesize_from
+from tests.conftest import CONFIG_DIR, EditConfig, rendered, resources_of, synthesize_from
 from tests.snapshot import scrubbed
 
 
@@ -42,6 +42,24 @@ def test_outputs(ecs_template: Template) -> None:
     outputs = ecs_template.to_json()["Outputs"]
     assert {"ApiUrl", "ClusterName", "AvailabilityZone", "GpuWorkerRepository"} <= set(outputs)
     assert outputs["AvailabilityZone"]["Value"] == "us-east-2a"
+    # What `sonic-deploy connect` prints for an agent: the defaults (model: the Sonic version), the key's
+    # secret by name and never a value.
+    assert outputs["ModelId"]["Value"] == "sonic-3"
+    assert outputs["CartesiaVersion"]["Value"] == "2025-04-16"
+    assert outputs["ApiKeySecret"]["Value"] == "sonic/dev/cartesia-api-key"
+    assert outputs["Region"]["Value"] == "us-east-2"
+    assert rendered(outputs["ApiUrl"]["Value"]) == "ws://CFN_Fn_GetAtt:80/tts/websocket"
+
+
+def test_model_id_and_api_version_come_from_config(edit_config: EditConfig) -> None:
+    config = edit_config(
+        "environments/dev.toml",
+        'cartesia_version = "2025-04-16"',
+        'model_id = "sonic-3-selfhosted"\ncartesia_version = "2026-03-01"',
+    )
+    outputs = Template.from_stack(synthesize_from(config)["ecs"]).to_json()["Outputs"]
+    assert outputs["ModelId"]["Value"] == "sonic-3-selfhosted"
+    assert outputs["CartesiaVersion"]["Value"] == "2026-03-01"
 
 
 @pytest.fixture(scope="module")

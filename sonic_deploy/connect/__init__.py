@@ -1,0 +1,2 @@
+"""`sonic-deploy connect`: what a voice agent needs to reach a deployed route, from its stack's outputs
+(read-only; no aws_cdk here)."""
