@@ -10,7 +10,8 @@ ECS route: the frameworks' own Cartesia services, as their source has them (pipe
 - LiveKit's `cartesia.TTS` takes `base_url` (http -> ws by replacing the first "http") and `api_version`
   (`?cartesia_version=` on the socket, a header on HTTP), and an `http_session`, whose connector carries
   the TLS context.
-SageMaker route: this project's services (`sonic_deploy.client`), by name and signature.
+SageMaker route: this project's services (`sonic_deploy.client`), by name and signature; on either route,
+without a framework, this project's client.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ TESTED = {
 ECS_INSTALL = {
     "pipecat": "pip install 'pipecat-ai[cartesia]>=1.14,<2'",
     "livekit": "pip install 'livekit-agents[cartesia]>=1.8.9,<2'",
+    "client": "pip install 'sonic-deploy[client]'",
 }
 SAGEMAKER_INSTALL = {
     "pipecat": "pip install 'sonic-deploy[pipecat]'",
@@ -106,6 +108,32 @@ def livekit_ecs(api: EcsApi) -> str:
     )
 
 
+def client_ecs(api: EcsApi) -> str:
+    tls = f"        ssl_context=ssl.create_default_context(cafile={_py(ca_file(api))}),\n" if api.tls else ""
+    return (
+        "import asyncio\n"
+        "import os\n"
+        + ("import ssl\n" if api.tls else "")
+        + "\n"
+        "from sonic_deploy.client import WebSocketClient\n"
+        "\n"
+        "\n"
+        "async def main() -> None:\n"
+        "    async with WebSocketClient(\n"
+        f"        {_py(api.websocket_url)},\n"
+        f"        api_key=os.environ[{_py(api.api_key_env)}],\n"
+        f"        model_id={_py(api.model_id)},\n"
+        f"        cartesia_version={_py(api.cartesia_version)},\n"
+        f"{tls}"
+        "    ) as sonic:\n"
+        f'        async for chunk in sonic.speak("Hello from Sonic.", voice={_py(DEFAULT_VOICE_ID)}):\n'
+        "            ...  # play or forward each piece of audio as it comes\n"
+        "\n"
+        "\n"
+        "asyncio.run(main())\n"
+    )
+
+
 def pipecat_sagemaker(endpoint: SageMakerEndpoint, region: str) -> str:
     return (
         "from sonic_deploy.client.pipecat import SonicSageMakerTTSService\n"
@@ -140,9 +168,9 @@ def client_sagemaker(endpoint: SageMakerEndpoint, region: str) -> str:
         "\n"
         "\n"
         "async def main() -> None:\n"
-        f"    client = SageMakerClient({_py(endpoint.endpoint_name)}, region={_py(region)})\n"
-        f'    async for chunk in client.speak("Hello from Sonic.", voice={_py(DEFAULT_VOICE_ID)}):\n'
-        "        ...  # play or forward each piece of audio as it comes\n"
+        f"    async with SageMakerClient({_py(endpoint.endpoint_name)}, region={_py(region)}) as sonic:\n"
+        f'        async for chunk in sonic.speak("Hello from Sonic.", voice={_py(DEFAULT_VOICE_ID)}):\n'
+        "            ...  # play or forward each piece of audio as it comes\n"
         "\n"
         "\n"
         "asyncio.run(main())\n"

@@ -15,7 +15,7 @@ DOCS = "docs/connect.md"
 def as_text(conn: Connection, framework: str | None) -> str:
     target = conn.target
     if isinstance(target, EcsApi):
-        return _ecs(conn, target, [framework] if framework else list(snippets.FRAMEWORKS))
+        return _ecs(conn, target, [framework] if framework else [*snippets.FRAMEWORKS, "client"])
     return _sagemaker(conn, target, [framework] if framework else [*snippets.FRAMEWORKS, "client"])
 
 
@@ -64,6 +64,7 @@ def _ecs(conn: Connection, api: EcsApi, frameworks: list[str]) -> str:
     builders: dict[str, Callable[[EcsApi], str]] = {
         "pipecat": snippets.pipecat_ecs,
         "livekit": snippets.livekit_ecs,
+        "client": snippets.client_ecs,
     }
     for framework in frameworks:
         lines += ["", f"## {_title(framework)} (tested with {snippets.TESTED[framework]})", ""]

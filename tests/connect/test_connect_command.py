@@ -102,11 +102,12 @@ def test_ecs_as_text(cloudformation: StubbedCloudFormation, capsys: pytest.Captu
         in out
     )
     assert "SSL_CERT_FILE" not in out and "ssl" not in "".join(python_blocks(out))
-    pipecat, livekit = python_blocks(out)
+    pipecat, livekit, client = python_blocks(out)
     assert f'url="ws://{NLB}:80/tts/websocket"' in pipecat and 'cartesia_version="2025-04-16"' in pipecat
     assert 'model="sonic-3"' in pipecat and "settings=CartesiaTTSService.Settings(" in pipecat
     assert f'base_url="http://{NLB}:80"' in livekit and 'api_version="2025-04-16"' in livekit
-    for code_text in (pipecat, livekit):
+    assert f'"ws://{NLB}:80/tts/websocket"' in client and 'model_id="sonic-3"' in client
+    for code_text in (pipecat, livekit, client):
         compile(code_text, "snippet", "exec")  # copy-pasteable: valid Python as printed
 
 
@@ -130,11 +131,12 @@ def test_ecs_over_tls_names_the_ca_for_each_framework(
     assert (code, err) == (0, "")
     assert "Encryption: TLS (wss://)" in out and "unencrypted" not in out
     assert "  export SSL_CERT_FILE='/etc/sonic/private ca.pem'" in out
-    pipecat, livekit = python_blocks(out)
+    pipecat, livekit, client = python_blocks(out)
     assert 'url="wss://sonic.internal.example:443/tts/websocket"' in pipecat
     assert 'base_url="https://sonic.internal.example:443"' in livekit
     assert 'ssl.create_default_context(cafile="/etc/sonic/private ca.pem")' in livekit
     assert "http_session=cartesia_http" in livekit
+    assert 'ssl_context=ssl.create_default_context(cafile="/etc/sonic/private ca.pem")' in client
 
 
 def test_tls_without_ca_bundle_shows_where_the_path_goes(
@@ -197,7 +199,7 @@ def test_sagemaker_as_json_and_text(
     assert "from sonic_deploy.client.pipecat import SonicSageMakerTTSService" in pipecat
     assert 'endpoint_name="sonic-dev",\n    region="us-east-2",\n    voice_id=' in pipecat
     assert "from sonic_deploy.client.livekit import SonicSageMakerTTS" in livekit and "    voice=" in livekit
-    assert 'SageMakerClient("sonic-dev", region="us-east-2")' in bare and "client.speak(" in bare
+    assert 'SageMakerClient("sonic-dev", region="us-east-2")' in bare and "sonic.speak(" in bare
     assert "pip install 'sonic-deploy[pipecat]'" in out and "pip install 'sonic-deploy[client]'" in out
     for code_text in (pipecat, livekit, bare):
         compile(code_text, "snippet", "exec")
@@ -401,6 +403,6 @@ def test_the_docs_show_the_snippets_connect_prints(
         cloudformation.deployed(f"sonic-dev-{route}", outputs)
         printed += python_blocks(connect(capsys, "--route", route, *options)[1])
     documented = python_blocks((ROOT / "docs" / "connect.md").read_text())
-    assert len(documented) == 6
+    assert len(documented) == 7
     for block in documented:
         assert block in printed, f"docs/connect.md shows a snippet connect does not print:\n{block}"
