@@ -11,7 +11,6 @@ from typing import Any
 
 import botocore.session
 import pytest
-from botocore.credentials import RefreshableCredentials
 
 from sonic_deploy.client import (
     AccessError,
@@ -21,6 +20,7 @@ from sonic_deploy.client import (
     StreamError,
     ThrottledError,
 )
+from tests.client.refreshing import Clock, refreshing_session
 from tests.probe.harness import ReferenceServer, ServerFactory
 from tests.probe.real_clients import FAST, PACED, counted, stream_bytes, wait_for_stats
 
@@ -151,53 +151,10 @@ def test_cancelling_the_task_ends_the_stream(reference_server: ServerFactory) ->
     assert (stats.get("interrupted"), stats["active"]) == (1, 0)
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
-
-    def __call__(self) -> datetime.datetime:
-        return self.now
-
-
-def _refreshing_session(clock: _Clock, keys: list[str]) -> botocore.session.Session:
-    """A botocore session whose first provider in the chain gives credentials that expire in an hour and
-    are refreshed (each time with the next key) when botocore says they must be."""
-    issued = iter(keys)
-
-    def fetch() -> dict[str, str]:
-        expiry = clock.now + datetime.timedelta(hours=1)
-        return {
-            "access_key": next(issued),
-            "secret_key": "s",
-            "token": "t",
-            "expiry_time": expiry.isoformat(),
-        }
-
-    class Provider:
-        METHOD = "test-refreshing"
-        CANONICAL_NAME = "TestRefreshing"
-
-        def load(self) -> RefreshableCredentials:
-            first = fetch()
-            return RefreshableCredentials(
-                first["access_key"],
-                first["secret_key"],
-                first["token"],
-                datetime.datetime.fromisoformat(first["expiry_time"]),
-                fetch,
-                self.METHOD,
-                time_fetcher=clock,
-            )
-
-    session = botocore.session.Session()
-    session.get_component("credential_provider").insert_before("env", Provider())
-    return session
-
-
 def test_credentials_are_refreshed_before_they_expire(reference_server: ServerFactory) -> None:
     server = reference_server(*FAST)
-    clock = _Clock()
-    session = _refreshing_session(clock, ["AKIDFIRST", "AKIDSECOND"])
+    clock = Clock()
+    session = refreshing_session(clock, ["AKIDFIRST", "AKIDSECOND"])
 
     async def run() -> None:
         async with _client(server, session=session) as client:
