@@ -112,9 +112,7 @@ def client_ecs(api: EcsApi) -> str:
     tls = f"        ssl_context=ssl.create_default_context(cafile={_py(ca_file(api))}),\n" if api.tls else ""
     return (
         "import asyncio\n"
-        "import os\n"
-        + ("import ssl\n" if api.tls else "")
-        + "\n"
+        "import os\n" + ("import ssl\n" if api.tls else "") + "\n"
         "from sonic_deploy.client import WebSocketClient\n"
         "\n"
         "\n"

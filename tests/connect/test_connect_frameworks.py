@@ -330,3 +330,19 @@ def test_livekit_over_tls_trusts_the_ca_through_its_session(
     events = speak_with_livekit(lambda: run_snippet(code))
     assert livekit_audio_bytes(events) - stream_bytes(TEXT + " ") in (0, LIVEKIT_MARKER)
     check_server_saw(server, settings)
+
+
+def test_the_client_speaks_with_the_settings_as_printed(
+    cloudformation: StubbedCloudFormation,
+    capsys: pytest.CaptureFixture[str],
+    reference_server: ServerFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """This project's WebSocket client, without a framework: the snippet runs its utterance to the end."""
+    server = reference_server(*FAST)
+    settings, text = connect_ecs(cloudformation, capsys, server)
+    code = snippet(text, "Without a framework")
+    assert f'"{settings["websocket_url"]}"' in code and f'model_id="{settings["model_id"]}"' in code
+    exported_key(monkeypatch, settings)
+    run_snippet(code)  # asyncio.run(main()) as printed
+    check_server_saw(server, settings)
