@@ -1,0 +1,69 @@
+"""LiveKit Agents' TTS on the SageMaker route: `SonicSageMakerTTS` speaks a sentence into a WAV file.
+
+Offline, with no LiveKit room and no AWS account (`probe serve` speaks the SageMaker protocol and checks
+no signature, so any credentials do):
+
+    sonic-deploy probe serve --port 8080
+    AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x python examples/livekit_sagemaker.py \\
+        --endpoint sonic-dev --region us-east-2 --endpoint-url http://127.0.0.1:8080 --out speech.wav
+
+Against a deployed endpoint, leave out --endpoint-url: --endpoint is the stack output EndpointName, and
+the credentials are boto3's (AWS_PROFILE, a task or instance role). In an agent, the same TTS goes to
+`AgentSession(tts=...)`, which calls `stream()` as this does: one request per sentence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from livekit import rtc
+from livekit.agents import APIError
+
+from sonic_deploy.client.livekit import SonicSageMakerTTS
+
+# A Cartesia voice id (the probe's default); any id does against `probe serve`.
+VOICE_ID = "6ccbfb76-1fc6-48f7-b71d-91ac6298247b"
+
+
+async def speak(tts: SonicSageMakerTTS, text: str) -> rtc.AudioFrame:
+    async with tts, tts.stream() as stream:
+        stream.push_text(text)  # an agent pushes the LLM's tokens as they come
+        stream.end_input()
+        return rtc.combine_audio_frames([event.frame async for event in stream])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--endpoint", required=True, help="the SageMaker endpoint's name (EndpointName)")
+    parser.add_argument("--region", help="the endpoint's Region (default: boto3's)")
+    parser.add_argument("--endpoint-url", help="another runtime URL: a VPC endpoint, or `probe serve`")
+    parser.add_argument("--voice", default=VOICE_ID)
+    parser.add_argument("--sample-rate", type=int, default=24000)
+    parser.add_argument("--text", default="Hello from Sonic on SageMaker, spoken through LiveKit Agents.")
+    parser.add_argument("--out", type=Path, required=True, help="the WAV file to write")
+    args = parser.parse_args(argv)
+    try:
+        tts = SonicSageMakerTTS(
+            endpoint_name=args.endpoint,
+            region=args.region,
+            endpoint_url=args.endpoint_url,
+            voice=args.voice,
+            sample_rate=args.sample_rate,
+        )
+    except ValueError as error:  # no Region, a bad voice id or sample rate: named, with the fix
+        parser.error(str(error))
+    try:
+        audio = asyncio.run(speak(tts, args.text))
+    except APIError as error:  # refused, throttled, no credentials...: the client's own words
+        parser.exit(1, f"{parser.prog}: {error.message}\n")
+    try:
+        args.out.write_bytes(audio.to_wav_bytes())
+    except OSError as error:
+        parser.exit(1, f"{parser.prog}: cannot write {args.out}: {error.strerror}\n")
+    print(f"wrote {args.out}: {audio.duration:.2f} s at {audio.sample_rate} Hz")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The LiveKit examples (examples/livekit_*.py), run as their docstrings say, against `probe serve`: each
+speaks a sentence into a WAV file; a user's mistake is a message, not a traceback."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import wave
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.probe.harness import ServerFactory
+from tests.probe.real_clients import FAST, KEY, RATE
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _example(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("example", "route"),
+    [
+        (
+            "livekit_sagemaker",
+            ["--endpoint", "sonic-dev", "--region", "us-east-2", "--endpoint-url", "{base}"],
+        ),
+        ("livekit_ecs", ["--api-url", "{ws_url}", "--api-key", KEY]),
+    ],
+)
+def test_an_example_speaks_a_sentence_into_a_wav_file(
+    example: str, route: list[str], shared_server: ServerFactory, tmp_path: Path
+) -> None:
+    server = shared_server(*FAST)
+    out = tmp_path / "speech.wav"
+    argv = [arg.format(base=server.base, ws_url=server.ws_url) for arg in route]
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{example}.py"), *argv, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes()[:4] == b"RIFF" and out.read_bytes()[8:12] == b"WAVE"
+    with wave.open(str(out)) as wav:
+        assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (RATE, 1, 2)
+        assert wav.getnframes() > 0
+    assert done.stdout.startswith(f"wrote {out}: ")
+
+
+def test_a_mistake_is_a_message_with_the_fix(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = str(tmp_path / "speech.wav")
+    cases = [
+        (
+            "livekit_ecs",
+            ["--api-url", "http://127.0.0.1:8080", "--api-key", "k"],
+            "ws://HOST:PORT/tts/websocket",
+        ),
+        (
+            "livekit_sagemaker",
+            ["--endpoint", "e", "--region", "us-east-2", "--sample-rate", "11025"],
+            "8000, 16000",
+        ),
+    ]
+    for example, argv, fix in cases:
+        with pytest.raises(SystemExit) as exited:
+            _example(example).main([*argv, "--out", out])
+        assert exited.value.code == 2
+        assert fix in capsys.readouterr().err
