@@ -21,7 +21,7 @@ from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT
 
 from sonic_deploy.client import SageMakerClient
 from sonic_deploy.client.livekit import SonicSageMakerTTS
-from tests.client.test_sagemaker import _Clock, _refreshing_session
+from tests.client.refreshing import Clock, refreshing_session
 from tests.probe.harness import ReferenceServer, ServerFactory
 from tests.probe.real_clients import FAST, PACED, RATE, TIMEOUT_S, counted, stream_bytes, wait_for_stats
 
@@ -308,8 +308,8 @@ def test_conn_options_timeout_bounds_the_wait_for_audio(reference_server: Server
 def test_a_refreshed_credential_signs_the_next_request(shared_server: ServerFactory) -> None:
     """Counted by access key id on the server: these two ids are this test's alone."""
     server = shared_server(*FAST)
-    clock = _Clock()
-    session = _refreshing_session(clock, ["AKIDFIRST", "AKIDSECOND"])
+    clock = Clock()
+    session = refreshing_session(clock, ["AKIDFIRST", "AKIDSECOND"])
 
     async def test() -> None:
         async with _tts(server, session=session) as tts:
