@@ -12,6 +12,7 @@ falls on all three alike:
 - `livekit`: `SonicSageMakerTTS.synthesize()` in LiveKit Agents, from the call to the first
   `SynthesizedAudio` out of the stream (LiveKit's `AudioEmitter` in between counts).
 
+pipecat's log is set to WARNING (it logs each frame at DEBUG by default, on the loop being measured).
 It prints each caller's TTFA percentiles and the services' differences from `bare` at the median and p99,
 against the goal (at most 1 ms at the median, 3 ms at p99). A measurement, not a test: nothing here passes
 or fails CI.
@@ -190,6 +191,12 @@ def main() -> int:
     parser.add_argument("--first-byte-ms", type=float, default=50.0)
     parser.add_argument("--pin", action="store_true", help="server on CPU 0, this process on CPU 1")
     args = parser.parse_args()
+    # pipecat logs every frame at DEBUG (loguru, to stderr), on the event loop being measured: an agent in
+    # production logs at INFO or above, and so does this run.
+    from loguru import logger
+
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING")
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
     if args.pin:

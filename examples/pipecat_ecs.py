@@ -4,12 +4,12 @@ through pipecat's own `CartesiaTTSService` into a WAV file.
 Offline, against the local stand-in (two terminals):
 
     sonic-deploy probe serve --port 8080 --api-key sk_local
-    python examples/pipecat_ecs.py --url ws://127.0.0.1:8080/tts/websocket --api-key sk_local --out speech.wav
+    python examples/pipecat_ecs.py --api-url ws://127.0.0.1:8080/tts/websocket --api-key sk_local --out speech.wav
 
-Against your stack: `--url` is its output ApiUrl (ws://...:PORT/tts/websocket) and `--api-key` the key
+Against your stack: `--api-url` is its output ApiUrl (ws://...:PORT/tts/websocket) and `--api-key` the key
 your API server takes (or CARTESIA_API_KEY in the environment):
 
-    python examples/pipecat_ecs.py --url "$API_URL" --model sonic-3 --out speech.wav
+    python examples/pipecat_ecs.py --api-url "$API_URL" --model sonic-3 --out speech.wav
 
 Needs `pip install 'sonic-deploy[pipecat]'`. In an agent the service takes the LLM's place in this
 pipeline's input and the transport's output takes the writer's:
@@ -84,7 +84,7 @@ def _ws_url(value: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", type=_ws_url, required=True, help="the stack output ApiUrl")
+    parser.add_argument("--api-url", type=_ws_url, required=True, help="the stack output ApiUrl")
     parser.add_argument(
         "--api-key", default=os.environ.get("CARTESIA_API_KEY"), help="default CARTESIA_API_KEY"
     )
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     logger.add(sys.stderr, level="WARNING")
     tts = CartesiaTTSService(
         api_key=args.api_key,
-        url=args.url,
+        url=args.api_url,
         settings=CartesiaTTSService.Settings(model=args.model, voice=args.voice),
     )
     audio, errors = asyncio.run(speak(tts, args.text, args.sample_rate))

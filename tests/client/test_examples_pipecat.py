@@ -32,7 +32,7 @@ def test_an_example_speaks_the_sentence_into_a_wav(
     where = (
         ["--endpoint-url", server.base, "--region", "us-east-1"]
         if route == "sagemaker"
-        else ["--url", server.ws_url, "--api-key", KEY]
+        else ["--api-url", server.ws_url, "--api-key", KEY]
     )
     run = _example(f"pipecat_{route}.py", *where, "--sample-rate", "16000", "--text", TEXT, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
@@ -46,9 +46,9 @@ def test_a_mistake_is_a_message_with_the_fix(
     shared_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = shared_server(*FAST)
-    wrong_key = _example("pipecat_ecs.py", "--url", server.ws_url, "--api-key", "wrong", cwd=tmp_path)
+    wrong_key = _example("pipecat_ecs.py", "--api-url", server.ws_url, "--api-key", "wrong", cwd=tmp_path)
     assert wrong_key.returncode == 1 and "HTTP 401" in wrong_key.stderr.splitlines()[-1]
-    not_ws = _example("pipecat_ecs.py", "--url", server.base, "--api-key", KEY, cwd=tmp_path)
+    not_ws = _example("pipecat_ecs.py", "--api-url", server.base, "--api-key", KEY, cwd=tmp_path)
     assert not_ws.returncode == 2 and "Fix: the stack output ApiUrl" in not_ws.stderr
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
         monkeypatch.delenv(name, raising=False)
