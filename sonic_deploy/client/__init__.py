@@ -51,7 +51,11 @@ def __getattr__(name: str) -> Any:
 
         return websocket.WebSocketClient
     if name in __all__:
-        from sonic_deploy.client import errors, sagemaker
+        from sonic_deploy.client import errors
 
-        return getattr(errors, name, None) or getattr(sagemaker, name)
+        if hasattr(errors, name):  # no botocore or aiohttp for the errors alone
+            return getattr(errors, name)
+        from sonic_deploy.client import sagemaker
+
+        return getattr(sagemaker, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

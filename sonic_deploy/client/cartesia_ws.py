@@ -20,7 +20,7 @@ import json
 import ssl
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import orjson
@@ -161,7 +161,7 @@ class Context:
             with contextlib.suppress(ConnectionClosed):
                 await self.socket.send({"context_id": self.id, "cancel": True})
 
-    async def messages(self) -> AsyncIterator[tuple[dict[str, Any], float]]:
+    async def messages(self) -> AsyncGenerator[tuple[dict[str, Any], float]]:
         """The context's messages as they arrive, until `done` or `error`; SocketClosedError if the socket
         closes first. Only for a context opened without a `deliver` callback."""
         assert self._queue is not None, "this context delivers to a callback"

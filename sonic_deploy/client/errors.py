@@ -52,7 +52,8 @@ class AccessError(SonicError):
 
 
 class EndpointUnreachableError(SonicError):
-    """No connection to the endpoint (DNS, routing, a security group, a VPC endpoint's policy)."""
+    """No connection to the endpoint (DNS, routing, a security group, a VPC endpoint's policy), or, with
+    kind `tls` and not retryable, a certificate the client does not trust."""
 
     retryable = True
 
@@ -79,7 +80,7 @@ def error_for(kind: str, message: str, status: int | None = None) -> SonicError:
         cls = InvalidRequestError
     elif kind == "credentials" or kind.removeprefix("client_error_") in _ACCESS_CODES:
         cls = AccessError
-    elif kind in ("refused", "connect"):
+    elif kind in ("refused", "connect", "tls"):
         cls = EndpointUnreachableError
     elif kind in _STREAM_KINDS or kind.startswith("closed_"):
         cls = StreamError
@@ -90,6 +91,8 @@ def error_for(kind: str, message: str, status: int | None = None) -> SonicError:
     error = cls(kind, message, status)
     if cls is SonicError and (kind.endswith("_5xx") or kind in ("client_error_ServiceUnavailable",)):
         error.retryable = True
+    if kind == "tls":  # an untrusted certificate stays untrusted: fix the trust store, not the network
+        error.retryable = False
     return error
 
 

@@ -183,6 +183,19 @@ def _api_error(error: SageMakerError, context_id: str) -> APIError:
     return APIError(message, retryable=error.retryable)  # no credentials, access denied, an unknown code
 
 
+def _final(error: APIError) -> APIError:
+    """The same error, not to be retried."""
+    if isinstance(error, APIStatusError):
+        return APIStatusError(
+            error.message, status_code=error.status_code, request_id=error.request_id, retryable=False
+        )
+    if isinstance(error, APITimeoutError):
+        return APITimeoutError(error.message, retryable=False)
+    if isinstance(error, APIConnectionError):
+        return APIConnectionError(error.message, retryable=False)
+    return APIError(error.message, retryable=False)
+
+
 class _Utterance(tts.ChunkedStream):
     """`synthesize(text)`: one request. LiveKit's own loop retries it (tts.py:410-459)."""
 
@@ -197,9 +210,18 @@ class _Utterance(tts.ChunkedStream):
             audio = self._tts._audio(
                 self._input_text, context_id=context_id, timeout=self._conn_options.timeout
             )
-            async with contextlib.aclosing(audio):
-                async for data in audio:
-                    output_emitter.push(data)
+            pushed = False
+            try:
+                async with contextlib.aclosing(audio):
+                    async for data in audio:
+                        output_emitter.push(data)
+                        pushed = True
+            except APIError as error:
+                # LiveKit's loop would send the whole text again (tts.py:410-459), and part of it was
+                # heard: once any audio is out, the error is final.
+                if pushed:
+                    raise _final(error) from error
+                raise
         output_emitter.flush()
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import ssl
 import urllib.parse
@@ -64,6 +65,8 @@ from sonic_deploy.client.sigv4 import RequestSigner
 OPERATION = "InvokeEndpointWithResponseStream"
 # Enough of an error body for its code and message; the rest is not read.
 ERROR_BODY_BYTES = 64 * 1024
+# How long the end of a finished stream's body may take before its connection is dropped, not reused.
+DRAIN_S = 5.0
 _STREAM_ERRORS = {
     "ModelStreamError": "model_stream_error",
     "InternalStreamFailure": "internal_stream_failure",
@@ -137,39 +140,50 @@ def _runtime_of(session: botocore.session.Session, region: str | None, endpoint_
 
 @functools.cache
 def _default_runtime(region: str | None, endpoint_url: str | None) -> _Runtime:
-    """boto3's own session and chain, once per process and place (a client loads tens of thousands of
+    """A botocore session with the default chain (the environment, AWS_PROFILE, SSO, the container or
+    instance role: what boto3's own default session finds, though not a profile set in code with
+    `boto3.setup_default_session`, for which pass `session=`), once per process and place (a client loads tens of thousands of
     objects of service model, which a busy agent must not build again, nor leave behind as garbage)."""
     return _runtime_of(botocore.session.get_session(), region, endpoint_url)
 
 
 class _Credentials:
-    """Frozen credentials, refreshed in a thread when botocore says so: a refresh may call STS, SSO or the
-    instance metadata service, and must not stall the event loop (every stream's audio with it)."""
+    """The chain's credentials, read from botocore's own object on every request (cheap while they are
+    fresh; botocore may also refresh them for another client sharing the session), and refreshed in a
+    thread, one caller at a time, when botocore says they must be: a refresh may call STS, SSO or the
+    instance metadata service, and must not stall the event loop (every stream's audio with it). Callers
+    that arrive during a refresh wait for it, and get the new credentials, not the ones it replaces."""
 
     def __init__(self, session: botocore.session.Session) -> None:
         self._session = session
         self._source: Any = None
-        self._frozen: ReadOnlyCredentials | None = None
         self._lock = asyncio.Lock()
 
-    def _refresh_needed(self) -> bool:
+    def anew(self) -> _Credentials:
+        """The same credentials, with a lock for another event loop."""
+        fresh = _Credentials(self._session)
+        fresh._source = self._source
+        return fresh
+
+    def _fresh(self) -> bool:
+        """Loaded, and not due for a refresh (static credentials never are)."""
+        if self._source is None:
+            return False
         refresh_needed = getattr(self._source, "refresh_needed", None)
-        return callable(refresh_needed) and bool(refresh_needed())
+        return not (callable(refresh_needed) and refresh_needed())
 
     async def get(self) -> ReadOnlyCredentials:
-        frozen = self._frozen
-        if frozen is None or self._refresh_needed():
+        if not (self._fresh() and not self._lock.locked()):
             async with self._lock:
-                frozen = self._frozen
-                if frozen is None or self._refresh_needed():
+                if not self._fresh():
                     try:
-                        frozen = await asyncio.to_thread(self._fetch)
+                        await asyncio.to_thread(self._load_or_refresh)
                     except BotoCoreError as error:  # an expired SSO session, a failed role assumption...
                         raise AccessError("credentials", repr(error)) from error
-                    self._frozen = frozen
+        frozen: ReadOnlyCredentials = self._source.get_frozen_credentials()  # fresh: no I/O
         return frozen
 
-    def _fetch(self) -> ReadOnlyCredentials:
+    def _load_or_refresh(self) -> None:
         if self._source is None:
             self._source = self._session.get_credentials()
         if self._source is None:
@@ -178,8 +192,7 @@ class _Credentials:
                 "no AWS credentials found. Fix: a task or instance role, or AWS_PROFILE on a laptop "
                 "(aws sso login --profile NAME); against `sonic-deploy probe serve` any values do",
             )
-        frozen: ReadOnlyCredentials = self._source.get_frozen_credentials()
-        return frozen
+        self._source.get_frozen_credentials()  # botocore refreshes them here, if they are due
 
 
 class SageMakerClient:
@@ -231,6 +244,8 @@ class SageMakerClient:
         # As boto3 does: HTTP(S)_PROXY / NO_PROXY, looked up once by botocore's own rule.
         self._proxy = get_environ_proxies(self.url).get(urllib.parse.urlsplit(self.url).scheme)
         self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._draining: set[asyncio.Future[None]] = set()
 
     async def __aenter__(self) -> Self:
         return self
@@ -241,11 +256,27 @@ class SageMakerClient:
         await self.close()
 
     async def close(self) -> None:
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        for draining in list(self._draining):
+            draining.cancel()
+        await asyncio.gather(*self._draining, return_exceptions=True)
+        if self._session is not None and self._loop is asyncio.get_running_loop():
+            await self._session.close()
+        self._session = None
+
+    def _here(self) -> None:
+        """The pool and the credentials' lock belong to one event loop: on another (a second
+        `asyncio.run`), both are made anew. The old pool's sockets are its old loop's, closed with it."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop, self._session = loop, None
+            self._credentials = self._credentials.anew()
+
+    def _credentials_here(self) -> _Credentials:
+        self._here()
+        return self._credentials
 
     def _pool(self) -> aiohttp.ClientSession:
+        self._here()
         if self._session is None or self._session.closed:
             # boto3's CA bundle (AWS_CA_BUNDLE or the config file's ca_bundle), or the system's.
             ca_bundle = self._runtime.session.get_config_variable("ca_bundle")
@@ -255,7 +286,7 @@ class SageMakerClient:
 
     async def credentials(self) -> ReadOnlyCredentials:
         """The credentials the next request is signed with (refreshed first if they are about to expire)."""
-        return await self._credentials.get()
+        return await self._credentials_here().get()
 
     async def speak(
         self,
@@ -293,11 +324,17 @@ class SageMakerClient:
         the one that ends it (`done`, or a chunk with `done: true`). `trace` (aiohttp's per-request
         context) gets `connect_s` for a new connection and `sent_at` when the request was written."""
         payload = orjson.dumps(body)
-        headers = self._signer.sign(payload, await self._credentials.get())
+        headers = self._signer.sign(payload, await self._credentials_here().get())
         try:
             response = await self._pool().post(
                 self.url, data=payload, headers=headers, proxy=self._proxy, trace_request_ctx=trace
             )
+        except aiohttp.ClientConnectorCertificateError as error:
+            raise error_for(
+                "tls",
+                f"the runtime endpoint's certificate is not trusted ({error.certificate_error}). Fix: "
+                "AWS_CA_BUNDLE (or ca_bundle in the AWS config file) naming the CA that signs it",
+            ) from error
         except aiohttp.ClientConnectorError as error:
             refused = isinstance(error.os_error, ConnectionRefusedError)
             raise error_for("refused" if refused else "connect", repr(error)) from error
@@ -308,22 +345,18 @@ class SageMakerClient:
         finished = False
         try:
             if response.status != 200:
-                raw = await response.content.read(ERROR_BODY_BYTES)
+                raw = await _error_body(response)
                 raise self.error_response(response.status, response.headers.items(), raw)
-            frames, lines = FrameDecoder(), LineAssembler()
-            async for at, data in stamped_body(response):
-                if finished:
-                    continue  # read to the end so that the connection goes back to the pool
-                for frame_headers, part in frames.feed(data):
-                    for event in _payload_events(frame_headers, part, lines):
-                        yield at, event
-                        if event.get("done") is True or event.get("type") == "done":
-                            finished = True
-                            break
+            async with contextlib.aclosing(_stream_events(response)) as events:
+                async for at, event in events:
+                    # Set before the event is handed over: a caller that stops at the last one leaves a
+                    # connection that goes back to the pool.
+                    finished = event.get("done") is True or event.get("type") == "done"
+                    yield at, event
                     if finished:
                         break
             if not finished:
-                raise error_for("cut", f"stream ended without a done event (pending {lines.pending[:40]!r})")
+                raise error_for("cut", "stream ended without a done event")
         except FrameError as error:
             raise error_for("malformed", f"bad event-stream frame: {error}") from error
         except (TimeoutError, aiohttp.ServerTimeoutError) as error:
@@ -331,10 +364,21 @@ class SageMakerClient:
         except aiohttp.ClientError as error:
             raise error_for("cut", repr(error)) from error
         finally:
-            if finished:
-                response.release()
+            if finished:  # whatever follows `done` is not the caller's concern, nor any error in it
+                self._recycle(response)
             else:  # the rest of the utterance is not wanted: drop the connection with it
                 response.close()
+
+    def _recycle(self, response: aiohttp.ClientResponse) -> None:
+        """The connection of a finished stream back to the pool once its body has ended: at once as a rule
+        (the end follows `done` in the same read), or in the background, so that the caller's utterance
+        ends with its last event and not when the server gets round to closing the body."""
+        if response.content.at_eof():
+            response.release()
+            return
+        draining = asyncio.ensure_future(_drain(response))
+        self._draining.add(draining)
+        draining.add_done_callback(self._draining.discard)
 
     def error_response(self, status: int, headers: Iterable[tuple[str, str]], raw: bytes) -> SageMakerError:
         """An error response, parsed by botocore's own parser with its modelled fields (`OriginalStatusCode`),
@@ -351,7 +395,42 @@ class SageMakerClient:
             parsed, code = {}, str(status)
         message = str(parsed.get("Error", {}).get("Message") or raw[:200].decode(errors="replace"))
         original = parsed.get("OriginalStatusCode")
-        return error_for(error_kind(code, original), message, original if isinstance(original, int) else None)
+        error = error_for(
+            error_kind(code, original), message, original if isinstance(original, int) else None
+        )
+        if status >= 500:  # SageMaker's own InternalFailure or ServiceUnavailable, a proxy's 502 or 503
+            error.retryable = True
+        return error
+
+
+async def _stream_events(response: aiohttp.ClientResponse) -> AsyncGenerator[tuple[float, dict[str, Any]]]:
+    """Every JSON event of a response body, with when its bytes arrived."""
+    frames, lines = FrameDecoder(), LineAssembler()
+    async for at, data in stamped_body(response):
+        for headers, part in frames.feed(data):
+            for event in _payload_events(headers, part, lines):
+                yield at, event
+    if lines.pending:
+        raise error_for("cut", f"stream ended inside an event ({lines.pending[:40]!r})")
+
+
+async def _error_body(response: aiohttp.ClientResponse) -> bytes:
+    """An error response's body, to its end or ERROR_BODY_BYTES (it may come in several reads)."""
+    raw = b""
+    while len(raw) < ERROR_BODY_BYTES and (part := await response.content.read(ERROR_BODY_BYTES - len(raw))):
+        raw += part
+    return raw
+
+
+async def _drain(response: aiohttp.ClientResponse) -> None:
+    try:
+        async with asyncio.timeout(DRAIN_S):
+            while await response.content.readany():
+                pass
+    except (TimeoutError, aiohttp.ClientError, OSError):
+        response.close()
+        return
+    response.release()
 
 
 def _payload_events(

@@ -20,6 +20,7 @@ refused key...). Leaving an utterance's `async with` before its end cancels it o
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ssl
 import uuid
@@ -52,7 +53,17 @@ def closed_kind(closed: SocketClosedError) -> str:
 
 def _connect_error(error: BaseException) -> SonicError:
     if isinstance(error, InvalidStatus) and error.response.status_code in (401, 403):
-        return error_for("credentials", f"the API refused the key (HTTP {error.response.status_code})")
+        return error_for(
+            "credentials",
+            f"the API refused the key (HTTP {error.response.status_code}). Fix: the deployment's API key "
+            "(sonic-deploy connect names its secret)",
+        )
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return error_for(
+            "tls",
+            f"the API's certificate is not trusted ({error.verify_message}). Fix: "
+            "ssl_context=ssl.create_default_context(cafile=CA) with the CA that signs it",
+        )
     return error_for(connect_error_kind(error), repr(error))
 
 
@@ -61,7 +72,9 @@ class WebSocketClient:
 
     `cartesia_version` is the API version sent as `Cartesia-Version`: what the server accepts (a
     self-hosted release may accept fewer than the cloud; `sonic-deploy connect` prints the deployment's).
-    `contexts_per_socket` above 1 multiplexes utterances on one socket, as the API allows."""
+    `contexts_per_socket` above 1 multiplexes utterances on one socket, as the API allows. `timeout_s`
+    bounds the handshake and each wait for an utterance's next message (a silent server, or a flow a load
+    balancer dropped without a word, is a RequestTimeoutError, not a hang)."""
 
     def __init__(
         self,
@@ -77,7 +90,7 @@ class WebSocketClient:
     ) -> None:
         if not url.startswith(("ws://", "wss://")):
             raise ValueError(f"url {url!r} is not a WebSocket URL. Fix: ws://HOST:PORT/tts/websocket")
-        self.model_id = model_id
+        self.model_id, self._timeout_s = model_id, timeout_s
         headers = {"X-API-Key": api_key, "Cartesia-Version": cartesia_version}
         self._pool = SocketPool(
             url,
@@ -127,7 +140,7 @@ class WebSocketClient:
         }
         if language is not None:
             template["language"] = language
-        return Utterance(self._pool, context_id or uuid.uuid4().hex, template)
+        return Utterance(self._pool, context_id or uuid.uuid4().hex, template, self._timeout_s)
 
     async def speak(
         self,
@@ -152,8 +165,8 @@ class WebSocketClient:
 class Utterance:
     """One context: `send` its text in pieces, `end` it, iterate its audio; `cancel` stops it."""
 
-    def __init__(self, pool: SocketPool, context_id: str, template: dict[str, Any]) -> None:
-        self.id, self._pool, self._template = context_id, pool, template
+    def __init__(self, pool: SocketPool, context_id: str, template: dict[str, Any], timeout_s: float) -> None:
+        self.id, self._pool, self._template, self._timeout_s = context_id, pool, template, timeout_s
         self._context: Context | None = None
         self._ended = False
 
@@ -195,14 +208,27 @@ class Utterance:
         try:
             await self._opened().send(body)
         except ConnectionClosed as error:
-            raise error_for("cut", f"the socket closed: {error}") from error
+            code = error.rcvd.code if error.rcvd is not None else None
+            raise error_for(closed_kind(SocketClosedError(code, str(error))), str(error)) from error
 
     async def __aiter__(self) -> AsyncIterator[AudioChunk]:
+        context = self._opened()
+        messages = context.messages()
         try:
-            async for message, at in self._opened().messages():
+            while True:
+                try:
+                    async with asyncio.timeout(self._timeout_s):
+                        message, at = await anext(messages)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    await context.cancel()
+                    raise error_for(
+                        "timeout", f"no message for utterance {self.id} within {self._timeout_s} s"
+                    ) from None
                 kind = message.get("type")
                 if kind == "chunk" and message.get("data"):
-                    yield AudioChunk(base64.b64decode(message["data"]), at)
+                    yield AudioChunk(_audio(message["data"]), at)
                 elif kind == "error":
                     status = message.get("status_code")
                     raise error_for(
@@ -212,3 +238,12 @@ class Utterance:
                     )
         except SocketClosedError as closed:
             raise error_for(closed_kind(closed), str(closed)) from closed
+        finally:
+            await messages.aclose()
+
+
+def _audio(data: object) -> bytes:
+    try:
+        return base64.b64decode(data if isinstance(data, str) else b"!", validate=True)
+    except ValueError as error:
+        raise error_for("malformed", f"a chunk's data is not base64: {error}") from error

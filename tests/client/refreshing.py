@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import threading
 
 import botocore.session
 from botocore.credentials import RefreshableCredentials
@@ -16,13 +17,17 @@ class Clock:
         return self.now
 
 
-def refreshing_session(clock: Clock, keys: list[str]) -> botocore.session.Session:
+def refreshing_session(
+    clock: Clock, keys: list[str], fetched_in: list[threading.Thread] | None = None
+) -> botocore.session.Session:
     """A botocore session whose first provider in the chain gives credentials that expire in an hour and
     are refreshed (each time with the next key) when botocore says they must be: 55 minutes on the clock
-    is inside botocore's mandatory refresh window."""
+    is inside botocore's mandatory refresh window. `fetched_in` gets the thread of each fetch."""
     issued = iter(keys)
 
     def fetch() -> dict[str, str]:
+        if fetched_in is not None:
+            fetched_in.append(threading.current_thread())
         expiry = clock.now + datetime.timedelta(hours=1)
         return {
             "access_key": next(issued),

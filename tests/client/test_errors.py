@@ -37,6 +37,8 @@ def _model_error(status: int) -> bytes:
             False,
         ),
         (403, {"x-amzn-ErrorType": "AccessDeniedException"}, b'{"message": "no"}', AccessError, None, False),
+        (500, {"x-amzn-ErrorType": "InternalFailure"}, b'{"message": "oops"}', SonicError, None, True),
+        (502, {"Content-Type": "text/html"}, b"<html>Bad Gateway</html>", SonicError, None, True),
     ],
 )
 def test_an_error_response_is_the_error_a_caller_branches_on(

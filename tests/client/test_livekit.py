@@ -221,6 +221,27 @@ def test_a_request_the_model_refuses_is_a_422_that_is_not_retried(reference_serv
     assert server.stats()["admitted"] == 1
 
 
+def test_synthesize_is_not_sent_again_once_part_of_its_audio_was_pushed(
+    reference_server: ServerFactory,
+) -> None:
+    """LiveKit's own loop would send the whole text again (its ChunkedStream does not look at what was
+    pushed): the caller would hear the start of the utterance twice."""
+    server = reference_server(*FAST, "--fault", "reset:1")
+
+    async def test() -> tuple[list[Any], APIConnectionError]:
+        async with _tts(server) as tts:
+            errors = _errors(tts)
+            with pytest.raises(APIConnectionError) as raised:
+                async with tts.synthesize("Cut after its first audio.", conn_options=RETRY_ONCE) as stream:
+                    async for _ in stream:
+                        pass
+            return errors, raised.value
+
+    errors, raised = _run(test)
+    assert errors == [("APIConnectionError", None, False)] and not raised.retryable
+    assert server.stats()["admitted"] == 1
+
+
 def test_a_429_on_a_later_sentence_is_retried_alone_then_raised(reference_server: ServerFactory) -> None:
     """The first sentence is spoken; another caller then takes the only slot (a stream that stalls), so
     the second sentence is refused: it is sent again once (RETRY_ONCE), refused again, and the stream

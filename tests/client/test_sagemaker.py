@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import threading
 from pathlib import Path
 from typing import Any
 
 import botocore.session
+import orjson
 import pytest
 
 from sonic_deploy.client import (
@@ -20,8 +22,11 @@ from sonic_deploy.client import (
     StreamError,
     ThrottledError,
 )
+from sonic_deploy.client.eventstream import payload_part
+from sonic_deploy.client.sagemaker import request_body
 from tests.client.refreshing import Clock, refreshing_session
 from tests.probe.harness import ReferenceServer, ServerFactory
+from tests.probe.private_ca import make_private_ca
 from tests.probe.real_clients import FAST, PACED, counted, stream_bytes, wait_for_stats
 
 VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
@@ -153,19 +158,96 @@ def test_cancelling_the_task_ends_the_stream(reference_server: ServerFactory) ->
     assert (stats.get("interrupted"), stats["active"]) == (1, 0)
 
 
-def test_credentials_are_refreshed_before_they_expire(reference_server: ServerFactory) -> None:
+def test_credentials_are_refreshed_once_off_the_loop_before_they_expire(
+    reference_server: ServerFactory,
+) -> None:
     server = reference_server(*FAST)
-    clock = Clock()
-    session = refreshing_session(clock, ["AKIDFIRST", "AKIDSECOND"])
+    clock, fetched_in = Clock(), list[threading.Thread]()
+    session = refreshing_session(clock, ["AKIDFIRST", "AKIDSECOND", "AKIDTHIRD"], fetched_in)
 
     async def run() -> None:
         async with _client(server, session=session) as client:
             await _speak(client, "Signed with the first key.")
             clock.now += datetime.timedelta(minutes=55)  # inside botocore's mandatory refresh window
-            await _speak(client, "Signed with the second key.")
+            # Three sentences at once at the refresh: one refresh, in a thread, for all three.
+            await asyncio.gather(*(_speak(client, f"Signed with the second key, {n}.") for n in range(3)))
 
     asyncio.run(run())
-    assert counted(server.stats(), "access_key") == {"AKIDFIRST": 1, "AKIDSECOND": 1}
+    assert counted(server.stats(), "access_key") == {"AKIDFIRST": 1, "AKIDSECOND": 3}
+    assert len(fetched_in) == 2 and threading.main_thread() not in fetched_in[1:]
+
+
+def test_one_connection_serves_the_sentences_in_turn(shared_server: ServerFactory) -> None:
+    server = shared_server(*FAST)
+
+    async def run() -> list[dict[str, float]]:
+        traces: list[dict[str, float]] = []
+        async with _client(server, max_connections=1) as client:
+            for text in SENTENCES:
+                traces.append({})
+                body = request_body(text, voice=VOICE)
+                async for _ in client.events(body, trace=traces[-1]):
+                    pass
+        return traces
+
+    assert ["connect_s" in trace for trace in asyncio.run(run())] == [True, False, False]
+
+
+def test_a_client_serves_one_event_loop_after_another(shared_server: ServerFactory) -> None:
+    client = _client(shared_server(*FAST))
+    assert asyncio.run(_speak(client, "First loop.")) and asyncio.run(_speak(client, "Second loop."))
+
+
+@pytest.mark.parametrize("after_done", ["reset", "silence"])
+def test_a_stream_is_whole_at_its_done_whatever_follows(after_done: str) -> None:
+    """A server that, after `done`, drops the connection or says nothing more: the utterance is whole,
+    and no error follows it (the connection is simply not reused)."""
+    frames = b"".join(
+        payload_part(orjson.dumps(event) + b"\n")
+        for event in ({"type": "chunk", "data": "AAAA", "done": False}, {"type": "done", "done": True})
+    )
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.amazon.eventstream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(frames):x}\r\n".encode() + frames + b"\r\n"
+        )
+        await writer.drain()
+        if after_done == "reset":
+            writer.transport.abort()
+        else:
+            await asyncio.sleep(30)
+
+    async def run() -> bytes:
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = SageMakerClient(
+            "e", region="us-east-2", endpoint_url=f"http://127.0.0.1:{port}", read_timeout_s=1.0
+        )
+        try:
+            return await asyncio.wait_for(_speak(client, "Hi."), 20)
+        finally:
+            await client.close()
+            server.close()
+
+    assert asyncio.run(run()) == b"\x00\x00\x00"
+
+
+def test_an_untrusted_certificate_is_named_and_not_retried(
+    reference_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ca = make_private_ca(tmp_path)
+    server = reference_server(*FAST, "--tls-cert", str(ca.cert), "--tls-key", str(ca.key), ca_file=ca.ca)
+    with pytest.raises(EndpointUnreachableError) as raised:
+        asyncio.run(_speak(_client(server, session=botocore.session.Session()), "Untrusted."))
+    assert (raised.value.kind, raised.value.retryable) == ("tls", False)
+    assert "AWS_CA_BUNDLE" in raised.value.message
+    monkeypatch.setenv("AWS_CA_BUNDLE", str(ca.ca))  # boto3's own setting, read by the client too
+    client = _client(server, session=botocore.session.Session())
+    assert len(asyncio.run(_speak(client, "Trusted."))) == stream_bytes("Trusted.")
 
 
 def test_no_credentials_is_an_access_error_with_the_fix(

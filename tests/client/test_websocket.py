@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sonic_deploy.client import AccessError, ThrottledError, WebSocketClient
+from sonic_deploy.client import (
+    AccessError,
+    EndpointUnreachableError,
+    RequestTimeoutError,
+    ThrottledError,
+    WebSocketClient,
+)
 from tests.probe.harness import ReferenceServer, ServerFactory
+from tests.probe.private_ca import make_private_ca
 from tests.probe.real_clients import FAST, KEY, PACED, stream_bytes, wait_for_stats
 
 VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
@@ -101,3 +110,25 @@ def test_local_mistakes_are_named_before_anything_is_sent() -> None:
         client.utterance(voice=VOICE, sample_rate=11025)
     with pytest.raises(ValueError, match="voice"):
         client.utterance(voice="")
+
+
+def test_a_silent_server_is_a_timeout_not_a_hang(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST, "--fault", "stall:1", "--stall-ms", "30000")
+    with pytest.raises(RequestTimeoutError) as raised:
+        asyncio.run(_audio(_client(server, timeout_s=0.5).speak("Anyone there?", voice=VOICE)))
+    assert raised.value.kind == "timeout"
+    stats = wait_for_stats(server, lambda s: s.get("cancelled", 0) == 1)
+    assert stats.get("cancelled") == 1, "the client gave up on the context: the server is told so"
+
+
+def test_an_untrusted_certificate_is_named_and_not_retried(
+    reference_server: ServerFactory, tmp_path: Path
+) -> None:
+    ca = make_private_ca(tmp_path)
+    server = reference_server(*FAST, "--tls-cert", str(ca.cert), "--tls-key", str(ca.key), ca_file=ca.ca)
+    with pytest.raises(EndpointUnreachableError) as raised:
+        asyncio.run(_audio(_client(server).speak("Untrusted.", voice=VOICE)))
+    assert (raised.value.kind, raised.value.retryable) == ("tls", False)
+    assert "ssl_context=" in raised.value.message
+    trusted = _client(server, ssl_context=ssl.create_default_context(cafile=ca.ca))
+    assert asyncio.run(_audio(trusted.speak("Trusted.", voice=VOICE))) == stream_bytes("Trusted.")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -14,7 +13,9 @@ import pytest
 from botocore.stub import Stubber
 
 from sonic_deploy.connect import command
-from tests.probe.harness import ReferenceServer, ServerFactory
+from tests.probe.conftest import reference_server
+
+__all__ = ["reference_server"]
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
@@ -107,18 +108,3 @@ def cloudformation(monkeypatch: pytest.MonkeyPatch) -> Iterator[StubbedCloudForm
         monkeypatch.setattr(command, "cloudformation_client", make)
         yield stubbed
         stubber.assert_no_pending_responses()
-
-
-@pytest.fixture
-def reference_server() -> Iterator[ServerFactory]:
-    """`probe serve` in another process, stopped at the end of the test (as tests/probe has it)."""
-    started: list[ReferenceServer] = []
-
-    def start(*options: str, ca_file: Path | None = None) -> ReferenceServer:
-        server = ReferenceServer(*options, ca_file=ca_file)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()

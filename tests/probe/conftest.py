@@ -16,8 +16,9 @@ from .harness import ProbeRun, ReferenceServer, ServerFactory
 def reference_server() -> Iterator[ServerFactory]:
     started: list[ReferenceServer] = []
 
-    def start(*options: str) -> ReferenceServer:
-        server = ReferenceServer(*options)
+    def start(*options: str, ca_file: Path | None = None) -> ReferenceServer:
+        """`ca_file`: the CA the harness trusts to read /stats over https (`--tls-cert`)."""
+        server = ReferenceServer(*options, ca_file=ca_file)
         started.append(server)
         return server
 
