@@ -5,7 +5,7 @@ the http(s) base of the stack output ApiUrl (`ws://HOST:PORT/tts/websocket` -> `
 plugin turns it back into the WebSocket URL). Offline, with no LiveKit room:
 
     sonic-deploy probe serve --port 8080
-    python examples/livekit_ecs.py --api-url ws://127.0.0.1:8080/tts/websocket --api-key anything --out speech.wav
+    CARTESIA_API_KEY=anything python examples/livekit_ecs.py --api-url ws://127.0.0.1:8080/tts/websocket --out speech.wav
 
 Against a deployed stack: --api-url is the output ApiUrl and the key is Cartesia's (default
 $CARTESIA_API_KEY). In an agent, the same TTS goes to `AgentSession(tts=...)`, inside a job, where the
@@ -41,9 +41,18 @@ def http_base(api_url: str) -> str:
     return f"{scheme}://{parts.netloc}"
 
 
-async def speak(base_url: str, api_key: str, model: str, voice: str, text: str) -> rtc.AudioFrame:
+async def speak(
+    base_url: str, api_key: str, model: str, version: str, voice: str, text: str
+) -> rtc.AudioFrame:
     async with aiohttp.ClientSession() as session:
-        tts = cartesia.TTS(base_url=base_url, api_key=api_key, model=model, voice=voice, http_session=session)
+        tts = cartesia.TTS(
+            base_url=base_url,
+            api_key=api_key,
+            model=model,
+            api_version=version,
+            voice=voice,
+            http_session=session,
+        )
         async with tts, tts.stream() as stream:
             stream.push_text(text)  # an agent pushes the LLM's tokens as they come
             stream.end_input()
@@ -57,6 +66,9 @@ def main(argv: list[str] | None = None) -> None:
         "--api-key", default=os.environ.get("CARTESIA_API_KEY"), help="(default: $CARTESIA_API_KEY)"
     )
     parser.add_argument("--model", default="sonic-3", help="the model_id your self-hosted Sonic serves")
+    parser.add_argument(
+        "--cartesia-version", default="2025-04-16", help="the API version the deployment accepts"
+    )
     parser.add_argument("--voice", default=VOICE_ID)
     parser.add_argument("--text", default="Hello from Sonic on ECS, spoken through LiveKit Agents.")
     parser.add_argument("--out", type=Path, required=True, help="the WAV file to write")
@@ -68,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as error:
         parser.error(str(error))
     try:
-        audio = asyncio.run(speak(base_url, args.api_key, args.model, args.voice, args.text))
+        audio = asyncio.run(speak(base_url, args.api_key, args.model, args.cartesia_version, args.voice, args.text))
     except APIError as error:  # refused, a wrong key, no capacity...
         parser.exit(1, f"{parser.prog}: {error}\n")
     try:

@@ -4,12 +4,13 @@ through pipecat's own `CartesiaTTSService` into a WAV file.
 Offline, against the local stand-in (two terminals):
 
     sonic-deploy probe serve --port 8080 --api-key sk_local
-    python examples/pipecat_ecs.py --api-url ws://127.0.0.1:8080/tts/websocket --api-key sk_local --out speech.wav
+    CARTESIA_API_KEY=sk_local python examples/pipecat_ecs.py --api-url ws://127.0.0.1:8080/tts/websocket --out speech.wav
 
-Against your stack: `--api-url` is its output ApiUrl (ws://...:PORT/tts/websocket) and `--api-key` the key
-your API server takes (or CARTESIA_API_KEY in the environment):
+Against your stack, with what `sonic-deploy connect --env NAME --route ecs` prints: `--api-url` is its
+output ApiUrl (ws://...:PORT/tts/websocket), `--model` and `--cartesia-version` the deployment's, and the
+key in CARTESIA_API_KEY (`--api-key` works too, but shows the key to anyone who lists processes):
 
-    python examples/pipecat_ecs.py --api-url "$API_URL" --model sonic-3 --out speech.wav
+    python examples/pipecat_ecs.py --api-url "$API_URL" --model sonic-3 --cartesia-version 2025-04-16 --out speech.wav
 
 Needs `pip install 'sonic-deploy[pipecat]'`. In an agent the service takes the LLM's place in this
 pipeline's input and the transport's output takes the writer's:
@@ -22,6 +23,7 @@ import argparse
 import asyncio
 import os
 import sys
+import warnings
 import wave
 from pathlib import Path
 
@@ -91,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--model", default="sonic-3", help="model_id your API server serves (default sonic-3)"
     )
+    parser.add_argument(
+        "--cartesia-version",
+        help="the API version the deployment accepts (default: the one pipecat pins, 2026-03-01)",
+    )
     parser.add_argument("--voice", default=VOICE_ID, help="Sonic voice id")
     parser.add_argument("--sample-rate", type=int, choices=RATES, default=24000)
     parser.add_argument("--text", default="Hello from Sonic on ECS, through pipecat.")
@@ -100,11 +106,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no API key. Fix: --api-key KEY or CARTESIA_API_KEY")
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
-    tts = CartesiaTTSService(
-        api_key=args.api_key,
-        url=args.api_url,
-        settings=CartesiaTTSService.Settings(model=args.model, voice=args.voice),
-    )
+    # pipecat deprecates cartesia_version= (it writes its messages for the version it pins): passed only
+    # when the deployment wants another, as `sonic-deploy connect` prints it.
+    version = {"cartesia_version": args.cartesia_version} if args.cartesia_version else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tts = CartesiaTTSService(
+            api_key=args.api_key,
+            url=args.api_url,
+            settings=CartesiaTTSService.Settings(model=args.model, voice=args.voice),
+            **version,
+        )
     audio, errors = asyncio.run(speak(tts, args.text, args.sample_rate))
     if errors or not audio:
         print(f"error: {'; '.join(errors) or 'no audio came back'}", file=sys.stderr)

@@ -4,6 +4,7 @@ speaks a sentence into a WAV file; a user's mistake is a message, not a tracebac
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import wave
@@ -13,9 +14,12 @@ from types import ModuleType
 import pytest
 
 from tests.probe.harness import ServerFactory
-from tests.probe.real_clients import FAST, KEY, RATE
+from tests.probe.real_clients import FAST, KEY, RATE, stream_bytes
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TEXT = "Hello from Sonic, spoken through LiveKit Agents."
+# LiveKit ends a stream with a final frame: 10 ms of silence of its own when no audio is left for it.
+MARKER_BYTES = RATE // 100 * 2
 
 
 def _example(name: str) -> ModuleType:
@@ -33,7 +37,7 @@ def _example(name: str) -> ModuleType:
             "livekit_sagemaker",
             ["--endpoint", "sonic-dev", "--region", "us-east-2", "--endpoint-url", "{base}"],
         ),
-        ("livekit_ecs", ["--api-url", "{ws_url}", "--api-key", KEY]),
+        ("livekit_ecs", ["--api-url", "{ws_url}"]),
     ],
 )
 def test_an_example_speaks_a_sentence_into_a_wav_file(
@@ -43,16 +47,20 @@ def test_an_example_speaks_a_sentence_into_a_wav_file(
     out = tmp_path / "speech.wav"
     argv = [arg.format(base=server.base, ws_url=server.ws_url) for arg in route]
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / f"{example}.py"), *argv, "--out", str(out)],
+        [sys.executable, str(EXAMPLES / f"{example}.py"), *argv, "--text", TEXT, "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, "CARTESIA_API_KEY": KEY},  # as the examples' docstrings pass it
     )
     assert done.returncode == 0, done.stderr
     assert out.read_bytes()[:4] == b"RIFF" and out.read_bytes()[8:12] == b"WAVE"
     with wave.open(str(out)) as wav:
         assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (RATE, 1, 2)
-        assert wav.getnframes() > 0
+        # The whole sentence: the server's schedule for it (LiveKit's Cartesia plugin sends it with a
+        # trailing space), and LiveKit's own 10 ms final frame when no audio was left to carry it.
+        spoken = stream_bytes(TEXT + (" " if example == "livekit_ecs" else ""))
+        assert wav.getnframes() * 2 - spoken in (0, MARKER_BYTES)
     assert done.stdout.startswith(f"wrote {out}: ")
 
 
