@@ -111,7 +111,7 @@ async def pipecat_caller(base: str) -> tuple[Measure, Callable[[], Awaitable[Non
     worker = PipelineWorker(
         Pipeline([Before(), service, After()]),
         params=PipelineParams(audio_out_sample_rate=RATE),
-        cancel_on_idle_timeout=False,
+        idle_timeout_secs=None,  # no transport here, so no frames that would say the call is alive
         enable_rtvi=False,
     )
     started = asyncio.Event()

@@ -170,5 +170,7 @@ def _endpoint_arn(stack: DeployedStack, region: str, endpoint_name: str) -> str 
     if owner is None:
         return None
     partition, account = owner
-    # SageMaker writes endpoint names in lower case in their ARNs, which IAM matches case-sensitively.
+    # SageMaker writes endpoint names in lower case in their ARNs, which IAM matches case-sensitively
+    # (seen in the field: prometheus-community/yet-another-cloudwatch-exporter#1178, "Resource ARN is only
+    # in lower case"; awslabs/service-workbench-on-aws#1177 made its SageMaker policies case-insensitive).
     return f"arn:{partition}:sagemaker:{region}:{account}:endpoint/{endpoint_name.lower()}"
