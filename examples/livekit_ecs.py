@@ -80,7 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as error:
         parser.error(str(error))
     try:
-        audio = asyncio.run(speak(base_url, args.api_key, args.model, args.cartesia_version, args.voice, args.text))
+        audio = asyncio.run(
+            speak(base_url, args.api_key, args.model, args.cartesia_version, args.voice, args.text)
+        )
     except APIError as error:  # refused, a wrong key, no capacity...
         parser.exit(1, f"{parser.prog}: {error}\n")
     try:
