@@ -19,6 +19,7 @@ from sonic_deploy.stacks import add_stacks
 from tests.cdk_context import ROOT, cli_context
 
 CONFIG_DIR = ROOT / "config"
+pytest_plugins = ["tests.pipecat_frames"]
 
 
 @cache

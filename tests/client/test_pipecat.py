@@ -10,12 +10,11 @@ import contextlib
 import datetime
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from loguru import logger
 from pipecat.frames.frames import (
     EndFrame,
     ErrorFrame,
@@ -33,64 +32,27 @@ from pipecat.frames.frames import (
 from pipecat.metrics.metrics import TTFBMetricsData, TTSUsageMetricsData
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
-from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.processors.frame_processor import FrameDirection
 from pipecat.utils.errors import ErrorCategory
 from pipecat.workers.runner import WorkerRunner
 
 from sonic_deploy.client import SageMakerClient
 from sonic_deploy.client.pipecat import SonicSageMakerTTSService
 from tests.client.refreshing import Clock, refreshing_session
+from tests.pipecat_frames import FrameRecorder
 from tests.probe.harness import ReferenceServer, ServerFactory
 from tests.probe.real_clients import FAST, PACED, TIMEOUT_S, counted, stream_bytes, wait_for_stats
 
+pytestmark = pytest.mark.usefixtures("quiet_pipecat")
+
 VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
-
-
-@pytest.fixture(autouse=True)
-def _quiet_pipecat() -> Iterator[None]:
-    """pipecat logs every frame it handles at DEBUG through loguru: warnings are enough here."""
-    logger.remove()
-    handler = logger.add(sys.stderr, level="WARNING")
-    yield
-    logger.remove(handler)
-    logger.add(sys.stderr)
-
-
-class _Recorder(FrameProcessor):
-    """Passes every frame on and records those going one way."""
-
-    def __init__(self, direction: FrameDirection) -> None:
-        super().__init__()
-        self.direction = direction
-        self.frames: list[Frame] = []
-        self._arrived = asyncio.Event()
-
-    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-        await super().process_frame(frame, direction)
-        if direction == self.direction:
-            self.frames.append(frame)
-            self._arrived.set()
-        await self.push_frame(frame, direction)
-
-    async def wait_until(self, ready: Callable[[], bool]) -> None:
-        """Until `ready()` holds, checked as each recorded frame arrives."""
-
-        async def wait() -> None:
-            while not ready():
-                self._arrived.clear()
-                await self._arrived.wait()
-
-        await asyncio.wait_for(wait(), TIMEOUT_S)
-
-    def count(self, kind: type[Frame]) -> int:
-        return sum(isinstance(frame, kind) for frame in self.frames)
 
 
 @dataclass
 class _Pipeline:
     worker: PipelineWorker
-    upstream: _Recorder  # before the service: errors
-    downstream: _Recorder  # after it: audio, text, metrics
+    upstream: FrameRecorder  # before the service: errors
+    downstream: FrameRecorder  # after it: audio, text, metrics
     requests: list[str] = field(default_factory=list)  # each sentence's text, as sent (on_tts_request)
 
     async def send(self, *frames: Frame) -> None:
@@ -125,7 +87,10 @@ def _run(
     then an EndFrame (which waits for the audio still to come)."""
 
     async def run() -> _Pipeline:
-        upstream, downstream = _Recorder(FrameDirection.UPSTREAM), _Recorder(FrameDirection.DOWNSTREAM)
+        upstream, downstream = (
+            FrameRecorder(FrameDirection.UPSTREAM),
+            FrameRecorder(FrameDirection.DOWNSTREAM),
+        )
         worker = PipelineWorker(
             Pipeline([upstream, service, downstream]),
             params=PipelineParams(

@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -21,36 +20,28 @@ from livekit.agents import APIConnectionError, APIConnectOptions, APIStatusError
 from livekit.agents.tts import SynthesizedAudio
 from livekit.agents.utils import http_context
 from livekit.plugins import cartesia
-from loguru import logger
 from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame, TTSSpeakFrame, TTSStoppedFrame
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
-from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.tts_service import TTSService
 from pipecat.utils import deprecation
 from pipecat.workers.runner import WorkerRunner
 
 from sonic_deploy.cli import main
 from tests.conftest import CONFIG_DIR
+from tests.pipecat_frames import FrameRecorder
 from tests.probe.harness import ReferenceServer, ServerFactory
 from tests.probe.private_ca import PrivateCa, make_private_ca
 from tests.probe.real_clients import FAST, KEY, RATE, TIMEOUT_S, counted, stream_bytes, wait_for_stats
 
 from .conftest import DEPLOYED_ECS_OUTPUTS, StubbedCloudFormation
 
+pytestmark = pytest.mark.usefixtures("quiet_pipecat")
+
 TEXT = "Hello from the ECS route."
 # No retries: the first attempt is the one looked at (LiveKit waits 2 s before each retry).
 ONCE = APIConnectOptions(max_retry=0, timeout=TIMEOUT_S)
-
-
-@pytest.fixture(autouse=True)
-def _quiet_pipecat() -> Iterator[None]:
-    """pipecat logs every frame at DEBUG through loguru: warnings are enough here."""
-    logger.remove()
-    handler = logger.add(sys.stderr, level="WARNING")
-    yield
-    logger.remove(handler)
-    logger.add(sys.stderr)
 
 
 @pytest.fixture(autouse=True)
@@ -110,27 +101,15 @@ def check_server_saw(server: ReferenceServer, settings: dict[str, Any]) -> None:
 # pipecat: the service in a real pipeline, [recorder, service, recorder], as tests/probe runs it.
 
 
-class _Recorder(FrameProcessor):
-    def __init__(self, direction: FrameDirection) -> None:
-        super().__init__()
-        self.direction = direction
-        self.frames: list[Frame] = []
-        self.arrived = asyncio.Event()
-
-    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-        await super().process_frame(frame, direction)
-        if direction == self.direction:
-            self.frames.append(frame)
-            self.arrived.set()
-        await self.push_frame(frame, direction)
-
-
 def speak_with_pipecat(service: TTSService) -> tuple[list[TTSAudioRawFrame], list[str]]:
     """Speak TEXT; the audio frames, and the errors pushed upstream. Ends at the first error or at the end
     of the utterance (TTSStoppedFrame), then cancels the pipeline (nothing after it is looked at)."""
 
     async def run() -> tuple[list[TTSAudioRawFrame], list[str]]:
-        upstream, downstream = _Recorder(FrameDirection.UPSTREAM), _Recorder(FrameDirection.DOWNSTREAM)
+        upstream, downstream = (
+            FrameRecorder(FrameDirection.UPSTREAM),
+            FrameRecorder(FrameDirection.DOWNSTREAM),
+        )
         worker = PipelineWorker(
             Pipeline([upstream, service, downstream]),
             params=PipelineParams(audio_out_sample_rate=RATE),

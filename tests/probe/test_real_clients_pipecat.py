@@ -10,12 +10,10 @@ each utterance to /tts/bytes and pushes the whole body as one audio frame."""
 from __future__ import annotations
 
 import asyncio
-import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import pytest
-from loguru import logger
 from pipecat.frames.frames import (
     EndFrame,
     ErrorFrame,
@@ -31,68 +29,27 @@ from pipecat.frames.frames import (
 )
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
-from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.cartesia.tts import CartesiaHttpTTSService, CartesiaTTSService
 from pipecat.services.tts_service import TTSService
 from pipecat.workers.runner import WorkerRunner
 
+from tests.pipecat_frames import FrameRecorder
+
 from .harness import ReferenceServer, ServerFactory
 from .real_clients import FAST, KEY, PACED, TIMEOUT_S, counted, stream_bytes, wait_for_stats
+
+pytestmark = pytest.mark.usefixtures("quiet_pipecat")
 
 MODEL = "sonic-3"
 VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
 
 
-@pytest.fixture(autouse=True)
-def _quiet_pipecat() -> Iterator[None]:
-    """pipecat logs every frame it handles at DEBUG through loguru: warnings are enough here."""
-    logger.remove()
-    handler = logger.add(sys.stderr, level="WARNING")
-    yield
-    logger.remove(handler)
-    logger.add(sys.stderr)
-
-
-class _Recorder(FrameProcessor):
-    """Passes every frame on and records those going one way (StartFrame and the like included)."""
-
-    def __init__(self, direction: FrameDirection) -> None:
-        super().__init__()
-        self.direction = direction
-        self.frames: list[Frame] = []
-        self._arrived = asyncio.Event()
-
-    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-        await super().process_frame(frame, direction)
-        if direction == self.direction:
-            self.frames.append(frame)
-            self._arrived.set()
-        await self.push_frame(frame, direction)
-
-    def of(self, kind: type[Frame]) -> list[Frame]:
-        return [frame for frame in self.frames if isinstance(frame, kind)]
-
-    async def wait_until(self, ready: Callable[[], bool]) -> None:
-        """Until `ready()` holds, checked as each recorded frame arrives."""
-
-        async def wait() -> None:
-            while not ready():
-                self._arrived.clear()
-                await self._arrived.wait()
-
-        await asyncio.wait_for(wait(), TIMEOUT_S)
-
-    async def wait_for(self, kind: type[Frame]) -> Frame:
-        """The first frame of `kind`, once it has arrived."""
-        await self.wait_until(lambda: bool(self.of(kind)))
-        return self.of(kind)[0]
-
-
 @dataclass
 class _Pipeline:
     worker: PipelineWorker
-    upstream: _Recorder  # before the service: what it pushes upstream (errors)
-    downstream: _Recorder  # after it: audio, TTSStoppedFrame, text
+    upstream: FrameRecorder  # before the service: what it pushes upstream (errors)
+    downstream: FrameRecorder  # after it: audio, TTSStoppedFrame, text
 
     async def send(self, *frames: Frame) -> None:
         for frame in frames:
@@ -115,7 +72,10 @@ def _run(
     with an EndFrame (which waits for the audio still to come), or cancel it."""
 
     async def run() -> _Pipeline:
-        upstream, downstream = _Recorder(FrameDirection.UPSTREAM), _Recorder(FrameDirection.DOWNSTREAM)
+        upstream, downstream = (
+            FrameRecorder(FrameDirection.UPSTREAM),
+            FrameRecorder(FrameDirection.DOWNSTREAM),
+        )
         worker = PipelineWorker(
             Pipeline([upstream, service, downstream]),
             params=PipelineParams(audio_out_sample_rate=sample_rate),
