@@ -89,6 +89,16 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _positive(text: str) -> float:
+    try:
+        value = _non_negative(text)
+    except argparse.ArgumentTypeError:
+        value = 0.0
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
 def _buffer_delay(text: str) -> int | str:
     if text == "default":
         return text
@@ -313,6 +323,18 @@ def _serve_parser(routes: Any) -> None:
     )
     serve.add_argument(
         "--api-key", help="require this key (as X-API-Key, Authorization: Bearer or ?api_key=)"
+    )
+    serve.add_argument(
+        "--llm-first-token-ms",
+        type=_non_negative,
+        default=400.0,
+        help="the LLM stand-in (POST /v1/chat/completions): first token this long after the request",
+    )
+    serve.add_argument(
+        "--llm-tokens-per-s",
+        type=_positive,
+        default=50.0,
+        help="the LLM stand-in: tokens a second after the first",
     )
     serve.add_argument("--seed", type=int, default=1)
     serve.add_argument("--exit-after", type=float, help="stop by itself after this many seconds")
@@ -556,6 +578,8 @@ def run_serve(args: argparse.Namespace) -> int:
         exit_after_s=args.exit_after,
         tls_cert=None if args.tls_cert is None else str(args.tls_cert),
         tls_key=None if args.tls_key is None else str(args.tls_key),
+        llm_first_token_ms=args.llm_first_token_ms,
+        llm_tokens_per_s=args.llm_tokens_per_s,
     )
     try:
         tls_context(config)  # loaded again by the server: a bad file is an error here, not a traceback there

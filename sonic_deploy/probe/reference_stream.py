@@ -47,6 +47,9 @@ class ServerConfig:
     # HTTPS and wss:// with this certificate chain and its private key (PEM), both or neither.
     tls_cert: str | None = None
     tls_key: str | None = None
+    # The language-model stand-in (llm_standin.py): its first token this long after a request, then this pace.
+    llm_first_token_ms: float = 400.0
+    llm_tokens_per_s: float = 50.0
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULTS)
