@@ -78,6 +78,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         return refusal
     tokens, model = reply_tokens(), str(body["model"])
     ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+    # A stand-in's counts: the reply's tokens as sent, and the prompt at about 4 characters a token (no
+    # tokenizer here): for a client that reads `usage`, not a figure to plan costs with.
     usage = {"prompt_tokens": len(json.dumps(body["messages"])) // 4, "completion_tokens": len(tokens)}
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
 

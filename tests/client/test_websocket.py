@@ -115,7 +115,9 @@ def test_local_mistakes_are_named_before_anything_is_sent() -> None:
 def test_a_silent_server_is_a_timeout_not_a_hang(reference_server: ServerFactory) -> None:
     server = reference_server(*FAST, "--fault", "stall:1", "--stall-ms", "30000")
     with pytest.raises(RequestTimeoutError) as raised:
-        asyncio.run(_audio(_client(server, timeout_s=0.5).speak("Anyone there?", voice=VOICE)))
+        # timeout_s also bounds the handshake: 1.5 s is far above a local one on a busy machine, and far
+        # below the 30 s the server stays silent.
+        asyncio.run(_audio(_client(server, timeout_s=1.5).speak("Anyone there?", voice=VOICE)))
     assert raised.value.kind == "timeout"
     stats = wait_for_stats(server, lambda s: s.get("cancelled", 0) == 1)
     assert stats.get("cancelled") == 1, "the client gave up on the context: the server is told so"
