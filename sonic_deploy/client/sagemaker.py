@@ -26,12 +26,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import functools
-import ssl
 import urllib.parse
 import uuid
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
@@ -39,13 +36,11 @@ import aiohttp
 import botocore.session
 import orjson
 from botocore.awsrequest import HeadersDict
-from botocore.config import Config
 from botocore.credentials import ReadOnlyCredentials
-from botocore.exceptions import BotoCoreError, NoRegionError
-from botocore.parsers import create_parser
 from botocore.utils import get_environ_proxies
 
 from sonic_deploy.client import cartesia_api
+from sonic_deploy.client.aws import Credentials, default_runtime, request_error, service_runtime, tls_context
 from sonic_deploy.client.cartesia_ws import MalformedMessageError, decode_message
 from sonic_deploy.client.errors import (
     AccessError,
@@ -95,106 +90,6 @@ def error_kind(code: str, original_status: object = None) -> str:
     return f"client_error_{code}"
 
 
-@dataclass(frozen=True)
-class _Runtime:
-    """What the botocore client of `sagemaker-runtime` works out once: where, how to sign, how to read."""
-
-    session: botocore.session.Session
-    endpoint_url: str
-    region: str
-    signing_name: str
-    wire_names: dict[str, str]
-    parser: Any
-    output_shape: Any
-    service_model: Any
-
-
-def _runtime_of(session: botocore.session.Session, region: str | None, endpoint_url: str | None) -> _Runtime:
-    try:
-        client = session.create_client(
-            "sagemaker-runtime",
-            region_name=region,
-            endpoint_url=endpoint_url,
-            config=Config(retries={"total_max_attempts": 1}),
-        )
-    except NoRegionError:
-        raise ValueError(
-            "no AWS Region for the SageMaker runtime. Fix: pass region= (the endpoint's Region) "
-            "or set AWS_REGION"
-        ) from None
-    operation = client.meta.service_model.operation_model(OPERATION)
-    assert operation.input_shape is not None
-    members = operation.input_shape.members
-    return _Runtime(
-        session=session,
-        endpoint_url=client.meta.endpoint_url.rstrip("/"),
-        region=client.meta.region_name,
-        signing_name=client.meta.service_model.signing_name,
-        # The wire names the serialiser uses: `ContentType` -> Content-Type, `Accept` -> X-Amzn-SageMaker-Accept.
-        wire_names={name: members[name].serialization["name"] for name in ("ContentType", "Accept")},
-        parser=create_parser(client.meta.service_model.metadata["protocol"]),
-        output_shape=operation.output_shape,
-        service_model=client.meta.service_model,
-    )
-
-
-@functools.cache
-def _default_runtime(region: str | None, endpoint_url: str | None) -> _Runtime:
-    """A botocore session with the default chain (the environment, AWS_PROFILE, SSO, the container or
-    instance role: what boto3's own default session finds, though not a profile set in code with
-    `boto3.setup_default_session`, for which pass `session=`), once per process and place (a client loads tens of thousands of
-    objects of service model, which a busy agent must not build again, nor leave behind as garbage)."""
-    return _runtime_of(botocore.session.get_session(), region, endpoint_url)
-
-
-class _Credentials:
-    """The chain's credentials, read from botocore's own object on every request (cheap while they are
-    fresh; botocore may also refresh them for another client sharing the session), and refreshed in a
-    thread, one caller at a time, when botocore says they must be: a refresh may call STS, SSO or the
-    instance metadata service, and must not stall the event loop (every stream's audio with it). Callers
-    that arrive during a refresh wait for it, and get the new credentials, not the ones it replaces."""
-
-    def __init__(self, session: botocore.session.Session) -> None:
-        self._session = session
-        self._source: Any = None
-        self._lock = asyncio.Lock()
-
-    def anew(self) -> _Credentials:
-        """The same credentials, with a lock for another event loop."""
-        fresh = _Credentials(self._session)
-        fresh._source = self._source
-        return fresh
-
-    def _fresh(self) -> bool:
-        """Loaded, and not due for a refresh (static credentials never are)."""
-        if self._source is None:
-            return False
-        refresh_needed = getattr(self._source, "refresh_needed", None)
-        return not (callable(refresh_needed) and refresh_needed())
-
-    async def get(self) -> ReadOnlyCredentials:
-        if not (self._fresh() and not self._lock.locked()):
-            async with self._lock:
-                if not self._fresh():
-                    try:
-                        await asyncio.to_thread(self._load_or_refresh)
-                    except BotoCoreError as error:  # an expired SSO session, a failed role assumption...
-                        raise AccessError("credentials", repr(error)) from error
-        frozen: ReadOnlyCredentials = self._source.get_frozen_credentials()  # fresh: no I/O
-        return frozen
-
-    def _load_or_refresh(self) -> None:
-        if self._source is None:
-            self._source = self._session.get_credentials()
-        if self._source is None:
-            raise AccessError(
-                "credentials",
-                "no AWS credentials found. Fix: a task or instance role, or AWS_PROFILE on a laptop "
-                "(aws sso login --profile NAME); against `sonic-deploy probe serve` any values do",
-            )
-        self._source.get_frozen_credentials()  # botocore refreshes them here, if they are due
-
-
 class SageMakerClient:
     """One endpoint's streaming invocations, on one pool of at most `max_connections` connections.
 
@@ -223,20 +118,25 @@ class SageMakerClient:
         if max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, not {max_connections}")
         runtime = (
-            _default_runtime(region, endpoint_url)
+            default_runtime("sagemaker-runtime", region, endpoint_url)
             if session is None
-            else _runtime_of(session, region, endpoint_url)
+            else service_runtime(session, "sagemaker-runtime", region, endpoint_url)
         )
+        operation = runtime.service_model.operation_model(OPERATION)
+        members = operation.input_shape.members
+        # The wire names the serialiser uses: `ContentType` -> Content-Type, `Accept` -> X-Amzn-SageMaker-Accept.
+        wire_names = {name: members[name].serialization["name"] for name in ("ContentType", "Accept")}
+        self._output_shape = operation.output_shape
         self.endpoint_name, self.region = endpoint_name, runtime.region
         self._runtime = runtime
         path = f"/endpoints/{urllib.parse.quote(endpoint_name, safe='')}/invocations-response-stream"
         self.url = runtime.endpoint_url + path
         headers = {
-            runtime.wire_names["ContentType"]: "application/json",
-            runtime.wire_names["Accept"]: "text/event-stream",
+            wire_names["ContentType"]: "application/json",
+            wire_names["Accept"]: "text/event-stream",
         }
         self._signer = RequestSigner(self.url, headers, runtime.signing_name, runtime.region)
-        self._credentials = _Credentials(runtime.session)
+        self._credentials = Credentials(runtime.session)
         self._max_connections = max_connections
         self._timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
@@ -271,16 +171,14 @@ class SageMakerClient:
             self._loop, self._session = loop, None
             self._credentials = self._credentials.anew()
 
-    def _credentials_here(self) -> _Credentials:
+    def _credentials_here(self) -> Credentials:
         self._here()
         return self._credentials
 
     def _pool(self) -> aiohttp.ClientSession:
         self._here()
         if self._session is None or self._session.closed:
-            # boto3's CA bundle (AWS_CA_BUNDLE or the config file's ca_bundle), or the system's.
-            ca_bundle = self._runtime.session.get_config_variable("ca_bundle")
-            context = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else None
+            context = tls_context(self._runtime.session)
             self._session = pooled_session(self._max_connections, context, self._timeout)
         return self._session
 
@@ -329,19 +227,10 @@ class SageMakerClient:
             response = await self._pool().post(
                 self.url, data=payload, headers=headers, proxy=self._proxy, trace_request_ctx=trace
             )
-        except aiohttp.ClientConnectorCertificateError as error:
-            raise error_for(
-                "tls",
-                f"the runtime endpoint's certificate is not trusted ({error.certificate_error}). Fix: "
-                "AWS_CA_BUNDLE (or ca_bundle in the AWS config file) naming the CA that signs it",
-            ) from error
-        except aiohttp.ClientConnectorError as error:
-            refused = isinstance(error.os_error, ConnectionRefusedError)
-            raise error_for("refused" if refused else "connect", repr(error)) from error
-        except (TimeoutError, aiohttp.ServerTimeoutError) as error:
-            raise error_for("timeout", repr(error)) from error
-        except aiohttp.ClientError as error:
-            raise error_for("cut", repr(error)) from error
+        except (TimeoutError, aiohttp.ClientError) as error:
+            typed = request_error(error, "the runtime endpoint")
+            assert typed is not None
+            raise typed from error
         finished = False
         try:
             if response.status != 200:
@@ -386,7 +275,7 @@ class SageMakerClient:
         runtime = self._runtime
         answer = {"status_code": status, "headers": HeadersDict(headers), "body": raw}
         try:
-            parsed: dict[str, Any] = runtime.parser.parse(answer, runtime.output_shape)
+            parsed: dict[str, Any] = runtime.parser.parse(answer, self._output_shape)
             code = str(parsed.get("Error", {}).get("Code") or status)
             shape = runtime.service_model.shape_for_error_code(code)
             if shape is not None:
