@@ -53,6 +53,8 @@ class AudibleDetector:
         self._threshold = FULL_SCALE * 10 ** (threshold_db / 20)
         self._carry = b""
         self.found = False
+        # Samples of the stream before the first audible one (so far, until it is found).
+        self.samples_before = 0
 
     def feed(self, data: bytes) -> bool:
         """True once an audible sample has been seen (in this chunk or before)."""
@@ -64,6 +66,9 @@ class AudibleDetector:
         samples = _decode(self._encoding, data[:whole])
         if samples and max(max(samples), -min(samples)) >= self._threshold:
             self.found = True
+            self.samples_before += next(i for i, value in enumerate(samples) if abs(value) >= self._threshold)
+        else:
+            self.samples_before += len(samples)
         return self.found
 
 

@@ -1,4 +1,4 @@
-"""`sonic-deploy probe ws|http|sagemaker|serve|compare`."""
+"""`sonic-deploy probe ws|http|sagemaker|serve|compare|turn`."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from sonic_deploy.probe.requests import (
     load_transcripts,
 )
 from sonic_deploy.probe.slo import EXAMPLE, Slo, SloError, parse_slo
+from sonic_deploy.probe.turn.command import add_turn_parser
 
 _HELP = argparse.ArgumentDefaultsHelpFormatter
 
@@ -280,6 +281,7 @@ def add_parser(subparsers: Any) -> None:
         _slo_options(route)
         route.set_defaults(func=run_probe)
     _serve_parser(routes)
+    add_turn_parser(routes)
     compare = routes.add_parser("compare", help="print and plot two runs side by side")
     compare.add_argument("first", type=Path)
     compare.add_argument("second", type=Path)

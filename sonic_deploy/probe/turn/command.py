@@ -1,0 +1,332 @@
+"""`sonic-deploy probe turn`: the turn's hops from the command line, the run, and what it prints."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sonic_deploy.client.turn_hops import LanguageModel, SpeechToText
+from sonic_deploy.probe.requests import (
+    DEFAULT_CARTESIA_VERSION,
+    DEFAULT_MODEL_ID,
+    DEFAULT_VOICE_ID,
+    AudioFormat,
+)
+from sonic_deploy.probe.turn.budget import DEFAULT_BUDGET, Budget, BudgetError, load_budget
+from sonic_deploy.probe.turn.call import CallPlan, Hops
+from sonic_deploy.probe.turn.caller_audio import SHIPPED, CallerAudio, CallerAudioError, read_wav, shipped
+
+if TYPE_CHECKING:
+    from sonic_deploy.probe.turn.speakers import Speaker
+
+SYSTEM_PROMPT = (
+    "You are the phone agent of a restaurant. Answer in one or two short sentences, as spoken English: "
+    "no lists, no markdown."
+)
+_HELP = argparse.ArgumentDefaultsHelpFormatter
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
+    return value
+
+
+def _at_least_zero(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _above_zero(text: str) -> float:
+    value = _at_least_zero(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a number > 0, got 0")
+    return value
+
+
+def add_turn_parser(routes: Any) -> None:
+    turn = routes.add_parser(
+        "turn",
+        formatter_class=_HELP,
+        help="time whole turns: caller audio -> speech to text -> language model -> Sonic -> first audio",
+        description="Simulated calls: caller audio at real-time pace into a speech-to-text service, its final "
+        "transcript to a language model, the tokens into Sonic on either route; each turn timed from the end "
+        "of the caller's speech to the first audible sample of the reply, hop by hop. Keys come from the "
+        "environment, never the command line: CARTESIA_API_KEY (Ink, the ECS route), OPENAI_API_KEY (an "
+        "OpenAI-compatible model); AWS credentials from boto3's chain.",
+    )
+    stt = turn.add_argument_group("speech to text")
+    stt.add_argument("--stt", choices=("ink", "transcribe"), default="ink")
+    stt.add_argument(
+        "--stt-url", default="wss://api.cartesia.ai", help="Ink: the API's root (probe serve: ws://HOST:PORT)"
+    )
+    stt.add_argument("--stt-model", default="ink-2", help="Ink: the model")
+    stt.add_argument("--transcribe-region", help="Transcribe: the Region (default: boto3's)")
+    stt.add_argument(
+        "--transcribe-endpoint-url", help="Transcribe: another endpoint (probe serve: ws://HOST:PORT)"
+    )
+    stt.add_argument("--language-code", default="en-US", help="Transcribe: the caller's language")
+    llm = turn.add_argument_group("language model")
+    llm.add_argument("--llm", choices=("openai", "bedrock"), default="openai")
+    llm.add_argument(
+        "--llm-url", help="OpenAI-compatible: the API root with its version, e.g. https://api.openai.com/v1"
+    )
+    llm.add_argument(
+        "--llm-model", help="the model: a name (OpenAI-compatible) or a Bedrock model or inference profile id"
+    )
+    llm.add_argument("--bedrock-region", help="Bedrock: the Region (default: boto3's)")
+    llm.add_argument(
+        "--bedrock-endpoint-url", help="Bedrock: another endpoint (probe serve: http://HOST:PORT)"
+    )
+    llm.add_argument("--max-tokens", type=_count, default=200, help="the longest reply")
+    llm.add_argument("--system", default=SYSTEM_PROMPT, help="the system prompt")
+    tts = turn.add_argument_group("text to speech (Sonic)")
+    tts.add_argument("--route", choices=("ecs", "sagemaker"), required=True)
+    tts.add_argument("--tts-url", help="ecs: the WebSocket URL, ws(s)://HOST:PORT/tts/websocket")
+    tts.add_argument("--model-id", default=DEFAULT_MODEL_ID, help="ecs: model_id")
+    tts.add_argument("--cartesia-version", default=DEFAULT_CARTESIA_VERSION, help="ecs: Cartesia-Version")
+    tts.add_argument("--endpoint", help="sagemaker: the endpoint's name")
+    tts.add_argument("--region", help="sagemaker: the endpoint's Region")
+    tts.add_argument(
+        "--endpoint-url", help="sagemaker: another runtime endpoint (probe serve: http://HOST:PORT)"
+    )
+    tts.add_argument("--voice-id", default=DEFAULT_VOICE_ID)
+    caller = turn.add_argument_group("caller audio")
+    caller.add_argument(
+        "--audio",
+        choices=tuple(SHIPPED),
+        default="telephony",
+        help="the shipped utterances: telephony (8 kHz mu-law) or wideband (16 kHz PCM)",
+    )
+    caller.add_argument(
+        "--wav", type=Path, action="append", help="your own utterance instead (repeatable, in order)"
+    )
+    caller.add_argument(
+        "--frame-ms", type=int, choices=(10, 20, 40, 50, 100), default=20, help="audio per message"
+    )
+    load = turn.add_argument_group("load")
+    load.add_argument("--concurrency", type=_count, default=1, help="closed loop: calls at once")
+    load.add_argument("--calls", type=_count, help="closed loop: calls in all (default: --concurrency)")
+    load.add_argument(
+        "--rate", type=_above_zero, help="open loop instead: calls arriving per second (Poisson)"
+    )
+    load.add_argument("--duration", type=_above_zero, default=60.0, help="open loop: seconds of arrivals")
+    load.add_argument("--turns", type=_count, default=3, help="turns per call, on the call's connections")
+    load.add_argument(
+        "--warmup-turns", type=int, default=1, help="turns of each call not counted (connections warm)"
+    )
+    load.add_argument(
+        "--gap-ms", type=_at_least_zero, default=500.0, help="the caller's pause after the reply ends"
+    )
+    load.add_argument("--seed", type=int, default=1)
+    out = turn.add_argument_group("measurement and output")
+    out.add_argument(
+        "--stt-timeout", type=_above_zero, default=10.0, help="seconds from speech end to the final"
+    )
+    out.add_argument(
+        "--reply-timeout", type=_above_zero, default=60.0, help="seconds from the final to the reply's end"
+    )
+    out.add_argument(
+        "--audible-threshold-db",
+        type=float,
+        default=-40.0,
+        help="first audible sample: at or above this dBFS",
+    )
+    out.add_argument(
+        "--budget", type=Path, default=DEFAULT_BUDGET, help="the latency budget to judge the run against"
+    )
+    out.add_argument("--out", type=Path, help="output folder (default: probe-runs/turn-ROUTE-TIME)")
+    out.add_argument("--no-plot", action="store_true", help="no waterfall.png")
+    out.add_argument("--quiet", action="store_true", help="no live progress line")
+    turn.set_defaults(func=run_turn, turn_parser=turn)
+
+
+def _problem(args: argparse.Namespace) -> str | None:
+    if args.warmup_turns < 0 or args.warmup_turns >= args.turns:
+        return f"--warmup-turns {args.warmup_turns} leaves no turn to time of --turns {args.turns}: give 0 to {args.turns - 1}"
+    if args.route == "ecs" and not args.tts_url:
+        return "--route ecs needs --tts-url ws(s)://HOST:PORT/tts/websocket (sonic-deploy connect prints it)"
+    if args.route == "sagemaker" and not args.endpoint:
+        return "--route sagemaker needs --endpoint NAME (sonic-deploy connect prints it)"
+    if args.llm == "openai" and not args.llm_url:
+        return (
+            "--llm openai needs --llm-url, e.g. https://api.openai.com/v1 (probe serve: http://HOST:PORT/v1)"
+        )
+    if not args.llm_model:
+        return "--llm-model is needed: the model's name, or a Bedrock model or inference profile id"
+    if args.rate is not None and args.calls is not None:
+        return "--calls is the closed loop's: with --rate, calls arrive for --duration"
+    if args.rate is None and args.duration != args.turn_parser.get_default("duration"):
+        return "--duration is the open loop's: give --rate too, or --calls for a closed loop"
+    return None
+
+
+def _utterances(args: argparse.Namespace) -> tuple[CallerAudio, ...]:
+    audio = [read_wav(path) for path in args.wav] if args.wav else shipped(args.audio)
+    first = audio[0]
+    for other in audio[1:]:
+        if (other.encoding, other.sample_rate) != (first.encoding, first.sample_rate):
+            raise CallerAudioError(
+                f"{other.name}: {other.encoding} at {other.sample_rate} Hz, but {first.name} is {first.encoding} at "
+                f"{first.sample_rate} Hz: one call is one line. Fix: convert them alike (sox IN -r 8000 -e u-law OUT.wav)"
+            )
+    return tuple(audio)
+
+
+def _speech_to_text(args: argparse.Namespace) -> SpeechToText:
+    if args.stt == "ink":
+        from sonic_deploy.client.ink import InkClient
+
+        return InkClient(args.stt_url, api_key=os.environ.get("CARTESIA_API_KEY"), model=args.stt_model)
+    from sonic_deploy.client.transcribe import TranscribeClient
+
+    return TranscribeClient(
+        region=args.transcribe_region,
+        language_code=args.language_code,
+        endpoint_url=args.transcribe_endpoint_url,
+    )
+
+
+def _language_model(args: argparse.Namespace) -> LanguageModel:
+    if args.llm == "openai":
+        from sonic_deploy.client.openai_chat import OpenAIChatClient
+
+        return OpenAIChatClient(
+            args.llm_url,
+            model=args.llm_model,
+            api_key=os.environ.get("OPENAI_API_KEY"),
+            max_tokens=args.max_tokens,
+        )
+    from sonic_deploy.client.bedrock import BedrockClient
+
+    return BedrockClient(
+        args.llm_model,
+        region=args.bedrock_region,
+        endpoint_url=args.bedrock_endpoint_url,
+        max_tokens=args.max_tokens,
+    )
+
+
+def _speaker(args: argparse.Namespace, line: CallerAudio) -> Speaker:
+    from sonic_deploy.probe.turn.speakers import SageMakerSpeaker, Voice, WebSocketSpeaker
+
+    # The reply goes back down the same line: the caller's encoding and rate.
+    voice = Voice(
+        args.voice_id,
+        AudioFormat(line.encoding, line.sample_rate),
+        args.audible_threshold_db,
+    )
+    if args.route == "ecs":
+        from sonic_deploy.client.websocket import WebSocketClient
+
+        client = WebSocketClient(
+            args.tts_url,
+            api_key=os.environ.get("CARTESIA_API_KEY", ""),
+            model_id=args.model_id,
+            cartesia_version=args.cartesia_version,
+        )
+        return WebSocketSpeaker(client, voice)
+    from sonic_deploy.client.sagemaker import SageMakerClient
+
+    return SageMakerSpeaker(
+        SageMakerClient(args.endpoint, region=args.region, endpoint_url=args.endpoint_url), voice
+    )
+
+
+def _budget(args: argparse.Namespace) -> Budget | None:
+    if args.budget == DEFAULT_BUDGET and not DEFAULT_BUDGET.exists():
+        print(
+            f"note: {DEFAULT_BUDGET} not found here, so no budget is judged (--budget FILE)", file=sys.stderr
+        )
+        return None
+    return load_budget(args.budget)
+
+
+def run_turn(args: argparse.Namespace) -> int:
+    parser: argparse.ArgumentParser = args.turn_parser
+    if (problem := _problem(args)) is not None:
+        parser.error(problem)
+    try:
+        utterances = _utterances(args)
+        budget = _budget(args)
+        stt, llm = _speech_to_text(args), _language_model(args)
+        speaker = _speaker(args, utterances[0])
+        if args.stt == "transcribe":  # Transcribe takes 16-bit PCM only: the agent decodes the line's mu-law
+            utterances = tuple(item.as_pcm16() for item in utterances)
+    except (CallerAudioError, BudgetError, ValueError) as error:
+        parser.error(str(error))
+    except ImportError as error:
+        print(
+            f"sonic-deploy probe turn: {error.name} is missing: pip install 'sonic-deploy[probe]'",
+            file=sys.stderr,
+        )
+        return 2
+    from sonic_deploy.probe.event_loop import precise_loop, steady_collector
+    from sonic_deploy.probe.turn.run import Load, TurnOutput, run, summarize, summary_text, write_summary
+
+    plan = CallPlan(
+        utterances=utterances,
+        turns=args.turns,
+        warmup_turns=args.warmup_turns,
+        frame_ms=args.frame_ms,
+        gap_s=args.gap_ms / 1000,
+        stt_timeout_s=args.stt_timeout,
+        reply_timeout_s=args.reply_timeout,
+    )
+    load = Load(
+        calls=args.calls or args.concurrency,
+        concurrency=args.concurrency,
+        rate=args.rate,
+        duration_s=args.duration,
+        seed=args.seed,
+    )
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out_dir = args.out or Path("probe-runs") / f"turn-{args.route}-{stamp}"
+    output = TurnOutput(out_dir, None if args.quiet else sys.stderr)
+    hops = Hops(stt, llm, speaker, args.system or None)
+    # The caller's frames go out on timers: the loop whose timers fire when due (event_loop.py).
+    try:
+        with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
+            runner.run(run(hops, plan, load, output))
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: the turns finished so far are in " + str(out_dir / "samples.jsonl"),
+            file=sys.stderr,
+        )
+    finally:
+        output.close()
+    summary = summarize(output.lines, budget)
+    described = {
+        "kind": "turn",
+        "hops": {"stt": args.stt, "llm": args.llm, "llm_model": args.llm_model, "tts": args.route},
+        "caller_audio": [item.name for item in utterances],
+        "audio": {
+            "encoding": utterances[0].encoding,
+            "sample_rate": utterances[0].sample_rate,
+            "frame_ms": args.frame_ms,
+        },
+        "load": {**load.describe(), "turns_per_call": args.turns, "warmup_turns": args.warmup_turns},
+    }
+    write_summary(out_dir, summary, described)
+    print(summary_text(summary))
+    if not args.no_plot and summary["ok"]:
+        from sonic_deploy.probe.turn.plot import write_waterfall
+
+        title = f"turn: {args.stt} -> {args.llm} ({args.llm_model}) -> Sonic on {args.route}, {summary['ok']} turns"
+        print(f"waterfall: {write_waterfall(summary, out_dir / 'waterfall.png', title)}")
+    print(f"samples and summary: {out_dir}")
+    return 0 if summary["ok"] else 1

@@ -1,0 +1,160 @@
+"""A turn run: simulated calls, closed loop (so many at once) or open loop (calls arriving at a rate), and
+what it leaves behind: samples.jsonl (one line per turn, flushed as it ends), summary.json (percentiles per
+hop and for the turn, errors by hop and kind, the budget's verdict) and waterfall.png."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from sonic_deploy.probe.output import client_facts
+from sonic_deploy.probe.turn.budget import PERCENTILES, Budget, judge
+from sonic_deploy.probe.turn.call import HOPS, CallPlan, Hops, run_call
+
+SAMPLES, SUMMARY, WATERFALL = "samples.jsonl", "summary.json", "waterfall.png"
+
+
+@dataclass(frozen=True)
+class Load:
+    """Closed loop: `concurrency` calls at once, `calls` in all. Open loop: calls arriving at `rate` a
+    second (Poisson, seeded) for `duration_s`, each started when it is due whatever the others do."""
+
+    calls: int = 1
+    concurrency: int = 1
+    rate: float | None = None
+    duration_s: float = 60.0
+    seed: int = 1
+
+    def describe(self) -> dict[str, Any]:
+        if self.rate is not None:
+            return {"mode": "open", "rate_per_s": self.rate, "duration_s": self.duration_s, "seed": self.seed}
+        return {"mode": "closed", "concurrency": self.concurrency, "calls": self.calls}
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float | None]:
+    """Nearest rank (the value at rank ceil(p x n)): an observed value, never one between two."""
+    ordered = sorted(values)
+    result: dict[str, float | None] = {"n": float(len(ordered))}
+    for name in PERCENTILES:
+        if not ordered:
+            result[name] = None
+            continue
+        fraction = 1.0 if name == "max" else int(name[1:]) / 100
+        result[name] = round(ordered[max(0, math.ceil(fraction * len(ordered)) - 1)], 3)
+    result["mean"] = round(sum(ordered) / len(ordered), 3) if ordered else None
+    return result
+
+
+def summarize(samples: Sequence[dict[str, Any]], budget: Budget | None) -> dict[str, Any]:
+    counted = [line for line in samples if not line["warmup"]]
+    done = [line for line in counted if "error" not in line]
+    hops = {hop: percentiles([line["hops_ms"][hop] for line in done]) for hop in HOPS}
+    turn = percentiles([line["turn_ms"] for line in done])
+    errors: Counter[str] = Counter(
+        f"{line['error']['hop']}:{line['error']['kind']}" for line in counted if "error" in line
+    )
+    summary: dict[str, Any] = {
+        "turns": len(counted),
+        "ok": len(done),
+        "warmup_turns": len(samples) - len(counted),
+        "errors": dict(sorted(errors.items())),
+        "turn_ms": turn,
+        "hops_ms": hops,
+        "first_partial_ms": percentiles(
+            [line["first_partial_ms"] for line in done if "first_partial_ms" in line]
+        ),
+        "line_late_ms": percentiles([line["line_late_ms"] for line in counted if "line_late_ms" in line]),
+    }
+    if budget is not None:
+        summary["budget"] = judge(budget, hops, turn)
+    return summary
+
+
+class TurnOutput:
+    def __init__(self, out_dir: Path, progress: TextIO | None) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.out_dir, self._progress = out_dir, progress
+        self._samples = (out_dir / SAMPLES).open("w", encoding="utf-8")
+        self.lines: list[dict[str, Any]] = []
+
+    def emit(self, line: dict[str, Any]) -> None:
+        self.lines.append(line)
+        self._samples.write(json.dumps(line) + "\n")
+        self._samples.flush()  # a run stopped halfway keeps every turn it finished
+        if self._progress is not None:
+            done = [item for item in self.lines if not item["warmup"] and "turn_ms" in item]
+            failed = sum("error" in item for item in self.lines if not item["warmup"])
+            last = f", last turn {line['turn_ms']:.0f} ms" if "turn_ms" in line else ""
+            self._progress.write(f"\rturns: {len(done)} timed, {failed} failed{last}   ")
+            self._progress.flush()
+
+    def close(self) -> None:
+        self._samples.close()
+        if self._progress is not None:
+            self._progress.write("\n")
+
+
+async def run(hops: Hops, plan: CallPlan, load: Load, output: TurnOutput) -> None:
+    calls: list[asyncio.Task[None]] = []
+    try:
+        if load.rate is None:
+            numbers = iter(range(load.calls))
+
+            async def slot() -> None:
+                for number in numbers:
+                    await run_call(number, hops, plan, output.emit)
+
+            calls = [asyncio.create_task(slot()) for _ in range(min(load.concurrency, load.calls))]
+        else:
+            chance, started, number = random.Random(load.seed), time.perf_counter(), 0
+            due = 0.0
+            while True:
+                due += chance.expovariate(load.rate)
+                if due > load.duration_s:
+                    break
+                wait = started + due - time.perf_counter()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                calls.append(asyncio.create_task(run_call(number, hops, plan, output.emit)))
+                number += 1
+        await asyncio.gather(*calls)
+    finally:
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        await hops.llm.close()
+        await hops.tts.close()
+
+
+def write_summary(out_dir: Path, summary: dict[str, Any], described: dict[str, Any]) -> Path:
+    path = out_dir / SUMMARY
+    path.write_text(
+        json.dumps({**described, **summary, "client": client_facts()}, indent=2) + "\n", encoding="utf-8"
+    )
+    return path
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """The table printed at the end of a run: p50, p95 and p99 of each hop and of the turn."""
+    rows = [f"{'':<18}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}"]
+    named = [(hop, summary["hops_ms"][hop]) for hop in HOPS] + [("turn", summary["turn_ms"])]
+    for name, values in named:
+        cells = "".join(
+            f"{'-' if values[p] is None else format(values[p], '.1f'):>9}"
+            for p in ("p50", "p95", "p99", "max")
+        )
+        rows.append(f"{name + ' ms':<18}{cells}")
+    rows.append(f"turns timed: {summary['ok']} of {summary['turns']} (and {summary['warmup_turns']} warm-up)")
+    if summary["errors"]:
+        rows.append("errors: " + ", ".join(f"{kind} x{count}" for kind, count in summary["errors"].items()))
+    if "budget" in summary:
+        rows.append(f"budget ({summary['budget']['file']}): {summary['budget']['verdict']}")
+    return "\n".join(rows)
