@@ -1,0 +1,178 @@
+"""The OpenAI-compatible client: against the LLM stand-in of `probe serve`, and against the failures a real
+endpoint gives (a small aiohttp server answering in OpenAI's error shape)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+from aiohttp import web
+
+from sonic_deploy.client.errors import (
+    AccessError,
+    EndpointUnreachableError,
+    InvalidRequestError,
+    SonicError,
+    StreamError,
+    ThrottledError,
+)
+from sonic_deploy.client.openai_chat import OpenAIChatClient
+from sonic_deploy.client.turn_hops import Message, Token
+from sonic_deploy.probe.llm_standin import REPLY
+from tests.probe.harness import ServerFactory
+
+ASK = [Message("user", "A table for two tonight?")]
+
+
+async def _tokens(
+    client: OpenAIChatClient, messages: list[Message] = ASK, system: str | None = None
+) -> list[Token]:
+    try:
+        async with asyncio.timeout(20):
+            return [token async for token in client.stream(messages, system=system)]
+    finally:
+        await client.close()
+
+
+def test_the_reply_streams_token_by_token_after_the_first_token_delay(shared_server: ServerFactory) -> None:
+    server = shared_server("--llm-first-token-ms", "150", "--llm-tokens-per-s", "200")
+    client = OpenAIChatClient(f"{server.base}/v1", model="stand-in")
+
+    async def run() -> tuple[float, list[Token]]:
+        sent = time.perf_counter()
+        return sent, await _tokens(
+            client, [*ASK, Message("assistant", "Yes."), Message("user", "At eight.")], "brief"
+        )
+
+    sent, tokens = asyncio.run(run())
+    assert "".join(token.text for token in tokens) == REPLY
+    assert len(tokens) == len(REPLY.split())
+    stamps = [token.at for token in tokens]
+    assert stamps == sorted(stamps)
+    assert tokens[0].at - sent >= 0.150  # the stand-in is never early
+    assert tokens[-1].at - sent >= 0.150 + (len(tokens) - 1) / 200  # each token on its own schedule
+
+
+def test_the_request_is_what_the_openai_sdk_sends() -> None:
+    client = OpenAIChatClient("http://127.0.0.1:1/v1/", model="m", max_tokens=50, temperature=0.2)
+    assert client.url == "http://127.0.0.1:1/v1/chat/completions"
+    assert client.body(ASK, "brief") == {
+        "model": "m",
+        "messages": [{"role": "system", "content": "brief"}, {"role": "user", "content": ASK[0].content}],
+        "stream": True,
+        "max_tokens": 50,
+        "temperature": 0.2,
+    }
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@asynccontextmanager
+async def _serving(handler: Handler) -> AsyncIterator[str]:
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        await runner.cleanup()
+
+
+def _refusing(status: int, message: str) -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"error": {"message": message, "type": "x", "code": None}}, status=status)
+
+    return handler
+
+
+def _streaming(*lines: bytes) -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for line in lines:
+            await response.write(line)
+        return response
+
+    return handler
+
+
+def _error_of(handler: Handler, read_timeout_s: float = 30.0) -> SonicError:
+    async def run() -> SonicError:
+        async with _serving(handler) as url:
+            client = OpenAIChatClient(url, model="m", read_timeout_s=read_timeout_s)
+            with pytest.raises(SonicError) as raised:
+                await _tokens(client)
+            return raised.value
+
+    return asyncio.run(run())
+
+
+CHUNK = b'data: {"choices": [{"index": 0, "delta": {"content": "Hi"}}]}\n\n'
+
+
+@pytest.mark.parametrize(
+    ("handler", "kind", "cls", "says"),
+    [
+        (_refusing(429, "Rate limit reached"), "status_429", ThrottledError, "Rate limit reached"),
+        (_refusing(401, "Incorrect API key"), "credentials", AccessError, "HTTP 401: Incorrect API key"),
+        (_refusing(400, "messages: required"), "status_400", InvalidRequestError, "messages: required"),
+        (_refusing(503, "overloaded"), "status_5xx", SonicError, "overloaded"),
+        (_streaming(CHUNK), "cut", StreamError, "without data: [DONE]"),
+        (_streaming(CHUNK, b"data: {not json\n\n"), "malformed", StreamError, "not JSON"),
+        (
+            _streaming(b'data: {"error": {"message": "context too long"}}\n\n'),
+            "stream_error",
+            SonicError,
+            "context too long",
+        ),
+    ],
+    ids=["429", "401", "400", "503", "cut", "malformed", "error-in-stream"],
+)
+def test_each_failure_is_typed_with_its_message(
+    handler: Handler, kind: str, cls: type[SonicError], says: str
+) -> None:
+    error = _error_of(handler)
+    assert type(error) is cls and error.kind == kind
+    assert says in error.message
+    assert error.retryable == (kind in ("status_429", "status_5xx", "cut", "malformed"))
+
+
+def test_a_server_that_goes_quiet_is_a_timeout_not_a_hang() -> None:
+    async def quiet(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(CHUNK)
+        await asyncio.sleep(2)  # well past the client's read timeout (the server's clean-up waits for it)
+        return response
+
+    error = _error_of(quiet, read_timeout_s=0.3)
+    assert error.kind == "timeout"
+
+
+def test_nothing_listening_is_unreachable() -> None:
+    async def run() -> SonicError:
+        client = OpenAIChatClient("http://127.0.0.1:9/v1", model="m")
+        with pytest.raises(SonicError) as raised:
+            await _tokens(client)
+        return raised.value
+
+    error = asyncio.run(run())
+    assert isinstance(error, EndpointUnreachableError) and error.kind == "refused"
+
+
+@pytest.mark.parametrize(
+    ("url", "model", "says"),
+    [("api.openai.com/v1", "m", "not an http(s)://"), ("http://x/v1", "", "model is empty")],
+)
+def test_a_bad_setting_is_refused_with_the_fix(url: str, model: str, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        OpenAIChatClient(url, model=model)
