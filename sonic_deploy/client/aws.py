@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
@@ -24,6 +25,7 @@ from botocore.config import Config
 from botocore.credentials import ReadOnlyCredentials
 from botocore.exceptions import BotoCoreError, NoRegionError
 from botocore.parsers import create_parser
+from botocore.utils import get_environ_proxies
 
 from sonic_deploy.client.errors import AccessError, SonicError, error_for
 from sonic_deploy.client.http import pooled_session
@@ -85,6 +87,13 @@ def tls_context(session: botocore.session.Session) -> ssl.SSLContext | None:
     """boto3's CA bundle (AWS_CA_BUNDLE or the config file's ca_bundle), or None for the system's."""
     ca_bundle = session.get_config_variable("ca_bundle")
     return ssl.create_default_context(cafile=ca_bundle) if ca_bundle else None
+
+
+def environ_proxy(url: str) -> str | None:
+    """As boto3 does: HTTP(S)_PROXY / NO_PROXY for `url`, by botocore's own rule (looked up once by a
+    client, not on every request)."""
+    proxy: str | None = get_environ_proxies(url).get(urllib.parse.urlsplit(url).scheme)
+    return proxy
 
 
 def request_error(error: Exception, what: str) -> SonicError | None:

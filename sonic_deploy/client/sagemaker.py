@@ -33,12 +33,12 @@ from typing import Any
 import aiohttp
 import botocore.session
 import orjson
-from botocore.utils import get_environ_proxies
 
 from sonic_deploy.client import cartesia_api
 from sonic_deploy.client.aws import (
     StreamingClient,
     default_runtime,
+    environ_proxy,
     error_body,
     parsed_error,
     request_error,
@@ -134,8 +134,7 @@ class SageMakerClient(StreamingClient):
         self._signer = RequestSigner(self.url, headers, runtime.signing_name, runtime.region)
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s)
         super().__init__(runtime, max_connections, timeout)
-        # As boto3 does: HTTP(S)_PROXY / NO_PROXY, looked up once by botocore's own rule.
-        self._proxy = get_environ_proxies(self.url).get(urllib.parse.urlsplit(self.url).scheme)
+        self._proxy = environ_proxy(self.url)
 
     async def speak(
         self,
