@@ -123,7 +123,7 @@ def test_a_request_the_service_refuses_is_an_invalid_request_error(shared_server
     assert not raised.value.retryable
 
 
-# Small servers of errors, in the shapes botocore parses (boto3 reads each in the last test here).
+# Small servers of errors, in the shapes botocore parses (boto3 reads the throttling ones below).
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
