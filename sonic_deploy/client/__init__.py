@@ -1,7 +1,8 @@
 """Clients of Sonic's APIs, as a library (`pip install 'sonic-deploy[client]'`, no aws_cdk): a SageMaker
-endpoint's streaming invocations (`SageMakerClient`) and the Cartesia WebSocket API (`WebSocketClient`,
-over `cartesia_ws`), with one family of typed errors (`errors`). The probe and the framework services
-(`client.pipecat`, `client.livekit`) run on the same code.
+endpoint's streaming invocations (`SageMakerClient`), the Cartesia WebSocket API (`WebSocketClient`,
+over `cartesia_ws`) and, for a voice agent's turn, a language model on Amazon Bedrock (`BedrockClient`),
+with one family of typed errors (`errors`). The probe and the framework services (`client.pipecat`,
+`client.livekit`) run on the same code.
 
     from sonic_deploy.client import SageMakerClient
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sonic_deploy.client.bedrock import BedrockClient
     from sonic_deploy.client.errors import SonicError
     from sonic_deploy.client.sagemaker import (
         AccessError,
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AccessError",
     "AudioChunk",
+    "BedrockClient",
     "EndpointUnreachableError",
     "InvalidRequestError",
     "RequestTimeoutError",
@@ -50,6 +53,10 @@ def __getattr__(name: str) -> Any:
         from sonic_deploy.client import websocket
 
         return websocket.WebSocketClient
+    if name == "BedrockClient":
+        from sonic_deploy.client import bedrock
+
+        return bedrock.BedrockClient
     if name in __all__:
         from sonic_deploy.client import errors
 

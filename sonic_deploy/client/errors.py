@@ -16,7 +16,18 @@ _ACCESS_CODES = frozenset(
         "ExpiredTokenException",
         "IncompleteSignature",
         "MissingAuthenticationToken",
+        "MissingAuthenticationTokenException",
         "InvalidClientTokenId",
+    }
+)
+# Codes of a service that could not answer now, and may later: the same request may be sent again.
+_RETRYABLE_CODES = frozenset(
+    {
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "InternalServerException",
+        "ModelNotReadyException",
+        "ModelTimeoutException",
     }
 )
 _STREAM_KINDS = frozenset({"cut", "malformed", "model_stream_error", "internal_stream_failure", "closed"})
@@ -43,7 +54,8 @@ class ThrottledError(SonicError):
 
 
 class InvalidRequestError(SonicError):
-    """The request itself is refused (the model's 422, SageMaker's ValidationError): do not retry it."""
+    """The request itself is refused (the model's 422, SageMaker's ValidationError, Bedrock's
+    ValidationException): do not retry it."""
 
 
 class AccessError(SonicError):
@@ -76,7 +88,10 @@ def error_for(kind: str, message: str, status: int | None = None) -> SonicError:
     cls: type[SonicError] = SonicError
     if kind.endswith("_429") or kind in ("client_error_ThrottlingException", "closed_1013"):
         cls = ThrottledError
-    elif kind.endswith("_422") or kind == "client_error_ValidationError":
+    elif kind.endswith("_422") or kind in (
+        "client_error_ValidationError",
+        "client_error_ValidationException",
+    ):
         cls = InvalidRequestError
     elif kind == "credentials" or kind.removeprefix("client_error_") in _ACCESS_CODES:
         cls = AccessError
@@ -89,7 +104,9 @@ def error_for(kind: str, message: str, status: int | None = None) -> SonicError:
     if cls is ThrottledError and status is None:
         status = 429  # what it means, whoever said it: frameworks that read `.status` then back off
     error = cls(kind, message, status)
-    if cls is SonicError and (kind.endswith("_5xx") or kind in ("client_error_ServiceUnavailable",)):
+    if cls is SonicError and (
+        kind.endswith("_5xx") or kind.removeprefix("client_error_") in _RETRYABLE_CODES
+    ):
         error.retryable = True
     if kind == "tls":  # an untrusted certificate stays untrusted: fix the trust store, not the network
         error.retryable = False

@@ -23,24 +23,27 @@ connection is dropped, not returned to the pool with the rest of an utterance in
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import urllib.parse
 import uuid
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 import botocore.session
 import orjson
-from botocore.awsrequest import HeadersDict
-from botocore.credentials import ReadOnlyCredentials
-from botocore.utils import get_environ_proxies
 
 from sonic_deploy.client import cartesia_api
-from sonic_deploy.client.aws import Credentials, default_runtime, request_error, service_runtime, tls_context
+from sonic_deploy.client.aws import (
+    StreamingClient,
+    default_runtime,
+    environ_proxy,
+    error_body,
+    parsed_error,
+    request_error,
+    service_runtime,
+)
 from sonic_deploy.client.cartesia_ws import MalformedMessageError, decode_message
 from sonic_deploy.client.errors import (
     AccessError,
@@ -54,14 +57,10 @@ from sonic_deploy.client.errors import (
     error_for,
 )
 from sonic_deploy.client.eventstream import FrameDecoder, FrameError, LineAssembler
-from sonic_deploy.client.http import Trace, pooled_session, stamped_body
+from sonic_deploy.client.http import Trace, stamped_body
 from sonic_deploy.client.sigv4 import RequestSigner
 
 OPERATION = "InvokeEndpointWithResponseStream"
-# Enough of an error body for its code and message; the rest is not read.
-ERROR_BODY_BYTES = 64 * 1024
-# How long the end of a finished stream's body may take before its connection is dropped, not reused.
-DRAIN_S = 5.0
 _STREAM_ERRORS = {
     "ModelStreamError": "model_stream_error",
     "InternalStreamFailure": "internal_stream_failure",
@@ -90,7 +89,7 @@ def error_kind(code: str, original_status: object = None) -> str:
     return f"client_error_{code}"
 
 
-class SageMakerClient:
+class SageMakerClient(StreamingClient):
     """One endpoint's streaming invocations, on one pool of at most `max_connections` connections.
 
     `session` is a botocore session (default: boto3's, with its credential chain; pass
@@ -115,8 +114,6 @@ class SageMakerClient:
             raise ValueError(
                 "endpoint_name is empty. Fix: the stack output EndpointName (sonic-deploy connect)"
             )
-        if max_connections < 1:
-            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
         runtime = (
             default_runtime("sagemaker-runtime", region, endpoint_url)
             if session is None
@@ -128,7 +125,6 @@ class SageMakerClient:
         wire_names = {name: members[name].serialization["name"] for name in ("ContentType", "Accept")}
         self._output_shape = operation.output_shape
         self.endpoint_name, self.region = endpoint_name, runtime.region
-        self._runtime = runtime
         path = f"/endpoints/{urllib.parse.quote(endpoint_name, safe='')}/invocations-response-stream"
         self.url = runtime.endpoint_url + path
         headers = {
@@ -136,55 +132,9 @@ class SageMakerClient:
             wire_names["Accept"]: "text/event-stream",
         }
         self._signer = RequestSigner(self.url, headers, runtime.signing_name, runtime.region)
-        self._credentials = Credentials(runtime.session)
-        self._max_connections = max_connections
-        self._timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
-        )
-        # As boto3 does: HTTP(S)_PROXY / NO_PROXY, looked up once by botocore's own rule.
-        self._proxy = get_environ_proxies(self.url).get(urllib.parse.urlsplit(self.url).scheme)
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._draining: set[asyncio.Future[None]] = set()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        for draining in list(self._draining):
-            draining.cancel()
-        await asyncio.gather(*self._draining, return_exceptions=True)
-        if self._session is not None and self._loop is asyncio.get_running_loop():
-            await self._session.close()
-        self._session = None
-
-    def _here(self) -> None:
-        """The pool and the credentials' lock belong to one event loop: on another (a second
-        `asyncio.run`), both are made anew. The old pool's sockets are its old loop's, closed with it."""
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            self._loop, self._session = loop, None
-            self._credentials = self._credentials.anew()
-
-    def _credentials_here(self) -> Credentials:
-        self._here()
-        return self._credentials
-
-    def _pool(self) -> aiohttp.ClientSession:
-        self._here()
-        if self._session is None or self._session.closed:
-            context = tls_context(self._runtime.session)
-            self._session = pooled_session(self._max_connections, context, self._timeout)
-        return self._session
-
-    async def credentials(self) -> ReadOnlyCredentials:
-        """The credentials the next request is signed with (refreshed first if they are about to expire)."""
-        return await self._credentials_here().get()
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s)
+        super().__init__(runtime, max_connections, timeout)
+        self._proxy = environ_proxy(self.url)
 
     async def speak(
         self,
@@ -234,7 +184,7 @@ class SageMakerClient:
         finished = False
         try:
             if response.status != 200:
-                raw = await _error_body(response)
+                raw = await error_body(response)
                 raise self.error_response(response.status, response.headers.items(), raw)
             async with contextlib.aclosing(_stream_events(response)) as events:
                 async for at, event in events:
@@ -258,31 +208,10 @@ class SageMakerClient:
             else:  # the rest of the utterance is not wanted: drop the connection with it
                 response.close()
 
-    def _recycle(self, response: aiohttp.ClientResponse) -> None:
-        """The connection of a finished stream back to the pool once its body has ended: at once as a rule
-        (the end follows `done` in the same read), or in the background, so that the caller's utterance
-        ends with its last event and not when the server gets round to closing the body."""
-        if response.content.at_eof():
-            response.release()
-            return
-        draining = asyncio.ensure_future(_drain(response))
-        self._draining.add(draining)
-        draining.add_done_callback(self._draining.discard)
-
     def error_response(self, status: int, headers: Iterable[tuple[str, str]], raw: bytes) -> SageMakerError:
         """An error response, parsed by botocore's own parser with its modelled fields (`OriginalStatusCode`),
         as boto3 parses it."""
-        runtime = self._runtime
-        answer = {"status_code": status, "headers": HeadersDict(headers), "body": raw}
-        try:
-            parsed: dict[str, Any] = runtime.parser.parse(answer, self._output_shape)
-            code = str(parsed.get("Error", {}).get("Code") or status)
-            shape = runtime.service_model.shape_for_error_code(code)
-            if shape is not None:
-                parsed.update(runtime.parser.parse(answer, shape))
-        except ValueError:  # a body that is not UTF-8 (a proxy's page, say): named by its status
-            parsed, code = {}, str(status)
-        message = str(parsed.get("Error", {}).get("Message") or raw[:200].decode(errors="replace"))
+        code, message, parsed = parsed_error(self._runtime, self._output_shape, status, headers, raw)
         original = parsed.get("OriginalStatusCode")
         error = error_for(
             error_kind(code, original), message, original if isinstance(original, int) else None
@@ -301,25 +230,6 @@ async def _stream_events(response: aiohttp.ClientResponse) -> AsyncGenerator[tup
                 yield at, event
     if lines.pending:
         raise error_for("cut", f"stream ended inside an event ({lines.pending[:40]!r})")
-
-
-async def _error_body(response: aiohttp.ClientResponse) -> bytes:
-    """An error response's body, to its end or ERROR_BODY_BYTES (it may come in several reads)."""
-    raw = b""
-    while len(raw) < ERROR_BODY_BYTES and (part := await response.content.read(ERROR_BODY_BYTES - len(raw))):
-        raw += part
-    return raw
-
-
-async def _drain(response: aiohttp.ClientResponse) -> None:
-    try:
-        async with asyncio.timeout(DRAIN_S):
-            while await response.content.readany():
-                pass
-    except (TimeoutError, aiohttp.ClientError, OSError):
-        response.close()
-        return
-    response.release()
 
 
 def _payload_events(

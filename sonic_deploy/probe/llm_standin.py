@@ -37,6 +37,18 @@ def reply_tokens(text: str = REPLY) -> list[str]:
     return re.findall(r"\s*\S+", text)
 
 
+def due_at(config: LlmConfig, arrived: float, index: int) -> float:
+    """When token `index` of a reply is due, on the loop's clock: from the request's arrival, not from the
+    token before it, so that a late token does not make every later one late too."""
+    return arrived + config.first_token_ms / 1000 + index / config.tokens_per_s
+
+
+def prompt_tokens(messages: object) -> int:
+    """A stand-in's count of a prompt's tokens: about 4 characters a token (no tokenizer here), for a
+    client that reads usage, not a figure to plan costs with."""
+    return len(json.dumps(messages)) // 4
+
+
 def _refused(message: str, param: str | None) -> web.Response:
     error = {"message": message, "type": "invalid_request_error", "param": param, "code": None}
     return web.json_response({"error": error}, status=400)
@@ -78,13 +90,12 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         return refusal
     tokens, model = reply_tokens(), str(body["model"])
     ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-    # A stand-in's counts: the reply's tokens as sent, and the prompt at about 4 characters a token (no
-    # tokenizer here): for a client that reads `usage`, not a figure to plan costs with.
-    usage = {"prompt_tokens": len(json.dumps(body["messages"])) // 4, "completion_tokens": len(tokens)}
+    # A stand-in's counts: the reply's tokens as sent, and the prompt's estimate (`prompt_tokens`).
+    usage = {"prompt_tokens": prompt_tokens(body["messages"]), "completion_tokens": len(tokens)}
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
 
     def due(index: int) -> float:
-        return arrived + config.first_token_ms / 1000 + index / config.tokens_per_s
+        return due_at(config, arrived, index)
 
     if not body.get("stream"):
         await asyncio.sleep(max(0.0, due(len(tokens) - 1) - loop.time()))

@@ -29,6 +29,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from sonic_deploy.client import cartesia_api, eventstream
+from sonic_deploy.probe.bedrock_standin import converse, converse_stream
 from sonic_deploy.probe.llm_standin import LLM, LlmConfig, chat_completions
 from sonic_deploy.probe.reference_stream import (
     BadRequestError,
@@ -623,6 +624,8 @@ def build_app(config: ServerConfig) -> web.Application:
     app.router.add_post("/endpoints/{name}/invocations-response-stream", _sagemaker)
     app[LLM] = LlmConfig(config.llm_first_token_ms, config.llm_tokens_per_s)
     app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_post("/model/{model_id}/converse-stream", converse_stream)
+    app.router.add_post("/model/{model_id}/converse", converse)
     return app
 
 
