@@ -19,6 +19,19 @@ _ACCESS_CODES = frozenset(
         "InvalidClientTokenId",
     }
 )
+# Amazon Transcribe's stream exceptions (LimitExceededException is its 429, BadRequestException its 400)
+# alongside SageMaker's codes, each as `client_error_CODE`.
+_THROTTLED_KINDS = frozenset(
+    {"client_error_ThrottlingException", "client_error_LimitExceededException", "closed_1013"}
+)
+_INVALID_KINDS = frozenset({"client_error_ValidationError", "client_error_BadRequestException"})
+_RETRYABLE_KINDS = frozenset(
+    {
+        "client_error_ServiceUnavailable",
+        "client_error_ServiceUnavailableException",
+        "client_error_InternalFailureException",
+    }
+)
 _STREAM_KINDS = frozenset({"cut", "malformed", "model_stream_error", "internal_stream_failure", "closed"})
 
 
@@ -74,9 +87,9 @@ class RequestTimeoutError(SonicError):
 def error_for(kind: str, message: str, status: int | None = None) -> SonicError:
     """The typed error for a kind of failure."""
     cls: type[SonicError] = SonicError
-    if kind.endswith("_429") or kind in ("client_error_ThrottlingException", "closed_1013"):
+    if kind.endswith("_429") or kind in _THROTTLED_KINDS:
         cls = ThrottledError
-    elif kind.endswith("_422") or kind == "client_error_ValidationError":
+    elif kind.endswith("_422") or kind in _INVALID_KINDS:
         cls = InvalidRequestError
     elif kind == "credentials" or kind.removeprefix("client_error_") in _ACCESS_CODES:
         cls = AccessError
@@ -89,7 +102,7 @@ def error_for(kind: str, message: str, status: int | None = None) -> SonicError:
     if cls is ThrottledError and status is None:
         status = 429  # what it means, whoever said it: frameworks that read `.status` then back off
     error = cls(kind, message, status)
-    if cls is SonicError and (kind.endswith("_5xx") or kind in ("client_error_ServiceUnavailable",)):
+    if cls is SonicError and (kind.endswith("_5xx") or kind in _RETRYABLE_KINDS):
         error.retryable = True
     if kind == "tls":  # an untrusted certificate stays untrusted: fix the trust store, not the network
         error.retryable = False
