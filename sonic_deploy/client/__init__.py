@@ -1,6 +1,7 @@
 """Clients of Sonic's APIs, as a library (`pip install 'sonic-deploy[client]'`, no aws_cdk): a SageMaker
 endpoint's streaming invocations (`SageMakerClient`) and the Cartesia WebSocket API (`WebSocketClient`,
-over `cartesia_ws`), with one family of typed errors (`errors`). The probe and the framework services
+over `cartesia_ws`), with one family of typed errors (`errors`); and a turn's speech-to-text hop, Cartesia
+Ink (`InkClient`) and Amazon Transcribe (`TranscribeClient`), both `turn_hops.SpeechToText`. The probe and the framework services
 (`client.pipecat`, `client.livekit`) run on the same code.
 
     from sonic_deploy.client import SageMakerClient
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sonic_deploy.client.errors import SonicError
+    from sonic_deploy.client.ink import InkClient
     from sonic_deploy.client.sagemaker import (
         AccessError,
         AudioChunk,
@@ -27,12 +29,14 @@ if TYPE_CHECKING:
         StreamError,
         ThrottledError,
     )
+    from sonic_deploy.client.transcribe import TranscribeClient
     from sonic_deploy.client.websocket import WebSocketClient
 
 __all__ = [
     "AccessError",
     "AudioChunk",
     "EndpointUnreachableError",
+    "InkClient",
     "InvalidRequestError",
     "RequestTimeoutError",
     "SageMakerClient",
@@ -40,6 +44,7 @@ __all__ = [
     "SonicError",
     "StreamError",
     "ThrottledError",
+    "TranscribeClient",
     "WebSocketClient",
 ]
 
@@ -50,6 +55,14 @@ def __getattr__(name: str) -> Any:
         from sonic_deploy.client import websocket
 
         return websocket.WebSocketClient
+    if name == "InkClient":
+        from sonic_deploy.client import ink
+
+        return ink.InkClient
+    if name == "TranscribeClient":
+        from sonic_deploy.client import transcribe
+
+        return transcribe.TranscribeClient
     if name in __all__:
         from sonic_deploy.client import errors
 
