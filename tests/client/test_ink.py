@@ -15,7 +15,7 @@ from sonic_deploy.client.errors import (
     InvalidRequestError,
     StreamError,
 )
-from sonic_deploy.client.turn_hops import SpeechToText
+from sonic_deploy.client.turn_hops import SpeechToText, Transcript
 from sonic_deploy.probe.stt_standin import TRANSCRIPT
 from tests.probe.harness import ReferenceServer, ServerFactory
 from tests.stt_speech import FINAL_MS, TIMEOUT_S, speak, turn
@@ -130,3 +130,26 @@ def test_nothing_listening_is_an_unreachable_endpoint() -> None:
 def test_the_sdks_headers() -> None:
     client = InkClient(api_key=KEY)
     assert client._headers == {"cartesia-version": "2026-08-14", "Authorization": f"Bearer {KEY}"}
+
+
+def test_voice_again_before_the_final_is_due_continues_the_turn(shared_server: ServerFactory) -> None:
+    server = shared_server(*OPTIONS)
+
+    async def run() -> tuple[float, list[Transcript]]:
+        transcripts: list[Transcript] = []
+
+        async def read() -> None:
+            while not (transcripts and transcripts[-1].final):
+                transcripts.append(await session.receive())
+
+        async with await _client(server).session(encoding="pcm_s16le", sample_rate=16000) as session:
+            async with asyncio.timeout(TIMEOUT_S):
+                reader = asyncio.create_task(read())
+                await speak(session.send, "pcm_s16le", 16000, speech_ms=300, silence_ms=FINAL_MS // 2)
+                speech_end = await speak(session.send, "pcm_s16le", 16000, speech_ms=300)
+                await reader
+        return speech_end, transcripts
+
+    speech_end, transcripts = asyncio.run(run())
+    assert [t.final for t in transcripts].count(True) == 1
+    assert transcripts[-1].at - speech_end >= FINAL_MS / 1000

@@ -78,6 +78,9 @@ def test_the_cartesia_sdk_reads_every_message_of_two_turns(shared_server: Server
         return events
 
     events = asyncio.run(run())
+    # The SDK builds its models without checking them: each is checked here, every field it requires.
+    for event in events:
+        type(event).model_validate(event.to_dict())
     assert isinstance(events[0], STTAutoFinalizeConnected) and events[0].request_id
     kinds = [type(event) for event in events[1:]]
     half = kinds.index(STTAutoFinalizeTurnEnd) + 1
@@ -120,6 +123,7 @@ def test_a_bad_query_is_the_sdks_error_then_a_close(shared_server: ServerFactory
 
     events = asyncio.run(run())
     assert isinstance(events[-1], STTErrorResponse)
+    STTErrorResponse.model_validate(events[-1].to_dict())
     assert events[-1].status_code == 422 and "encoding" in events[-1].message
 
 
