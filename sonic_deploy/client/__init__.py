@@ -1,8 +1,9 @@
 """Clients of Sonic's APIs, as a library (`pip install 'sonic-deploy[client]'`, no aws_cdk): a SageMaker
-endpoint's streaming invocations (`SageMakerClient`), the Cartesia WebSocket API (`WebSocketClient`,
-over `cartesia_ws`) and, for a voice agent's turn, a language model on Amazon Bedrock (`BedrockClient`),
-with one family of typed errors (`errors`). The probe and the framework services (`client.pipecat`,
-`client.livekit`) run on the same code.
+endpoint's streaming invocations (`SageMakerClient`) and the Cartesia WebSocket API (`WebSocketClient`,
+over `cartesia_ws`), with one family of typed errors (`errors`); and a voice agent's other hops
+(`turn_hops`): speech to text on Cartesia Ink (`InkClient`) or Amazon Transcribe (`TranscribeClient`), a
+language model on Amazon Bedrock (`BedrockClient`) or any OpenAI-compatible endpoint (`OpenAIChatClient`).
+The probe and the framework services (`client.pipecat`, `client.livekit`) run on the same code.
 
     from sonic_deploy.client import SageMakerClient
 
@@ -13,56 +14,59 @@ with one family of typed errors (`errors`). The probe and the framework services
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sonic_deploy.client.bedrock import BedrockClient
-    from sonic_deploy.client.errors import SonicError
-    from sonic_deploy.client.sagemaker import (
+    from sonic_deploy.client.errors import (
         AccessError,
         AudioChunk,
         EndpointUnreachableError,
         InvalidRequestError,
         RequestTimeoutError,
-        SageMakerClient,
-        SageMakerError,
+        SonicError,
         StreamError,
         ThrottledError,
     )
+    from sonic_deploy.client.ink import InkClient
+    from sonic_deploy.client.openai_chat import OpenAIChatClient
+    from sonic_deploy.client.sagemaker import SageMakerClient, SageMakerError
+    from sonic_deploy.client.transcribe import TranscribeClient
     from sonic_deploy.client.websocket import WebSocketClient
 
+# Where each client lives: loaded on first use, so that `from sonic_deploy.client import WebSocketClient`
+# loads no botocore, and the errors alone load neither botocore nor aiohttp.
+_HOMES = {
+    "BedrockClient": "bedrock",
+    "InkClient": "ink",
+    "OpenAIChatClient": "openai_chat",
+    "SageMakerClient": "sagemaker",
+    "SageMakerError": "sagemaker",
+    "TranscribeClient": "transcribe",
+    "WebSocketClient": "websocket",
+}
 __all__ = [
     "AccessError",
     "AudioChunk",
     "BedrockClient",
     "EndpointUnreachableError",
+    "InkClient",
     "InvalidRequestError",
+    "OpenAIChatClient",
     "RequestTimeoutError",
     "SageMakerClient",
     "SageMakerError",
     "SonicError",
     "StreamError",
     "ThrottledError",
+    "TranscribeClient",
     "WebSocketClient",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """Each client on first use: `from sonic_deploy.client import WebSocketClient` loads no botocore."""
-    if name == "WebSocketClient":
-        from sonic_deploy.client import websocket
-
-        return websocket.WebSocketClient
-    if name == "BedrockClient":
-        from sonic_deploy.client import bedrock
-
-        return bedrock.BedrockClient
-    if name in __all__:
-        from sonic_deploy.client import errors
-
-        if hasattr(errors, name):  # no botocore or aiohttp for the errors alone
-            return getattr(errors, name)
-        from sonic_deploy.client import sagemaker
-
-        return getattr(sagemaker, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"sonic_deploy.client.{_HOMES.get(name, 'errors')}")
+    return getattr(module, name)

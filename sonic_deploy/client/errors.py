@@ -20,12 +20,17 @@ _ACCESS_CODES = frozenset(
         "InvalidClientTokenId",
     }
 )
-# Codes of a service that could not answer now, and may later: the same request may be sent again.
+# Codes (each as kind `client_error_CODE`) of SageMaker, Bedrock and Amazon Transcribe: over capacity
+# (Transcribe's LimitExceededException is its 429), a refused request (BadRequestException is its 400), and
+# a service that could not answer now and may later, so the same request may be sent again.
+_THROTTLED_CODES = frozenset({"ThrottlingException", "LimitExceededException"})
+_INVALID_CODES = frozenset({"ValidationError", "ValidationException", "BadRequestException"})
 _RETRYABLE_CODES = frozenset(
     {
         "ServiceUnavailable",
         "ServiceUnavailableException",
         "InternalServerException",
+        "InternalFailureException",
         "ModelNotReadyException",
         "ModelTimeoutException",
     }
@@ -86,12 +91,13 @@ class RequestTimeoutError(SonicError):
 def error_for(kind: str, message: str, status: int | None = None) -> SonicError:
     """The typed error for a kind of failure."""
     cls: type[SonicError] = SonicError
-    if kind.endswith("_429") or kind in ("client_error_ThrottlingException", "closed_1013"):
-        cls = ThrottledError
-    elif kind.endswith("_422") or kind in (
-        "client_error_ValidationError",
-        "client_error_ValidationException",
+    if (
+        kind.endswith("_429")
+        or kind == "closed_1013"
+        or kind.removeprefix("client_error_") in _THROTTLED_CODES
     ):
+        cls = ThrottledError
+    elif kind.endswith("_422") or kind.removeprefix("client_error_") in _INVALID_CODES:
         cls = InvalidRequestError
     elif kind == "credentials" or kind.removeprefix("client_error_") in _ACCESS_CODES:
         cls = AccessError

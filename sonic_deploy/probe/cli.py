@@ -338,6 +338,16 @@ def _serve_parser(routes: Any) -> None:
         default=50.0,
         help="the LLM stand-in: tokens a second after the first",
     )
+    serve.add_argument(
+        "--stt-final-ms",
+        type=_non_negative,
+        default=300.0,
+        help="the speech-to-text stand-ins (Ink, Transcribe): the final transcript this long after speech ends",
+    )
+    serve.add_argument(
+        "--stt-transcript",
+        help="the speech-to-text stand-ins: every turn's transcript (default: a fixed one)",
+    )
     serve.add_argument("--seed", type=int, default=1)
     serve.add_argument("--exit-after", type=float, help="stop by itself after this many seconds")
     serve.add_argument(
@@ -582,6 +592,8 @@ def run_serve(args: argparse.Namespace) -> int:
         tls_key=None if args.tls_key is None else str(args.tls_key),
         llm_first_token_ms=args.llm_first_token_ms,
         llm_tokens_per_s=args.llm_tokens_per_s,
+        stt_final_ms=args.stt_final_ms,
+        stt_transcript=args.stt_transcript,
     )
     try:
         tls_context(config)  # loaded again by the server: a bad file is an error here, not a traceback there

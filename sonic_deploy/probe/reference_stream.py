@@ -50,6 +50,10 @@ class ServerConfig:
     # The language-model stand-in (llm_standin.py): its first token this long after a request, then this pace.
     llm_first_token_ms: float = 400.0
     llm_tokens_per_s: float = 50.0
+    # The speech-to-text stand-ins (stt_standin.py): the final transcript this long after the speech ends,
+    # and its text (None: stt_standin.TRANSCRIPT).
+    stt_final_ms: float = 300.0
+    stt_transcript: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULTS)

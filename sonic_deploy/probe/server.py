@@ -9,6 +9,8 @@ the SageMaker route as docs/probe.md says:
 - `POST /tts/bytes` (raw or WAV) and `POST /tts/sse` (server-sent events).
 - `POST /endpoints/{name}/invocations-response-stream`: SageMaker's `InvokeEndpointWithResponseStream`,
   newline-terminated JSON in AWS event-stream frames that boto3 parses; one request per utterance.
+- The turn's other hops (`llm_standin`, `stt_standin`): `POST /v1/chat/completions`, Cartesia Ink's
+  `GET /stt/turns/websocket` and Amazon Transcribe's `GET /stream-transcription-websocket`.
 With a certificate and key (`--tls-cert`, `--tls-key`), all of it over TLS: https:// and wss://.
 Credentials: `X-API-Key`, `Authorization: Bearer`, or `?api_key=`; the API version (`Cartesia-Version`
 or `?cartesia_version=`) and the credential form of each request, and the `model_id` of each stream, are
@@ -40,6 +42,7 @@ from sonic_deploy.probe.reference_stream import (
     parse_request,
 )
 from sonic_deploy.probe.requests import BYTES_PER_SAMPLE, AudioFormat
+from sonic_deploy.probe.stt_standin import STT, TRANSCRIPT, SttConfig, ink_turns, transcribe_stream
 
 BEHAVIOUR = web.AppKey("behaviour", ReferenceBehaviour)
 _STATUS_FAULTS = {"status500": 500, "status422": 422}
@@ -626,6 +629,9 @@ def build_app(config: ServerConfig) -> web.Application:
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/model/{model_id}/converse-stream", converse_stream)
     app.router.add_post("/model/{model_id}/converse", converse)
+    app[STT] = SttConfig(config.stt_final_ms, config.stt_transcript or TRANSCRIPT, config.api_key)
+    app.router.add_get("/stt/turns/websocket", ink_turns)
+    app.router.add_get("/stream-transcription-websocket", transcribe_stream)
     return app
 
 
