@@ -23,7 +23,7 @@ import orjson
 from sonic_deploy.client import cartesia_api
 from sonic_deploy.client.aws import request_error
 from sonic_deploy.client.errors import InvalidRequestError, SonicError, error_for
-from sonic_deploy.client.http import pooled_session, stamped_body
+from sonic_deploy.client.http import Trace, pooled_session, stamped_body
 from sonic_deploy.client.turn_hops import Message, Token
 
 ERROR_BODY_BYTES = 64 * 1024
@@ -86,12 +86,16 @@ class OpenAIChatClient:
         turns += [{"role": message.role, "content": message.content} for message in messages]
         return {"model": self.model, "messages": turns, "stream": True, **self._options}
 
-    async def stream(self, messages: Sequence[Message], *, system: str | None = None) -> AsyncIterator[Token]:
+    async def stream(
+        self, messages: Sequence[Message], *, system: str | None = None, trace: Trace | None = None
+    ) -> AsyncIterator[Token]:
         if not messages:
             raise ValueError("messages is empty: there is nothing to answer")
         payload = orjson.dumps(self.body(messages, system))
         try:
-            response = await self._pool().post(self.url, data=payload, headers=self._headers)
+            response = await self._pool().post(
+                self.url, data=payload, headers=self._headers, trace_request_ctx=trace
+            )
         except (TimeoutError, aiohttp.ClientError) as error:
             typed = request_error(error, self.url)
             assert typed is not None

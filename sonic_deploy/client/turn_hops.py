@@ -10,10 +10,12 @@ the `kind` the probe counts it under.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal, Protocol, Self
+
+Trace = MutableMapping[str, float]
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,12 @@ class LanguageModel(Protocol):
 
     name: str
 
-    def stream(self, messages: Sequence[Message], *, system: str | None = None) -> AsyncIterator[Token]:
+    def stream(
+        self, messages: Sequence[Message], *, system: str | None = None, trace: Trace | None = None
+    ) -> AsyncIterator[Token]:
         """The reply to `messages`, as it streams; a `SonicError` if the request fails or the stream
-        breaks. Closing the iterator early ends the request."""
+        breaks. Closing the iterator early ends the request. `trace` gets `sent_at`, when the request was
+        written, and `connect_s` for a new connection (`client/http.py`)."""
         ...
 
     async def close(self) -> None: ...

@@ -125,3 +125,32 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run one level's coroutine on its own loop."""
     with asyncio.Runner(loop_factory=_factory()) as runner:
         return runner.run(coroutine)
+
+
+# The last part of a stand-in's one-off delay (a final transcript, a first token, a first audio byte) is
+# waited for by reading the clock rather than on a timer: a timer wakes the loop a few hundred microseconds
+# late, and the turn's five hops would add those up. Bounded CPU: at most this long per delay.
+SPIN_S = 0.0006
+
+
+async def sleep_until(when: float) -> None:
+    """Until `when` on the running loop's clock, and not later than the loop can be back."""
+    loop = asyncio.get_running_loop()
+    ahead = when - SPIN_S - loop.time()
+    if ahead > 0:
+        await asyncio.sleep(ahead)
+    while loop.time() < when:
+        pass
+
+
+def call_precisely_at(
+    loop: asyncio.AbstractEventLoop, when: float, callback: Callable[[], None]
+) -> asyncio.TimerHandle:
+    """`loop.call_at(when, callback)`, the last SPIN_S of the wait read off the clock (see `sleep_until`)."""
+
+    def spin_then_call() -> None:
+        while loop.time() < when:
+            pass
+        callback()
+
+    return loop.call_at(when - SPIN_S, spin_then_call)

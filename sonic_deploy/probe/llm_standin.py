@@ -20,6 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
+from sonic_deploy.probe.event_loop import sleep_until
+
 REPLY = "Sure, your table for two is booked for eight tonight. Is there anything else I can help you with?"
 
 
@@ -106,7 +108,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await response.prepare(request)
     for index, token in enumerate(tokens):
-        await asyncio.sleep(max(0.0, due(index) - loop.time()))
+        if index == 0:
+            await sleep_until(due(0))  # the first token is the hop a turn measures: on time, not a timer late
+        else:
+            await asyncio.sleep(max(0.0, due(index) - loop.time()))
         delta = {"role": "assistant", "content": token} if index == 0 else {"content": token}
         await response.write(_chunk(ident, created, model, delta, None))
     await response.write(_chunk(ident, created, model, {}, "stop"))

@@ -16,6 +16,7 @@ from typing import Any
 
 from sonic_deploy.client import cartesia_api
 from sonic_deploy.probe.audio import tone
+from sonic_deploy.probe.event_loop import sleep_until
 from sonic_deploy.probe.requests import AudioFormat
 
 # Faults, checked in this order; `every` N-th admitted stream (counted from 1 across all protocols) gets one.
@@ -206,8 +207,11 @@ class ReferenceBehaviour:
             if index == fault_at and fault == "stall":
                 stalled = config.stall_ms / 1000
             due = first + index * interval + stalled
-            delay = due - loop.time()
-            if delay > 0:
+            if index == 0 and first_piece:
+                await sleep_until(
+                    due
+                )  # the first byte, which every probe measures: on time, not a timer late
+            elif (delay := due - loop.time()) > 0:
                 await asyncio.sleep(delay)
             raw = tone(audio, config.chunk_ms, index < silent_chunks)
             yield Event("chunk", raw, _b64(raw), due)

@@ -39,6 +39,7 @@ from aiohttp import WSMsgType, web
 
 from sonic_deploy.client import cartesia_api, eventstream
 from sonic_deploy.probe.audio import FULL_SCALE, _decode
+from sonic_deploy.probe.event_loop import call_precisely_at
 
 TRANSCRIPT = "I'd like to book a table for two tonight."
 VOICED_DBFS = -40.0
@@ -117,7 +118,7 @@ class Endpointer:
         speech_end = arrived - (len(samples) - voiced[-1] - 1) / self._rate
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = self._loop.call_at(speech_end + self._final_s, self._final)
+        self._timer = call_precisely_at(self._loop, speech_end + self._final_s, self._final)
 
     def _event(self, kind: Literal["start", "partial", "final"], text: str) -> None:
         start, end = self._turn_start / self._rate, self._voiced_end / self._rate

@@ -93,6 +93,19 @@ def _as_hop_error(error: BaseException, hop: str) -> BaseException:
     return error
 
 
+@dataclass
+class Spoken:
+    """An utterance on the line: when its first frame's audio began (on the line's schedule), and when its
+    speech ended, placed by the frame that carried its last voiced sample: the time that frame went out,
+    less the audio after that sample in it. A client late to send a frame has its caller speak late, so its
+    own lag does not count against the speech-to-text service."""
+
+    began_at: float
+    end_frame: int  # the index, on the line, of the frame that holds the last voiced sample
+    after_end_s: float  # the audio after that sample in its frame
+    ended: asyncio.Future[float]
+
+
 class Line:
     """The caller's side of the call: frames at real-time pace, speech when given, silence between."""
 
@@ -105,13 +118,22 @@ class Line:
         self._pending: collections.deque[bytes] = collections.deque()
         self._taken = 0
         self._origin = time.perf_counter()
+        self._spoken: Spoken | None = None
         self.late_s = 0.0  # how late the latest frame went out (the client's own lag)
 
-    def play(self, audio: CallerAudio) -> float:
-        """Queue an utterance after what is still to be sent; when its first frame's audio begins."""
-        begins = self._origin + (self._taken + len(self._pending)) * self._frame_s
-        self._pending.extend(audio.frames(self._frame_ms))
-        return begins
+    def play(self, audio: CallerAudio) -> Spoken:
+        """Queue an utterance after what is still to be sent."""
+        first = self._taken + len(self._pending)
+        frames = audio.frames(self._frame_ms)
+        index = min(len(frames) - 1, int(audio.speech_end_s / self._frame_s - 1e-9))
+        self._spoken = Spoken(
+            began_at=self._origin + first * self._frame_s,
+            end_frame=first + index,
+            after_end_s=(index + 1) * self._frame_s - audio.speech_end_s,
+            ended=asyncio.get_running_loop().create_future(),
+        )
+        self._pending.extend(frames)
+        return self._spoken
 
     async def run(self) -> None:
         while True:
@@ -119,14 +141,21 @@ class Line:
             wait = due - time.perf_counter()
             if wait > 0:
                 await asyncio.sleep(wait)
-            self.late_s = time.perf_counter() - due
+            sent_at = time.perf_counter()
+            self.late_s = sent_at - due
             frame = self._pending.popleft() if self._pending else self._silence
+            spoken, index = self._spoken, self._taken
             self._taken += 1
             try:
                 await self._session.send(frame)
             except SonicError as error:
-                self._failed(HopError("stt", error))
+                failure = HopError("stt", error)
+                self._failed(failure)
+                if spoken is not None and not spoken.ended.done():
+                    spoken.ended.set_exception(failure)
                 return
+            if spoken is not None and index == spoken.end_frame and not spoken.ended.done():
+                spoken.ended.set_result(sent_at - spoken.after_end_s)
 
 
 class Transcripts:
@@ -178,20 +207,41 @@ class Transcripts:
                 finals.append(got.text)
 
 
-async def _timed(
-    tokens: AsyncIterator[Token], stamps: dict[str, float], text: list[str]
-) -> AsyncGenerator[Token]:
-    try:
-        async for token in tokens:
-            stamps.setdefault("llm_first_token", token.at)
-            text.append(token.text)
-            yield token
-    except SonicError as error:
-        raise HopError("llm", error) from error
-    finally:
-        aclose = getattr(tokens, "aclose", None)
-        if aclose is not None:
-            await aclose()  # a reply cut short ends its request, not when the garbage collector gets to it
+class _Reading:
+    """The model's reply read from the moment its request can go, as an agent sends it when the transcript
+    is final, not when the TTS hop first asks for text (after opening its own context); the tokens wait in
+    a queue for the TTS hop. The first token's stamp is its bytes' arrival, whenever it is read."""
+
+    def __init__(self, tokens: AsyncIterator[Token], stamps: dict[str, float], text: list[str]) -> None:
+        self._queue: asyncio.Queue[Token | HopError | None] = asyncio.Queue()
+        self._tokens, self._stamps, self._text = tokens, stamps, text
+        self._task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        try:
+            async for token in self._tokens:
+                self._stamps.setdefault("llm_first_token", token.at)
+                self._text.append(token.text)
+                self._queue.put_nowait(token)
+            self._queue.put_nowait(None)
+        except SonicError as error:
+            self._queue.put_nowait(HopError("llm", error))
+        finally:
+            aclose = getattr(self._tokens, "aclose", None)
+            if aclose is not None:
+                await (
+                    aclose()
+                )  # a reply cut short ends its request, not when the garbage collector gets to it
+
+    async def tokens(self) -> AsyncGenerator[Token]:
+        while (item := await self._queue.get()) is not None:
+            if isinstance(item, HopError):
+                raise item
+            yield item
+
+    async def close(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
 
 
 @dataclass
@@ -205,28 +255,42 @@ class _Call:
     async def turn(self, audio: CallerAudio, stamps: dict[str, float]) -> dict[str, Any]:
         """One turn, its stamps put in `stamps` as they happen (so a failed turn keeps the ones it got)."""
         plan, hops = self.plan, self.hops
-        began = self.line.play(audio)
-        stamps["speech_start"], stamps["speech_end"] = began, began + audio.speech_end_s
-        first_partial, final = await self.transcripts.turn(began, stamps["speech_end"], plan.stt_timeout_s)
+        spoken = self.line.play(audio)
+        stamps["speech_start"] = spoken.began_at
+        try:  # bounded: a service that stops reading the line's audio stalls its sends
+            stamps["speech_end"] = await asyncio.wait_for(spoken.ended, audio.duration_s + plan.stt_timeout_s)
+        except TimeoutError:
+            message = (
+                f"the line could not send the utterance within {audio.duration_s + plan.stt_timeout_s:.1f} s"
+            )
+            raise HopError("stt", SonicError("timeout", message)) from None
+        first_partial, final = await self.transcripts.turn(
+            spoken.began_at, stamps["speech_end"], plan.stt_timeout_s
+        )
         if first_partial is not None:
             stamps["first_partial"] = first_partial
         stamps["final_transcript"] = final.at
         self.history.append(Message("user", final.text))
-        reply, text = Reply(), list[str]()
+        reply, text, trace = Reply(), list[str](), dict[str, float]()
         try:
             async with asyncio.timeout(plan.reply_timeout_s):
-                stamps["llm_request"] = time.perf_counter()
-                tokens = hops.llm.stream(list(self.history), system=hops.system)
-                async with contextlib.aclosing(_timed(tokens, stamps, text)) as timed:
-                    try:
-                        await hops.tts.reply(timed, reply)
-                    except (SonicError, BaseExceptionGroup) as error:
-                        raise _as_hop_error(error, "tts") from error
+                reading = _Reading(
+                    hops.llm.stream(list(self.history), system=hops.system, trace=trace), stamps, text
+                )
+                try:
+                    async with contextlib.aclosing(reading.tokens()) as tokens:
+                        await hops.tts.reply(tokens, reply)
+                except (SonicError, BaseExceptionGroup) as error:
+                    raise _as_hop_error(error, "tts") from error
+                finally:
+                    await reading.close()
         except TimeoutError:
             hop = "tts" if "llm_first_token" in stamps else "llm"
             message = f"no whole reply within {plan.reply_timeout_s:g} s of the transcript"
             raise HopError(hop, SonicError("timeout", message)) from None
         finally:
+            if "sent_at" in trace:
+                stamps["llm_request"] = trace["sent_at"]
             self.history.append(Message("assistant", "".join(text)))
             for name, at in (
                 ("tts_handed", reply.handed_at),

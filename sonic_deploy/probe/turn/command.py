@@ -124,6 +124,12 @@ def add_turn_parser(routes: Any) -> None:
     load.add_argument(
         "--rate", type=_above_zero, help="open loop instead: calls arriving per second (Poisson)"
     )
+    load.add_argument(
+        "--ramp-up",
+        type=_at_least_zero,
+        default=2.0,
+        help="closed loop: start the calls evenly over this many seconds",
+    )
     load.add_argument("--duration", type=_above_zero, default=60.0, help="open loop: seconds of arrivals")
     load.add_argument("--turns", type=_count, default=3, help="turns per call, on the call's connections")
     load.add_argument(
@@ -293,6 +299,7 @@ def run_turn(args: argparse.Namespace) -> int:
         rate=args.rate,
         duration_s=args.duration,
         seed=args.seed,
+        ramp_up_s=args.ramp_up,
     )
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     out_dir = args.out or Path("probe-runs") / f"turn-{args.route}-{stamp}"

@@ -32,11 +32,19 @@ class Load:
     rate: float | None = None
     duration_s: float = 60.0
     seed: int = 1
+    # Closed loop: the slots start evenly over this many seconds. Calls started together keep in step (their
+    # frames, turns and requests all due at the same instants), a burst no real set of calls makes.
+    ramp_up_s: float = 2.0
 
     def describe(self) -> dict[str, Any]:
         if self.rate is not None:
             return {"mode": "open", "rate_per_s": self.rate, "duration_s": self.duration_s, "seed": self.seed}
-        return {"mode": "closed", "concurrency": self.concurrency, "calls": self.calls}
+        return {
+            "mode": "closed",
+            "concurrency": self.concurrency,
+            "calls": self.calls,
+            "ramp_up_s": self.ramp_up_s,
+        }
 
 
 def percentiles(values: Sequence[float]) -> dict[str, float | None]:
@@ -108,11 +116,14 @@ async def run(hops: Hops, plan: CallPlan, load: Load, output: TurnOutput) -> Non
         if load.rate is None:
             numbers = iter(range(load.calls))
 
-            async def slot() -> None:
+            slots = min(load.concurrency, load.calls)
+
+            async def slot(index: int) -> None:
+                await asyncio.sleep(load.ramp_up_s * index / slots)
                 for number in numbers:
                     await run_call(number, hops, plan, output.emit)
 
-            calls = [asyncio.create_task(slot()) for _ in range(min(load.concurrency, load.calls))]
+            calls = [asyncio.create_task(slot(index)) for index in range(slots)]
         else:
             chance, started, number = random.Random(load.seed), time.perf_counter(), 0
             due = 0.0

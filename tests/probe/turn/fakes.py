@@ -88,8 +88,12 @@ class FakeLlm:
     name: str = "fake"
     seen: list[list[Message]] = field(default_factory=list)
 
-    async def stream(self, messages: Sequence[Message], *, system: str | None = None) -> AsyncIterator[Token]:
+    async def stream(
+        self, messages: Sequence[Message], *, system: str | None = None, trace: dict[str, float] | None = None
+    ) -> AsyncIterator[Token]:
         self.seen.append(list(messages))
+        if trace is not None:
+            trace["sent_at"] = time.perf_counter()
         if len(self.seen) - 1 in self.fail_on_turns:
             raise SonicError("status_429", "slow down", 429)
         await asyncio.sleep(self.first_token_s)
