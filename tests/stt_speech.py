@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sonic_deploy.client.turn_hops import SpeechSession, Transcript
-from sonic_deploy.probe.audio import _nearest_code
+from sonic_deploy.probe.audio import nearest_code
 
 CHUNK_MS = 20
 SPEECH_MS, SILENCE_MS = 600, 200
@@ -29,7 +29,7 @@ def chunk(encoding: str, rate: int, voiced: bool) -> bytes:
     if encoding == "pcm_s16le":
         return b"".join(value.to_bytes(2, "little", signed=True) for value in values)
     if encoding == "pcm_mulaw":
-        return bytes(_nearest_code("pcm_mulaw", value) for value in values)
+        return bytes(nearest_code("pcm_mulaw", value) for value in values)
     raise ValueError(encoding)
 
 

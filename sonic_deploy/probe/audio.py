@@ -12,6 +12,9 @@ from functools import cache
 from sonic_deploy.probe.requests import BYTES_PER_SAMPLE, AudioFormat
 
 FULL_SCALE = 32768.0
+# Speech, for the turn's caller audio and the speech-to-text stand-ins alike: a sample this loud or louder.
+# eSpeak's quietest voiced sounds sit well above it, and a phone line's idle noise (around -60 dBFS) below.
+SPEECH_THRESHOLD_DB = -40.0
 
 
 def _mulaw_to_linear(byte: int) -> int:
@@ -31,7 +34,7 @@ MULAW_TABLE: tuple[int, ...] = tuple(_mulaw_to_linear(b) for b in range(256))
 ALAW_TABLE: tuple[int, ...] = tuple(_alaw_to_linear(b) for b in range(256))
 
 
-def _decode(encoding: str, data: bytes) -> list[float] | array[int] | array[float]:
+def decode_samples(encoding: str, data: bytes) -> list[float] | array[int] | array[float]:
     """Samples on a 16-bit scale (floats are scaled up)."""
     if encoding == "pcm_s16le":
         samples = array("h", data)
@@ -63,7 +66,7 @@ class AudibleDetector:
         data = self._carry + data
         whole = len(data) - len(data) % self._width
         self._carry = data[whole:]
-        samples = _decode(self._encoding, data[:whole])
+        samples = decode_samples(self._encoding, data[:whole])
         if samples and max(max(samples), -min(samples)) >= self._threshold:
             self.found = True
             self.samples_before += next(i for i, value in enumerate(samples) if abs(value) >= self._threshold)
@@ -73,7 +76,7 @@ class AudibleDetector:
 
 
 @cache
-def _nearest_code(encoding: str, value: int) -> int:
+def nearest_code(encoding: str, value: int) -> int:
     table = MULAW_TABLE if encoding == "pcm_mulaw" else ALAW_TABLE
     ordered = sorted((linear, code) for code, linear in enumerate(table))
     index = bisect.bisect_left(ordered, (value, -1))
@@ -93,4 +96,4 @@ def tone(audio: AudioFormat, duration_ms: int, silent: bool, level_db: float = -
     ints = [round(v * (FULL_SCALE - 1)) for v in values]
     if audio.encoding == "pcm_s16le":
         return struct.pack(f"<{count}h", *ints)
-    return bytes(_nearest_code(audio.encoding, v) for v in ints)
+    return bytes(nearest_code(audio.encoding, v) for v in ints)

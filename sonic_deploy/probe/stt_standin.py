@@ -38,11 +38,11 @@ from typing import Literal
 from aiohttp import WSMsgType, web
 
 from sonic_deploy.client import cartesia_api, eventstream
-from sonic_deploy.probe.audio import FULL_SCALE, _decode
+from sonic_deploy.probe.audio import FULL_SCALE, SPEECH_THRESHOLD_DB, decode_samples
 from sonic_deploy.probe.event_loop import call_precisely_at
 
 TRANSCRIPT = "I'd like to book a table for two tonight."
-VOICED_DBFS = -40.0
+VOICED_DBFS = SPEECH_THRESHOLD_DB  # as the turn probe finds the end of speech in a file
 PARTIAL_EVERY_S = 0.2
 INK_ENCODINGS = ("pcm_s16le", "pcm_mulaw")
 # Encodings the API takes (the SDK's STTEncoding) that the stand-in does not decode.
@@ -99,7 +99,7 @@ class Endpointer:
         data = self._carry + data
         whole = len(data) - len(data) % self._width
         self._carry = data[whole:]
-        samples = _decode(self._encoding, data[:whole])
+        samples = decode_samples(self._encoding, data[:whole])
         base = self._samples
         self._samples += len(samples)
         voiced = [i for i, value in enumerate(samples) if abs(value) >= _THRESHOLD]

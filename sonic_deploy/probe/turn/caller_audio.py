@@ -15,11 +15,8 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
-from sonic_deploy.probe.audio import FULL_SCALE, MULAW_TABLE
+from sonic_deploy.probe.audio import FULL_SCALE, MULAW_TABLE, SPEECH_THRESHOLD_DB, decode_samples
 
-# A sample this loud or louder is speech; quieter is the line's silence. eSpeak's quietest voiced sounds sit
-# well above it, and a phone line's idle noise (around -60 dBFS) well below.
-SPEECH_THRESHOLD_DB = -40.0
 SHIPPED = {"telephony": "8k-mulaw", "wideband": "16k"}
 _FORMAT_PCM, _FORMAT_MULAW, _FORMAT_EXTENSIBLE = 1, 7, 0xFFFE
 _SILENCE = {"pcm_s16le": b"\x00\x00", "pcm_mulaw": b"\xff"}
@@ -67,19 +64,10 @@ def silence(encoding: str, samples: int) -> bytes:
     return _SILENCE[encoding] * samples
 
 
-def _samples(encoding: str, data: bytes) -> list[int] | array[int]:
-    if encoding == "pcm_mulaw":
-        return [MULAW_TABLE[code] for code in data]
-    samples = array("h", data[: len(data) - len(data) % 2])
-    if sys.byteorder == "big":
-        samples.byteswap()
-    return samples
-
-
 def speech_end_s(encoding: str, sample_rate: int, data: bytes) -> float | None:
     """The end of the last sample at or above the speech threshold, in seconds from the start; None if silent."""
     threshold = FULL_SCALE * 10 ** (SPEECH_THRESHOLD_DB / 20)
-    samples = _samples(encoding, data)
+    samples = decode_samples(encoding, data[: len(data) - len(data) % (2 if encoding == "pcm_s16le" else 1)])
     for index in range(len(samples) - 1, -1, -1):
         if abs(samples[index]) >= threshold:
             return (index + 1) / sample_rate

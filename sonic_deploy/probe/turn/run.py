@@ -89,7 +89,9 @@ def summarize(samples: Sequence[dict[str, Any]], budget: Budget | None) -> dict[
 class TurnOutput:
     def __init__(self, out_dir: Path, progress: TextIO | None) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
-        self.out_dir, self._progress = out_dir, progress
+        # A live line on a terminal; in a log (CI, a pipe), nothing until the summary.
+        self.out_dir = out_dir
+        self._progress = progress if progress is not None and progress.isatty() else None
         self._samples = (out_dir / SAMPLES).open("w", encoding="utf-8")
         self.lines: list[dict[str, Any]] = []
 
@@ -101,7 +103,7 @@ class TurnOutput:
             done = [item for item in self.lines if not item["warmup"] and "turn_ms" in item]
             failed = sum("error" in item for item in self.lines if not item["warmup"])
             last = f", last turn {line['turn_ms']:.0f} ms" if "turn_ms" in line else ""
-            self._progress.write(f"\rturns: {len(done)} timed, {failed} failed{last}   ")
+            self._progress.write(f"\r\x1b[Kturns: {len(done)} timed, {failed} failed{last}")
             self._progress.flush()
 
     def close(self) -> None:
