@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import Self
 
 from sonic_deploy.client.errors import SonicError
-from sonic_deploy.client.turn_hops import Message, Token, Transcript
+from sonic_deploy.client.turn_hops import Message, Token, Trace, Transcript
 from sonic_deploy.probe.turn.caller_audio import speech_end_s
 from sonic_deploy.probe.turn.speakers import Reply
 
@@ -89,7 +89,7 @@ class FakeLlm:
     seen: list[list[Message]] = field(default_factory=list)
 
     async def stream(
-        self, messages: Sequence[Message], *, system: str | None = None, trace: dict[str, float] | None = None
+        self, messages: Sequence[Message], *, system: str | None = None, trace: Trace | None = None
     ) -> AsyncIterator[Token]:
         self.seen.append(list(messages))
         if trace is not None:

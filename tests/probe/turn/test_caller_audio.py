@@ -66,7 +66,7 @@ def test_the_end_of_speech_is_the_last_loud_sample(tmp_path: Path) -> None:
 def test_mu_law_files_are_read_and_decoded_for_a_pcm_only_service(tmp_path: Path) -> None:
     codes = bytes([0xFF] * 800 + [0x10] * 1600 + [0xFF] * 800)  # silence, loud, silence at 8 kHz
     audio = read_wav(_mulaw_wav(tmp_path / "m.wav", 8000, codes))
-    assert (audio.encoding, audio.speech_end_s) == ("pcm_mulaw", pytest.approx(0.3))
+    assert audio.encoding == "pcm_mulaw" and audio.speech_end_s == pytest.approx(0.3)
     pcm = audio.as_pcm16()
     assert pcm.encoding == "pcm_s16le" and pcm.speech_end_s == audio.speech_end_s
     assert struct.unpack("<h", pcm.data[1600:1602])[0] == MULAW_TABLE[0x10]
