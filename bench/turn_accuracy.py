@@ -6,7 +6,7 @@ request, then `--tokens-per-s`), and Sonic (first byte `--tts-ms` after the text
 command, in its own process) then runs 1, 16 and 64 simulated calls at once, and this prints, per level,
 each hop's measured p50 and p99 against what was injected, and the turn against the injected sum. The two
 hops the stand-ins do not set by a delay are known too: `aggregate` (first token to the first whole
-sentence) is the reply's first sentence at the token rate, and `audible` (first byte to the first audible
+sentence) is the reply's first sentence, and the token that shows it has ended, at the token rate, and `audible` (first byte to the first audible
 sample) is where the stand-in's tone first reaches the threshold. The goal: every hop and the turn within
 2 ms of the injected figure at p50 and 10 ms at p99. A measurement, not a test: nothing here fails CI.
 
@@ -52,7 +52,7 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
 def injected(args: argparse.Namespace) -> dict[str, float]:
     """What each hop should measure, from the stand-ins' settings alone."""
     sentences, tokens = Sentences(), reply_tokens()
-    first = next(index for index, token in enumerate(tokens) if sentences.feed(token) is not None)
+    first = next(index for index, token in enumerate(tokens) if sentences.feed(token))
     line = AudioFormat("pcm_mulaw", 8000) if args.audio == "telephony" else AudioFormat("pcm_s16le", 16000)
     detector = AudibleDetector(line, -40.0)
     detector.feed(tone(line, 20, False))

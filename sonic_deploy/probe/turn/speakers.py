@@ -2,7 +2,7 @@
 hears the reply.
 
 Both routes get whole sentences, as pipecat's and LiveKit's aggregators cut them (a sentence ends with `.`,
-`!` or `?`, and any closing quote or bracket): on the WebSocket API as pieces of one context with
+`!` or `?`, and any closing quote or bracket, once the next word has begun): on the WebSocket API as pieces of one context with
 `continue: true` (one audio stream per reply, `max_buffer_delay_ms` 0, what the frameworks send); on
 SageMaker, whose Marketplace container takes no continuations, one request per sentence, in order. The
 first audio byte is when the first chunk's bytes arrived; the first audible sample is heard when playback,
@@ -28,23 +28,37 @@ if TYPE_CHECKING:  # the clients' libraries (aiohttp, websockets) load when a sp
     from sonic_deploy.client.sagemaker import SageMakerClient
     from sonic_deploy.client.websocket import WebSocketClient
 
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s*$")
+# A sentence ends at `.`, `!` or `?` (and any closing quote or bracket) once whitespace and the next word's
+# first character have come: so "8.30" and "Dr. Smith" stay whole, and the first sentence waits one token
+# for its lookahead, as pipecat's SimpleTextAggregator waits for it.
+_BOUNDARY = re.compile(r"[.!?][\"')\]]*(\s+)(?=\S)")
+_ABBREVIATIONS = frozenset(
+    {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "a.m", "p.m"}
+)
 
 
 class Sentences:
-    """Tokens in, sentences out, each as soon as its last token has come."""
+    """Tokens in, whole sentences out, each as soon as the next one has begun (the text's own whitespace
+    kept: the sentences join back to the text)."""
 
     def __init__(self) -> None:
         self._text = ""
 
-    def feed(self, text: str) -> str | None:
+    def feed(self, text: str) -> list[str]:
         self._text += text
-        if _SENTENCE_END.search(self._text) and self._text.strip():
-            sentence, self._text = self._text, ""
-            return sentence
-        return None
+        sentences, start = [], 0
+        for boundary in _BOUNDARY.finditer(self._text):
+            words = self._text[start : boundary.start()].split()
+            last = words[-1].lower() if words else ""
+            if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
+                continue  # "Dr. Smith", "J. Smith": not the end of a sentence
+            sentences.append(self._text[start : boundary.end(1)])
+            start = boundary.end(1)
+        self._text = self._text[start:]
+        return sentences
 
     def rest(self) -> str | None:
+        """What is left at the end of the reply (its last sentence needs no lookahead)."""
         rest, self._text = self._text, ""
         return rest if rest.strip() else None
 
@@ -130,7 +144,7 @@ class WebSocketSpeaker:
                 group.create_task(listen())
                 sentences = Sentences()
                 async for token in tokens:
-                    if (sentence := sentences.feed(token.text)) is not None:
+                    for sentence in sentences.feed(token.text):
                         await hand(sentence)
                 if (rest := sentences.rest()) is not None:
                     await hand(rest)
@@ -173,7 +187,7 @@ class SageMakerSpeaker:
             group.create_task(speak())
             sentences = Sentences()
             async for token in tokens:
-                if (sentence := sentences.feed(token.text)) is not None:
+                for sentence in sentences.feed(token.text):
                     queue.put_nowait(sentence)
             if (rest := sentences.rest()) is not None:
                 queue.put_nowait(rest)
