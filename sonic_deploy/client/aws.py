@@ -15,8 +15,7 @@ import ssl
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 import botocore.session
@@ -27,13 +26,8 @@ from botocore.exceptions import BotoCoreError, NoRegionError
 from botocore.parsers import create_parser
 from botocore.utils import get_environ_proxies
 
-from sonic_deploy.client.errors import AccessError, SonicError, error_for
-from sonic_deploy.client.http import pooled_session
-
-# Enough of an error body for its code and message; the rest is not read.
-ERROR_BODY_BYTES = 64 * 1024
-# How long the end of a finished stream's body may take before its connection is dropped, not reused.
-DRAIN_S = 5.0
+from sonic_deploy.client.errors import AccessError
+from sonic_deploy.client.http import PooledClient
 
 
 @dataclass(frozen=True)
@@ -94,24 +88,6 @@ def environ_proxy(url: str) -> str | None:
     client, not on every request)."""
     proxy: str | None = get_environ_proxies(url).get(urllib.parse.urlsplit(url).scheme)
     return proxy
-
-
-def request_error(error: Exception, what: str) -> SonicError | None:
-    """The typed error for an aiohttp failure to reach `what` or to send to it, or None if it is not one."""
-    if isinstance(error, aiohttp.ClientConnectorCertificateError):
-        return error_for(
-            "tls",
-            f"{what}'s certificate is not trusted ({error.certificate_error}). Fix: AWS_CA_BUNDLE (or "
-            "ca_bundle in the AWS config file) naming the CA that signs it",
-        )
-    if isinstance(error, aiohttp.ClientConnectorError):
-        refused = isinstance(error.os_error, ConnectionRefusedError)
-        return error_for("refused" if refused else "connect", repr(error))
-    if isinstance(error, (TimeoutError, aiohttp.ServerTimeoutError)):
-        return error_for("timeout", repr(error))
-    if isinstance(error, aiohttp.ClientError):
-        return error_for("cut", repr(error))
-    return None
 
 
 class Credentials:
@@ -181,88 +157,28 @@ def parsed_error(
     return code, message, parsed
 
 
-async def error_body(response: aiohttp.ClientResponse) -> bytes:
-    """An error response's body, to its end or ERROR_BODY_BYTES (it may come in several reads)."""
-    raw = b""
-    while len(raw) < ERROR_BODY_BYTES and (part := await response.content.read(ERROR_BODY_BYTES - len(raw))):
-        raw += part
-    return raw
-
-
-async def _drain(response: aiohttp.ClientResponse) -> None:
-    try:
-        async with asyncio.timeout(DRAIN_S):
-            while await response.content.readany():
-                pass
-    except (TimeoutError, aiohttp.ClientError, OSError):
-        response.close()
-        return
-    response.release()
-
-
-class StreamingClient:
-    """What a streaming client of one AWS service keeps per event loop: one pool of at most
-    `max_connections` connections (made on first use, on the loop that uses it) and the credentials' lock;
-    and the finished streams whose connections go back to the pool once their bodies end. Use it as an
-    async context manager, or call `close()`."""
+class StreamingClient(PooledClient):
+    """What a streaming client of one AWS service keeps per event loop: the pool (`http.PooledClient`),
+    with boto3's CA bundle, and the credentials' lock."""
 
     def __init__(self, runtime: ServiceRuntime, max_connections: int, timeout: aiohttp.ClientTimeout) -> None:
-        if max_connections < 1:
-            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        super().__init__(max_connections, timeout)
         self._runtime = runtime
         self._credentials = Credentials(runtime.session)
-        self._max_connections = max_connections
-        self._timeout = timeout
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._draining: set[asyncio.Future[None]] = set()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        for draining in list(self._draining):
-            draining.cancel()
-        await asyncio.gather(*self._draining, return_exceptions=True)
-        if self._session is not None and self._loop is asyncio.get_running_loop():
-            await self._session.close()
-        self._session = None
 
     def _here(self) -> None:
-        """The pool and the credentials' lock belong to one event loop: on another (a second
-        `asyncio.run`), both are made anew. The old pool's sockets are its old loop's, closed with it."""
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            self._loop, self._session = loop, None
+        """The credentials' lock belongs to one event loop too: on another, it is made anew."""
+        if self._loop is not asyncio.get_running_loop():
             self._credentials = self._credentials.anew()
+        super()._here()
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        return tls_context(self._runtime.session)
 
     def _credentials_here(self) -> Credentials:
         self._here()
         return self._credentials
 
-    def _pool(self) -> aiohttp.ClientSession:
-        self._here()
-        if self._session is None or self._session.closed:
-            context = tls_context(self._runtime.session)
-            self._session = pooled_session(self._max_connections, context, self._timeout)
-        return self._session
-
     async def credentials(self) -> ReadOnlyCredentials:
         """The credentials the next request is signed with (refreshed first if they are about to expire)."""
         return await self._credentials_here().get()
-
-    def _recycle(self, response: aiohttp.ClientResponse) -> None:
-        """The connection of a finished stream back to the pool once its body has ended: at once as a rule
-        (the end follows the last event in the same read), or in the background, so that the caller's
-        stream ends with its last event and not when the server gets round to closing the body."""
-        if response.content.at_eof():
-            response.release()
-            return
-        draining = asyncio.ensure_future(_drain(response))
-        self._draining.add(draining)
-        draining.add_done_callback(self._draining.discard)

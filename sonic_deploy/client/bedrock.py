@@ -36,14 +36,12 @@ from sonic_deploy.client.aws import (
     StreamingClient,
     default_runtime,
     environ_proxy,
-    error_body,
     parsed_error,
-    request_error,
     service_runtime,
 )
 from sonic_deploy.client.errors import SonicError, error_for
 from sonic_deploy.client.eventstream import FrameDecoder, FrameError, HeaderValue
-from sonic_deploy.client.http import Trace, stamped_body
+from sonic_deploy.client.http import Trace, error_body, request_error, stamped_body
 from sonic_deploy.client.sigv4 import RequestSigner
 from sonic_deploy.client.turn_hops import Message, Token
 
@@ -78,7 +76,7 @@ def request_body(
     if system:
         body["system"] = [{"text": system}]
     inference: dict[str, Any] = {}
-    if max_tokens is not None:
+    if max_tokens:  # None or 0: the model's own limit
         inference["maxTokens"] = max_tokens
     if temperature is not None:
         inference["temperature"] = temperature
@@ -114,8 +112,8 @@ class BedrockClient(StreamingClient):
     ) -> None:
         if not model_id:
             raise ValueError("model_id is empty. Fix: a Bedrock model id or inference profile id")
-        if max_tokens is not None and max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
+        if max_tokens is not None and max_tokens < 0:
+            raise ValueError(f"max_tokens must be 0 (none sent) or more, not {max_tokens}")
         runtime = (
             default_runtime("bedrock-runtime", region, endpoint_url)
             if session is None
@@ -167,7 +165,12 @@ class BedrockClient(StreamingClient):
             async with contextlib.aclosing(_stream_events(response)) as events:
                 async for at, kind, event in events:
                     if kind == "contentBlockDelta":
-                        text = event.get("delta", {}).get("text")
+                        delta = event.get("delta") if isinstance(event, dict) else None
+                        if not isinstance(delta, dict):
+                            raise error_for(
+                                "malformed", f"a contentBlockDelta without a delta object: {event!r:.80}"
+                            )
+                        text = delta.get("text")
                         if isinstance(text, str) and text:
                             yield Token(at, text)
                     elif kind in ("messageStop", "metadata"):

@@ -14,11 +14,13 @@ import functools
 import ssl
 import time
 from collections.abc import AsyncIterator, MutableMapping
-from types import SimpleNamespace
-from typing import Any
+from types import SimpleNamespace, TracebackType
+from typing import Any, Self
 
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
+
+from sonic_deploy.client.errors import SonicError, error_for
 
 Trace = MutableMapping[str, float]
 
@@ -126,3 +128,106 @@ def pooled_session(
         trace_configs=[tracing],
         timeout=timeout or aiohttp.ClientTimeout(total=None),
     )
+
+
+# Enough of an error body for its code and message; the rest is not read.
+ERROR_BODY_BYTES = 64 * 1024
+# How long the end of a finished stream's body may take before its connection is dropped, not reused.
+DRAIN_S = 5.0
+
+
+def request_error(error: Exception, what: str) -> SonicError | None:
+    """The typed error for an aiohttp failure to reach `what` or to send to it, or None if it is not one."""
+    if isinstance(error, aiohttp.ClientConnectorCertificateError):
+        return error_for(
+            "tls",
+            f"{what}'s certificate is not trusted ({error.certificate_error}). Fix: the CA that signs it "
+            "(AWS_CA_BUNDLE, or ca_bundle in the AWS config file, for an AWS service)",
+        )
+    if isinstance(error, aiohttp.ClientConnectorError):
+        refused = isinstance(error.os_error, ConnectionRefusedError)
+        return error_for("refused" if refused else "connect", repr(error))
+    if isinstance(error, (TimeoutError, aiohttp.ServerTimeoutError)):
+        return error_for("timeout", repr(error))
+    if isinstance(error, aiohttp.ClientError):
+        return error_for("cut", repr(error))
+    return None
+
+
+async def error_body(response: aiohttp.ClientResponse) -> bytes:
+    """An error response's body, to its end or ERROR_BODY_BYTES (it may come in several reads)."""
+    raw = b""
+    while len(raw) < ERROR_BODY_BYTES and (part := await response.content.read(ERROR_BODY_BYTES - len(raw))):
+        raw += part
+    return raw
+
+
+async def _drain(response: aiohttp.ClientResponse) -> None:
+    try:
+        async with asyncio.timeout(DRAIN_S):
+            while await response.content.readany():
+                pass
+    except (TimeoutError, aiohttp.ClientError, OSError):
+        response.close()
+        return
+    response.release()
+
+
+class PooledClient:
+    """What a streaming HTTP client keeps per event loop: one pool of at most `max_connections` connections
+    (made on first use, on the loop that uses it; on another loop, a second `asyncio.run`, anew), and the
+    finished streams whose connections go back to the pool once their bodies end. Use it as an async
+    context manager, or call `close()`."""
+
+    def __init__(self, max_connections: int, timeout: aiohttp.ClientTimeout) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
+        self._max_connections = max_connections
+        self._timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._draining: set[asyncio.Future[None]] = set()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        for draining in list(self._draining):
+            draining.cancel()
+        await asyncio.gather(*self._draining, return_exceptions=True)
+        if self._session is not None and self._loop is asyncio.get_running_loop():
+            await self._session.close()
+        self._session = None
+
+    def _here(self) -> None:
+        """The pool belongs to one event loop: on another, it is made anew (the old pool's sockets are its
+        old loop's, closed with it)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop, self._session = loop, None
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        """The CAs to trust (None: the system's)."""
+        return None
+
+    def _pool(self) -> aiohttp.ClientSession:
+        self._here()
+        if self._session is None or self._session.closed:
+            self._session = pooled_session(self._max_connections, self._ssl_context(), self._timeout)
+        return self._session
+
+    def _recycle(self, response: aiohttp.ClientResponse) -> None:
+        """The connection of a finished stream back to the pool once its body has ended: at once as a rule
+        (the end follows the last event in the same read), or in the background, so that the caller's
+        stream ends with its last event and not when the server gets round to closing the body."""
+        if response.content.at_eof():
+            response.release()
+            return
+        draining = asyncio.ensure_future(_drain(response))
+        self._draining.add(draining)
+        draining.add_done_callback(self._draining.discard)

@@ -12,7 +12,6 @@ invalid, 5xx retryable) with the message of OpenAI's error shape (`{"error": {"m
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -21,15 +20,12 @@ import aiohttp
 import orjson
 
 from sonic_deploy.client import cartesia_api
-from sonic_deploy.client.aws import request_error
 from sonic_deploy.client.errors import InvalidRequestError, SonicError, error_for
-from sonic_deploy.client.http import Trace, pooled_session, stamped_body
+from sonic_deploy.client.http import PooledClient, Trace, error_body, request_error, stamped_body
 from sonic_deploy.client.turn_hops import Message, Token
 
-ERROR_BODY_BYTES = 64 * 1024
 
-
-class OpenAIChatClient:
+class OpenAIChatClient(PooledClient):
     """`base_url` is the API's root with its version (`https://api.openai.com/v1`); `api_key` goes as a bearer
     token (none for a local server). `read_timeout_s` bounds the wait for each next bytes of a reply."""
 
@@ -59,27 +55,12 @@ class OpenAIChatClient:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._options: dict[str, Any] = {}
-        if max_tokens is not None:
+        if max_tokens:  # None or 0: none sent (reasoning models refuse max_tokens)
             self._options["max_tokens"] = max_tokens
         if temperature is not None:
             self._options["temperature"] = temperature
-        self._max_connections = max_connections
-        self._timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
-        )
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def _pool(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._session.closed or self._loop is not loop:
-            self._loop, self._session = loop, pooled_session(self._max_connections, None, self._timeout)
-        return self._session
-
-    async def close(self) -> None:
-        if self._session is not None and self._loop is asyncio.get_running_loop():
-            await self._session.close()
-        self._session = None
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s)
+        super().__init__(max_connections, timeout)
 
     def body(self, messages: Sequence[Message], system: str | None) -> dict[str, Any]:
         turns = [{"role": "system", "content": system}] if system else []
@@ -103,7 +84,7 @@ class OpenAIChatClient:
         finished = False
         try:
             if response.status != 200:
-                raise _error_response(response.status, await response.content.read(ERROR_BODY_BYTES))
+                raise _error_response(response.status, await error_body(response))
             pending = b""
             async for at, data in stamped_body(response):
                 pending += data
@@ -120,8 +101,8 @@ class OpenAIChatClient:
         except aiohttp.ClientError as error:
             raise error_for("cut", repr(error)) from error
         finally:
-            if finished:
-                response.release()
+            if finished:  # the chunked body's end may follow [DONE] a moment later: drained, then reused
+                self._recycle(response)
             else:
                 response.close()
 
@@ -142,7 +123,11 @@ def _event(line: bytes) -> tuple[str, bool]:
     choices = chunk.get("choices") if isinstance(chunk, dict) else None
     if not choices:
         return "", False  # the usage chunk
-    content = (choices[0].get("delta") or {}).get("content")
+    choice = choices[0] if isinstance(choices, list) else None
+    delta = choice.get("delta") if isinstance(choice, dict) else None
+    if not isinstance(delta, dict):
+        raise error_for("malformed", f"a stream chunk has no choices[0].delta object: {data[:80]!r}")
+    content = delta.get("content")
     return (content if isinstance(content, str) else ""), False
 
 

@@ -39,9 +39,7 @@ from sonic_deploy.client.aws import (
     StreamingClient,
     default_runtime,
     environ_proxy,
-    error_body,
     parsed_error,
-    request_error,
     service_runtime,
 )
 from sonic_deploy.client.cartesia_ws import MalformedMessageError, decode_message
@@ -57,7 +55,7 @@ from sonic_deploy.client.errors import (
     error_for,
 )
 from sonic_deploy.client.eventstream import FrameDecoder, FrameError, LineAssembler
-from sonic_deploy.client.http import Trace, stamped_body
+from sonic_deploy.client.http import Trace, error_body, request_error, stamped_body
 from sonic_deploy.client.sigv4 import RequestSigner
 
 OPERATION = "InvokeEndpointWithResponseStream"

@@ -44,6 +44,8 @@ def _text_blocks(blocks: object, where: str) -> str | None:
     for index, block in enumerate(blocks):
         if not isinstance(block, dict) or not isinstance(block.get("text"), str):
             return f'{where}.{index}: a content block of the form {{"text": ...}} is required'
+        if not block["text"].strip():  # Bedrock's own words for it (boto/botocore#3525)
+            return f"The text field in the ContentBlock object at {where}.{index} is blank"
     return None
 
 
@@ -57,6 +59,11 @@ def _problem(body: object) -> str | None:
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in _ROLES:
             return f"messages.{index}.role: one of {', '.join(_ROLES)} is required"
+        # The Converse API wants a conversation that starts with the user and alternates.
+        if message["role"] != ("user" if index % 2 == 0 else "assistant"):
+            return (
+                "A conversation must start with a user message and alternate between user and assistant roles"
+            )
         problem = _text_blocks(message.get("content"), f"messages.{index}.content")
         if problem is not None:
             return problem

@@ -176,3 +176,32 @@ def test_nothing_listening_is_unreachable() -> None:
 def test_a_bad_setting_is_refused_with_the_fix(url: str, model: str, says: str) -> None:
     with pytest.raises(ValueError, match=re.escape(says)):
         OpenAIChatClient(url, model=model)
+
+
+def test_a_reply_whose_body_ends_after_done_leaves_its_connection_for_the_next() -> None:
+    peers: set[object] = set()
+
+    async def late_end(request: web.Request) -> web.StreamResponse:
+        peers.add(request.transport.get_extra_info("peername") if request.transport else None)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(CHUNK + b"data: [DONE]\n\n")
+        await asyncio.sleep(0.05)  # the chunked body's last chunk comes later than [DONE]
+        await response.write_eof()
+        return response
+
+    async def run() -> list[list[Token]]:
+        async with _serving(late_end) as url:
+            client = OpenAIChatClient(url, model="m")
+            try:
+                replies = []
+                for _ in range(3):
+                    replies.append([token async for token in client.stream(ASK)])
+                    await asyncio.sleep(0.1)  # the body has ended meanwhile
+                return replies
+            finally:
+                await client.close()
+
+    replies = asyncio.run(run())
+    assert [[token.text for token in reply] for reply in replies] == [["Hi"]] * 3
+    assert len(peers) == 1  # one connection for the three replies

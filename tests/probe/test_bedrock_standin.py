@@ -79,6 +79,18 @@ def test_boto3_reads_a_whole_converse_reply(shared_server: ServerFactory) -> Non
         ([], "messages"),
         ([{"role": "robot", "content": [{"text": "Hi."}]}], "messages.0.role"),
         ([{"role": "user", "content": []}], "messages.0.content"),
+        (
+            [{"role": "user", "content": [{"text": " "}]}],
+            "The text field in the ContentBlock object at messages.0.content.0 is blank",
+        ),
+        (
+            [{"role": "user", "content": [{"text": "Hi."}]}, {"role": "user", "content": [{"text": "Hi?"}]}],
+            "A conversation must start with a user message and alternate",
+        ),
+        (
+            [{"role": "assistant", "content": [{"text": "Hi."}]}],
+            "A conversation must start with a user message",
+        ),
     ],
 )
 def test_a_bad_request_is_boto3s_validation_exception_naming_the_field(

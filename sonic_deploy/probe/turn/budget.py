@@ -82,6 +82,12 @@ def load_budget(path: Path) -> Budget:
             f"{path}: unknown {', '.join(sorted(unknown))}. Fix: judge, telephony_ms, turn, hops"
         )
     judge = data.get("judge", {})
+    if not isinstance(judge, dict):
+        raise BudgetError(
+            f'{path}: judge = {judge!r} is not a table. Fix: [judge] with target = "p50", limit = "p95"'
+        )
+    if unknown := set(judge) - {"target", "limit"}:
+        raise BudgetError(f"{path}: [judge] has {', '.join(sorted(unknown))}. Fix: only target and limit")
     at = {key: judge.get(key, default) for key, default in (("target", "p50"), ("limit", "p95"))}
     for key, value in at.items():
         if value not in PERCENTILES:

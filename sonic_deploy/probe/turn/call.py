@@ -119,7 +119,8 @@ class Line:
         self._taken = 0
         self._origin = time.perf_counter()
         self._spoken: Spoken | None = None
-        self.late_s = 0.0  # how late the latest frame went out (the client's own lag)
+        self._failure: HopError | None = None
+        self.late_s = 0.0  # how late the worst frame of the current utterance went out (the client's lag)
 
     def play(self, audio: CallerAudio) -> Spoken:
         """Queue an utterance after what is still to be sent."""
@@ -132,6 +133,9 @@ class Line:
             after_end_s=(index + 1) * self._frame_s - audio.speech_end_s,
             ended=asyncio.get_running_loop().create_future(),
         )
+        self.late_s = 0.0
+        if self._failure is not None:  # the line broke before this utterance: it is never sent
+            self._spoken.ended.set_exception(self._failure)
         self._pending.extend(frames)
         return self._spoken
 
@@ -142,17 +146,17 @@ class Line:
             if wait > 0:
                 await asyncio.sleep(wait)
             sent_at = time.perf_counter()
-            self.late_s = sent_at - due
+            self.late_s = max(self.late_s, sent_at - due)
             frame = self._pending.popleft() if self._pending else self._silence
             spoken, index = self._spoken, self._taken
             self._taken += 1
             try:
                 await self._session.send(frame)
             except SonicError as error:
-                failure = HopError("stt", error)
-                self._failed(failure)
+                self._failure = HopError("stt", error)
+                self._failed(self._failure)
                 if spoken is not None and not spoken.ended.done():
-                    spoken.ended.set_exception(failure)
+                    spoken.ended.set_exception(self._failure)
                 return
             if spoken is not None and index == spoken.end_frame and not spoken.ended.done():
                 spoken.ended.set_result(sent_at - spoken.after_end_s)
@@ -215,6 +219,8 @@ class _Reading:
     def __init__(self, tokens: AsyncIterator[Token], stamps: dict[str, float], text: list[str]) -> None:
         self._queue: asyncio.Queue[Token | HopError | None] = asyncio.Queue()
         self._tokens, self._stamps, self._text = tokens, stamps, text
+        # Ended (whole, or with an error): a timeout after it is not the model's. Completed: ended whole.
+        self.finished = self.completed = False
         self._task = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
@@ -223,15 +229,21 @@ class _Reading:
                 self._stamps.setdefault("llm_first_token", token.at)
                 self._text.append(token.text)
                 self._queue.put_nowait(token)
+            if not "".join(self._text).strip():
+                raise SonicError("empty", "the model's reply had no text")
+            self.completed = self.finished = True
             self._queue.put_nowait(None)
         except SonicError as error:
+            self.finished = True
             self._queue.put_nowait(HopError("llm", error))
-        finally:
+        except Exception as error:  # a client's bug: named and counted, never a turn left waiting
+            self.finished = True
+            self._queue.put_nowait(HopError("llm", SonicError("client_error", repr(error))))
+        finally:  # (cancelled, it has not finished: a reply timeout while it reads is the model's)
             aclose = getattr(self._tokens, "aclose", None)
             if aclose is not None:
-                await (
-                    aclose()
-                )  # a reply cut short ends its request, not when the garbage collector gets to it
+                # A reply cut short ends its request, not when the garbage collector gets to it.
+                await aclose()
 
     async def tokens(self) -> AsyncGenerator[Token]:
         while (item := await self._queue.get()) is not None:
@@ -270,13 +282,14 @@ class _Call:
         if first_partial is not None:
             stamps["first_partial"] = first_partial
         stamps["final_transcript"] = final.at
-        self.history.append(Message("user", final.text))
+        if not final.text.strip():  # an agent has nothing to answer (and Bedrock refuses blank text)
+            raise HopError("stt", SonicError("empty", "the final transcript had no text"))
         reply, text, trace = Reply(), list[str](), dict[str, float]()
+        reading: _Reading | None = None
         try:
             async with asyncio.timeout(plan.reply_timeout_s):
-                reading = _Reading(
-                    hops.llm.stream(list(self.history), system=hops.system, trace=trace), stamps, text
-                )
+                asked = [*self.history, Message("user", final.text)]
+                reading = _Reading(hops.llm.stream(asked, system=hops.system, trace=trace), stamps, text)
                 try:
                     async with contextlib.aclosing(reading.tokens()) as tokens:
                         await hops.tts.reply(tokens, reply)
@@ -285,13 +298,15 @@ class _Call:
                 finally:
                     await reading.close()
         except TimeoutError:
-            hop = "tts" if "llm_first_token" in stamps else "llm"
+            hop = "tts" if reading is not None and reading.finished else "llm"
             message = f"no whole reply within {plan.reply_timeout_s:g} s of the transcript"
             raise HopError(hop, SonicError("timeout", message)) from None
         finally:
             if "sent_at" in trace:
                 stamps["llm_request"] = trace["sent_at"]
-            self.history.append(Message("assistant", "".join(text)))
+            if reading is not None and reading.completed:
+                # The conversation so far: only whole exchanges (a model refuses a blank or missing turn).
+                self.history += [Message("user", final.text), Message("assistant", "".join(text))]
             for name, at in (
                 ("tts_handed", reply.handed_at),
                 ("tts_first_byte", reply.first_byte_at),
@@ -308,8 +323,24 @@ class _Call:
 
 
 async def run_call(index: int, hops: Hops, plan: CallPlan, emit: Emit) -> None:
-    """One call of `plan.turns` turns on one speech-to-text session; each turn's line goes to `emit`."""
+    """One call of `plan.turns` turns on one speech-to-text session; each turn's line goes to `emit`. A
+    session that cannot open, or breaks, fails the turn it was for, counted even in warm-up (a run in which
+    nothing worked must not look clean), and the call's remaining turns are emitted as `skipped`."""
     first = plan.utterances[0]
+
+    def skip(turns: range, why: str) -> None:
+        for turn in turns:
+            audio = plan.utterances[turn % len(plan.utterances)]
+            emit(
+                {
+                    "call": index,
+                    "turn": turn,
+                    "warmup": turn < plan.warmup_turns,
+                    "utterance": audio.name,
+                    "skipped": why,
+                }
+            )
+
     try:
         session = await hops.stt.session(encoding=first.encoding, sample_rate=first.sample_rate)
     except SonicError as error:
@@ -317,11 +348,12 @@ async def run_call(index: int, hops: Hops, plan: CallPlan, emit: Emit) -> None:
             {
                 "call": index,
                 "turn": 0,
-                "warmup": plan.warmup_turns > 0,
+                "warmup": False,
                 "utterance": first.name,
                 "error": _error_fields("stt", error),
             }
         )
+        skip(range(1, plan.turns), "no speech-to-text session")
         return
     async with session:
         transcripts = Transcripts(session)
@@ -336,10 +368,12 @@ async def run_call(index: int, hops: Hops, plan: CallPlan, emit: Emit) -> None:
                     outcome: dict[str, Any] = await call.turn(audio, stamps)
                 except HopError as failed:
                     outcome = {"error": _error_fields(failed.hop, failed.error)}
-                line_fields = sample(index, turn, turn < plan.warmup_turns, audio.name, stamps)
-                emit({**line_fields, **outcome, "line_late_ms": round(line.late_s * 1000, 3)})
-                if "error" in outcome and outcome["error"]["hop"] == "stt":
-                    break  # the session is gone: the call with it
+                broken = "error" in outcome and outcome["error"]["hop"] == "stt"
+                fields = sample(index, turn, turn < plan.warmup_turns and not broken, audio, stamps)
+                emit({**fields, **outcome, "line_late_ms": round(line.late_s * 1000, 3)})
+                if broken:
+                    skip(range(turn + 1, plan.turns), "the speech-to-text session had ended")
+                    break
         finally:
             for task in background:
                 task.cancel()
@@ -350,9 +384,11 @@ def _error_fields(hop: str, error: SonicError) -> dict[str, str]:
     return {"hop": hop, "kind": error.kind, "message": error.message[:300]}
 
 
-def sample(call: int, turn: int, warmup: bool, utterance: str, stamps: dict[str, float]) -> dict[str, Any]:
+def sample(
+    call: int, turn: int, warmup: bool, audio: CallerAudio, stamps: dict[str, float]
+) -> dict[str, Any]:
     """One turn's line of samples.jsonl: each stamp as ms from the end of speech, each hop in ms."""
-    line: dict[str, Any] = {"call": call, "turn": turn, "warmup": warmup, "utterance": utterance}
+    line: dict[str, Any] = {"call": call, "turn": turn, "warmup": warmup, "utterance": audio.name}
     if "speech_end" not in stamps:
         return line
     origin = stamps["speech_end"]
@@ -365,7 +401,8 @@ def sample(call: int, turn: int, warmup: bool, utterance: str, stamps: dict[str,
     if "first_audible" in stamps:
         line["turn_ms"] = round((stamps["first_audible"] - origin) * 1000, 3)
     if "first_partial" in stamps:
-        line["first_partial_ms"] = round((stamps["first_partial"] - stamps["speech_start"]) * 1000, 3)
+        onset = stamps["speech_start"] + audio.speech_start_s  # the first voiced sample, not the lead-in
+        line["first_partial_ms"] = round((stamps["first_partial"] - onset) * 1000, 3)
     return line
 
 

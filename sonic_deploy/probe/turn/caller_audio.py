@@ -32,7 +32,8 @@ class CallerAudio:
     encoding: str  # pcm_s16le or pcm_mulaw
     sample_rate: int
     data: bytes
-    speech_end_s: float  # from the start of the file
+    speech_end_s: float  # from the start of the file: the end of its last voiced sample
+    speech_start_s: float = 0.0  # the start of its first voiced sample
 
     @property
     def bytes_per_sample(self) -> int:
@@ -62,6 +63,13 @@ class CallerAudio:
 
 def silence(encoding: str, samples: int) -> bytes:
     return _SILENCE[encoding] * samples
+
+
+def speech_start_s(encoding: str, sample_rate: int, data: bytes) -> float:
+    """The start of the first sample at or above the speech threshold, in seconds from the start (0 if none)."""
+    threshold = FULL_SCALE * 10 ** (SPEECH_THRESHOLD_DB / 20)
+    samples = decode_samples(encoding, data[: len(data) - len(data) % (2 if encoding == "pcm_s16le" else 1)])
+    return next((index / sample_rate for index, value in enumerate(samples) if abs(value) >= threshold), 0.0)
 
 
 def speech_end_s(encoding: str, sample_rate: int, data: bytes) -> float | None:
@@ -97,6 +105,10 @@ def read_wav(path: Path) -> CallerAudio:
     if fmt is None or len(fmt) < 16 or data is None:
         raise CallerAudioError(f"{path}: a WAV file without its fmt or data chunk. Fix: re-export it")
     tag, channels, rate, _, _, bits = struct.unpack_from("<HHIIHH", fmt)
+    if rate < 8000:
+        raise CallerAudioError(
+            f"{path}: a sample rate of {rate} Hz in its header; 8000 Hz or more is needed. Fix: re-export it"
+        )
     if tag == _FORMAT_EXTENSIBLE and len(fmt) >= 26:
         tag = struct.unpack_from("<H", fmt, 24)[0]  # the sub-format GUID starts with the format tag
     convert = f"Fix: sox {path} -r 16000 -c 1 -b 16 -e signed-integer OUT.wav"
@@ -116,7 +128,7 @@ def read_wav(path: Path) -> CallerAudio:
             f"{path}: no sample reaches {SPEECH_THRESHOLD_DB:g} dBFS, so there is no speech to time. "
             "Fix: a recording of the caller speaking"
         )
-    return CallerAudio(path.stem, encoding, rate, data, end)
+    return CallerAudio(path.stem, encoding, rate, data, end, speech_start_s(encoding, rate, data))
 
 
 def shipped(kind: str) -> list[CallerAudio]:

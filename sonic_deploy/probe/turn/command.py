@@ -51,6 +51,16 @@ def _at_least_zero(text: str) -> float:
     return value
 
 
+def _whole(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
 def _above_zero(text: str) -> float:
     value = _at_least_zero(text)
     if value == 0:
@@ -92,7 +102,12 @@ def add_turn_parser(routes: Any) -> None:
     llm.add_argument(
         "--bedrock-endpoint-url", help="Bedrock: another endpoint (probe serve: http://HOST:PORT)"
     )
-    llm.add_argument("--max-tokens", type=_count, default=200, help="the longest reply")
+    llm.add_argument(
+        "--max-tokens",
+        type=_whole,
+        default=200,
+        help="the longest reply (0: none sent, for models that refuse max_tokens)",
+    )
     llm.add_argument("--system", default=SYSTEM_PROMPT, help="the system prompt")
     tts = turn.add_argument_group("text to speech (Sonic)")
     tts.add_argument("--route", choices=("ecs", "sagemaker"), required=True)
@@ -161,7 +176,47 @@ def add_turn_parser(routes: Any) -> None:
     turn.set_defaults(func=run_turn, turn_parser=turn)
 
 
+# Options that belong to one choice only, and that choice: given with another, they would be ignored.
+_ONLY_WITH = {
+    "stt_url": ("stt", "ink"),
+    "stt_model": ("stt", "ink"),
+    "transcribe_region": ("stt", "transcribe"),
+    "transcribe_endpoint_url": ("stt", "transcribe"),
+    "language_code": ("stt", "transcribe"),
+    "llm_url": ("llm", "openai"),
+    "bedrock_region": ("llm", "bedrock"),
+    "bedrock_endpoint_url": ("llm", "bedrock"),
+    "tts_url": ("route", "ecs"),
+    "model_id": ("route", "ecs"),
+    "cartesia_version": ("route", "ecs"),
+    "endpoint": ("route", "sagemaker"),
+    "region": ("route", "sagemaker"),
+    "endpoint_url": ("route", "sagemaker"),
+}
+
+
+def _ignored(args: argparse.Namespace) -> str | None:
+    parser: argparse.ArgumentParser = args.turn_parser
+    for name, (choice, value) in _ONLY_WITH.items():
+        if getattr(args, name) != parser.get_default(name) and getattr(args, choice) != value:
+            option, chosen = "--" + name.replace("_", "-"), "--" + choice
+            return f"{option} is for {chosen} {value}, not {chosen} {getattr(args, choice)}: drop it"
+    if args.rate is not None:
+        for name in ("concurrency", "ramp_up"):
+            if getattr(args, name) != parser.get_default(name):
+                return (
+                    f"--{name.replace('_', '-')} is the closed loop's: with --rate, calls arrive at that rate"
+                )
+    if args.wav and args.audio != parser.get_default("audio"):
+        return "--audio chooses the shipped utterances: with --wav, your files are played instead"
+    if args.audible_threshold_db > 0:
+        return f"--audible-threshold-db {args.audible_threshold_db:g} is above full scale: give a level <= 0 dBFS, e.g. -40"
+    return None
+
+
 def _problem(args: argparse.Namespace) -> str | None:
+    if (ignored := _ignored(args)) is not None:
+        return ignored
     if args.warmup_turns < 0 or args.warmup_turns >= args.turns:
         return f"--warmup-turns {args.warmup_turns} leaves no turn to time of --turns {args.turns}: give 0 to {args.turns - 1}"
     if args.route == "ecs" and not args.tts_url:
@@ -190,6 +245,11 @@ def _utterances(args: argparse.Namespace) -> tuple[CallerAudio, ...]:
                 f"{other.name}: {other.encoding} at {other.sample_rate} Hz, but {first.name} is {first.encoding} at "
                 f"{first.sample_rate} Hz: one call is one line. Fix: convert them alike (sox IN -r 8000 -e u-law OUT.wav)"
             )
+    if first.sample_rate * args.frame_ms % 1000:
+        raise CallerAudioError(
+            f"{first.name}: {first.sample_rate} Hz does not cut into whole samples of --frame-ms {args.frame_ms}. "
+            f"Fix: another --frame-ms, or resample it (sox IN -r 16000 OUT.wav)"
+        )
     return tuple(audio)
 
 

@@ -62,8 +62,9 @@ def percentiles(values: Sequence[float]) -> dict[str, float | None]:
 
 
 def summarize(samples: Sequence[dict[str, Any]], budget: Budget | None) -> dict[str, Any]:
-    counted = [line for line in samples if not line["warmup"]]
+    counted = [line for line in samples if not line["warmup"] and "skipped" not in line]
     done = [line for line in counted if "error" not in line]
+    warmup_errors = sum("error" in line for line in samples if line["warmup"])
     hops = {hop: percentiles([line["hops_ms"][hop] for line in done]) for hop in HOPS}
     turn = percentiles([line["turn_ms"] for line in done])
     errors: Counter[str] = Counter(
@@ -72,8 +73,10 @@ def summarize(samples: Sequence[dict[str, Any]], budget: Budget | None) -> dict[
     summary: dict[str, Any] = {
         "turns": len(counted),
         "ok": len(done),
-        "warmup_turns": len(samples) - len(counted),
+        "warmup_turns": sum(line["warmup"] and "skipped" not in line for line in samples),
         "errors": dict(sorted(errors.items())),
+        "warmup_errors": warmup_errors,
+        "skipped": sum("skipped" in line for line in samples),
         "turn_ms": turn,
         "hops_ms": hops,
         "first_partial_ms": percentiles(
@@ -168,6 +171,11 @@ def summary_text(summary: dict[str, Any]) -> str:
     rows.append(f"turns timed: {summary['ok']} of {summary['turns']} (and {summary['warmup_turns']} warm-up)")
     if summary["errors"]:
         rows.append("errors: " + ", ".join(f"{kind} x{count}" for kind, count in summary["errors"].items()))
+    if summary["warmup_errors"] or summary["skipped"]:
+        rows.append(
+            f"also: {summary['warmup_errors']} warm-up turns failed, {summary['skipped']} turns not run "
+            "(their call's speech-to-text session had ended): samples.jsonl says why"
+        )
     if "budget" in summary:
         rows.append(f"budget ({summary['budget']['file']}): {summary['budget']['verdict']}")
     return "\n".join(rows)

@@ -122,6 +122,17 @@ class WebSocketSpeaker:
     async def reply(self, tokens: AsyncIterator[Token], reply: Reply) -> None:
         voice = self._voice
         listener = Listener(voice.audio, reply, voice.threshold_db)
+        sentences, first, more = Sentences(), list[str](), True
+        # The context opens once the first sentence is whole, and the TTS hop starts there, as on SageMaker:
+        # on both routes it holds the wait for a socket or a connection, not the aggregate hop before it.
+        async for token in tokens:
+            if first := sentences.feed(token.text):
+                break
+        else:
+            more, first = False, [rest] if (rest := sentences.rest()) is not None else []
+        if not first:
+            return
+        reply.handed_at = time.perf_counter()
         turn = self._client.utterance(
             voice=voice.voice,
             sample_rate=voice.audio.sample_rate,
@@ -135,19 +146,19 @@ class WebSocketSpeaker:
                     listener.hear(chunk)
 
             async def hand(text: str) -> None:
-                if reply.handed_at is None:
-                    reply.handed_at = time.perf_counter()
                 reply.text.append(text)
                 await turn.send(text)
 
             async with asyncio.TaskGroup() as group:
+                for sentence in first:
+                    await hand(sentence)
                 group.create_task(listen())
-                sentences = Sentences()
-                async for token in tokens:
-                    for sentence in sentences.feed(token.text):
-                        await hand(sentence)
-                if (rest := sentences.rest()) is not None:
-                    await hand(rest)
+                if more:
+                    async for token in tokens:
+                        for sentence in sentences.feed(token.text):
+                            await hand(sentence)
+                    if (rest := sentences.rest()) is not None:
+                        await hand(rest)
                 await turn.end()
 
     async def close(self) -> None:

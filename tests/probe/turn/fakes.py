@@ -85,6 +85,7 @@ class FakeLlm:
     reply: tuple[str, ...] = ("Sure,", " at eight.", " Anything", " else?")
     fail_on_turns: tuple[int, ...] = ()
     hang: bool = False
+    hang_after_first: bool = False
     name: str = "fake"
     seen: list[list[Message]] = field(default_factory=list)
 
@@ -100,7 +101,7 @@ class FakeLlm:
         for index, text in enumerate(self.reply):
             if index:
                 await asyncio.sleep(self.token_s)
-            if self.hang:
+            if self.hang or (self.hang_after_first and index == 1):
                 await asyncio.sleep(3600)
             yield Token(time.perf_counter(), text)
 

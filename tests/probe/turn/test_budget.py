@@ -78,6 +78,8 @@ def test_telephony_is_added_to_the_turn(tmp_path: Path) -> None:
             "[hops.stt] has sauce",
         ),
         (("telephony_ms = 0", "telephony_ms = -5"), "telephony_ms = -5 is not a number of ms >= 0"),
+        (('[judge]\ntarget = "p50"\nlimit = "p95"', 'judge = "p50"'), "judge = 'p50' is not a table"),
+        (('limit = "p95"', 'limt = "p99"'), "[judge] has limt. Fix: only target and limit"),
     ],
 )
 def test_a_bad_field_is_named_with_its_value_and_the_fix(

@@ -103,30 +103,53 @@ def test_a_reply_with_nothing_audible_is_an_error_not_a_turn() -> None:
 
 def test_no_final_transcript_is_a_timeout_and_ends_the_call() -> None:
     lines = _call(FakeStt(never_final=True), FakeLlm(), FakeSpeaker(), stt_timeout_s=0.3)
-    assert len(lines) == 1
     assert lines[0]["error"]["hop"] == "stt" and lines[0]["error"]["kind"] == "timeout"
+    assert not lines[0]["warmup"]  # a failure in the warm-up turn still counts: nothing worked
+    assert [line.get("skipped") for line in lines[1:]] == ["the speech-to-text session had ended"] * 2
 
 
 def test_a_broken_line_is_the_stt_hops_and_ends_the_call() -> None:
     lines = _call(FakeStt(fail_after=5), FakeLlm(), FakeSpeaker())
-    assert len(lines) == 1 and lines[0]["error"] == {
-        "hop": "stt",
-        "kind": "cut",
-        "message": "the fake line dropped",
-    }
+    assert lines[0]["error"] == {"hop": "stt", "kind": "cut", "message": "the fake line dropped"}
+    assert [line["turn"] for line in lines if "skipped" in line] == [1, 2]
 
 
-def test_a_session_that_cannot_open_is_one_failed_turn() -> None:
+def test_a_line_that_breaks_during_a_reply_fails_the_next_turn_at_once() -> None:
+    # 0.4 s of speech and 0.58 s of silence a turn at 20 ms: the line breaks in the first turn's reply.
+    lines = _call(FakeStt(fail_after=60), FakeLlm(first_token_s=0.5), FakeSpeaker(), stt_timeout_s=5.0)
+    assert "error" not in lines[0]
+    assert lines[1]["error"]["kind"] == "cut"
+    assert "speech_end" not in lines[1].get("at_ms", {})  # failed when it began, not after a timeout
+
+
+def test_a_session_that_cannot_open_is_a_counted_failure() -> None:
     lines = _call(FakeStt(refuse=True), FakeLlm(), FakeSpeaker())
-    assert lines == [
-        {
-            "call": 7,
-            "turn": 0,
-            "warmup": True,
-            "utterance": "book-8k-mulaw",
-            "error": {"hop": "stt", "kind": "refused", "message": "nothing listens there"},
-        }
-    ]
+    assert lines[0] == {
+        "call": 7,
+        "turn": 0,
+        "warmup": False,
+        "utterance": "book-8k-mulaw",
+        "error": {"hop": "stt", "kind": "refused", "message": "nothing listens there"},
+    }
+    assert [line["skipped"] for line in lines[1:]] == ["no speech-to-text session"] * 2
+
+
+def test_a_model_that_stops_after_its_first_token_is_the_models_timeout() -> None:
+    llm = FakeLlm(hang_after_first=True)
+    lines = _call(FakeStt(), llm, FakeSpeaker(), turns=1, warmup_turns=0, reply_timeout_s=0.3)
+    assert lines[0]["error"]["hop"] == "llm" and lines[0]["error"]["kind"] == "timeout"
+
+
+def test_after_a_failed_reply_the_conversation_keeps_whole_exchanges() -> None:
+    llm = FakeLlm(fail_on_turns=(0,))
+    _call(FakeStt(), llm, FakeSpeaker())
+    roles = [[message.role for message in seen] for seen in llm.seen]
+    assert roles == [["user"], ["user"], ["user", "assistant", "user"]]
+
+
+def test_an_empty_reply_is_the_models_error() -> None:
+    lines = _call(FakeStt(), FakeLlm(reply=("",)), FakeSpeaker(), turns=1, warmup_turns=0)
+    assert lines[0]["error"]["hop"] == "llm" and lines[0]["error"]["kind"] == "empty"
 
 
 def test_a_reply_that_never_ends_is_a_timeout_of_the_model() -> None:

@@ -87,8 +87,17 @@ def test_frames_are_whole_and_the_last_is_padded_with_silence(tmp_path: Path) ->
         (lambda p: _pcm_wav(p, 16000, [0] * 1600), "no sample reaches -40 dBFS"),
         (lambda p: p.write_bytes(b"ID3 not a wav at all") and p, "not a WAV file"),
         (lambda p: p, "cannot read it"),
+        (
+            lambda p: (
+                _pcm_wav(p, 8000, [9000] * 100).write_bytes(
+                    p.read_bytes()[:24] + b"\x00" * 4 + p.read_bytes()[28:]
+                )
+                and p
+            ),
+            "a sample rate of 0 Hz",
+        ),
     ],
-    ids=["stereo", "8-bit", "silent", "not-wav", "missing"],
+    ids=["stereo", "8-bit", "silent", "not-wav", "missing", "rate-0"],
 )
 def test_a_file_that_cannot_be_played_is_named_with_the_fix(tmp_path: Path, make: object, says: str) -> None:
     path = tmp_path / "caller.wav"

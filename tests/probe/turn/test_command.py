@@ -173,6 +173,19 @@ def test_a_speech_to_text_service_not_there_is_one_failed_turn_per_call(
         (("--duration", "5"), "--duration is the open loop's"),
         (("--budget", "nowhere.toml"), "nowhere.toml: cannot read it"),
         (("--concurrency", "0"), "expected 1 or more, got 0"),
+        (
+            ("--stt-model", "ink-3", "--stt", "transcribe"),
+            "--stt-model is for --stt ink, not --stt transcribe: drop it",
+        ),
+        (("--endpoint", "sonic"), "--endpoint is for --route sagemaker, not --route ecs: drop it"),
+        (("--bedrock-region", "us-east-1"), "--bedrock-region is for --llm bedrock, not --llm openai"),
+        (("--rate", "1", "--concurrency", "4"), "--concurrency is the closed loop's"),
+        (("--audio", "wideband", "--wav", "x.wav"), "--audio chooses the shipped utterances"),
+        (("--audible-threshold-db", "3"), "is above full scale"),
+        (
+            ("--frame-ms", "10", "--wav", "WAV11025"),
+            "11025 Hz does not cut into whole samples of --frame-ms 10",
+        ),
     ],
 )
 def test_a_mistake_is_one_line_naming_the_fix(
@@ -193,6 +206,8 @@ def test_a_mistake_is_one_line_naming_the_fix(
         str(tmp_path / "o"),
         *options,
     ]
+    if "WAV11025" in argv:
+        argv[argv.index("WAV11025")] = str(_utterance(tmp_path / "odd.wav", rate=11025))
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2
