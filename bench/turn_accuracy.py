@@ -3,7 +3,7 @@
 One `probe serve` (another process) stands in for every hop: speech to text (the final transcript
 `--stt-ms` after the caller's speech ends), the language model (its first token `--llm-ms` after the
 request, then `--tokens-per-s`), and Sonic (first byte `--tts-ms` after the text). `probe turn` (the real
-command, in its own process) then runs 1, 16 and 64 simulated calls at once, and this prints, per level,
+command, in its own process) then runs 1, 16 and 64 simulated calls at once (and at least `--min-calls` in all), and this prints, per level,
 each hop's measured p50 and p99 against what was injected, and the turn against the injected sum. The two
 hops the stand-ins do not set by a delay are known too: `aggregate` (first token to the first whole
 sentence) is the reply's first sentence, and the token that shows it has ended, at the token rate, and `audible` (first byte to the first audible
@@ -39,7 +39,7 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
         sys.executable, "-m", "sonic_deploy.cli", "probe", "serve", "--port", "0", "--exit-after", "3600",
         "--first-byte-ms", str(args.tts_ms), "--jitter-ms", "0", "--chunk-ms", "20", "--pace", "0.5",
         "--stt-final-ms", str(args.stt_ms), "--llm-first-token-ms", str(args.llm_ms),
-        "--llm-tokens-per-s", str(args.tokens_per_s),
+        "--llm-tokens-per-s", str(args.tokens_per_s), "--ms-per-char", "20",
     ]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
@@ -70,7 +70,8 @@ def run_level(args: argparse.Namespace, base: str, calls: int, out: Path) -> dic
     command = [
         sys.executable, "-m", "sonic_deploy.cli", "probe", "turn", "--route", args.route,
         "--stt", args.stt, "--llm", args.llm, "--llm-model", "stand-in", "--audio", args.audio,
-        "--concurrency", str(calls), "--turns", str(args.turns), "--out", str(out), "--no-plot", "--quiet",
+        "--concurrency", str(calls), "--calls", str(max(calls, args.min_calls)), "--turns", str(args.turns),
+        "--out", str(out), "--no-plot", "--quiet",
     ]  # fmt: skip
     command += (
         ["--tts-url", f"{ws}/tts/websocket"]
@@ -107,6 +108,9 @@ def main() -> int:
     parser.add_argument("--llm", choices=("openai", "bedrock"), default="openai")
     parser.add_argument("--audio", choices=("telephony", "wideband"), default="telephony")
     parser.add_argument("--turns", type=int, default=3, help="turns per call (the first is warm-up)")
+    parser.add_argument(
+        "--min-calls", type=int, default=6, help="calls in all at least (one after another at 1)"
+    )
     parser.add_argument("--stt-ms", type=float, default=300.0)
     parser.add_argument("--llm-ms", type=float, default=400.0)
     parser.add_argument("--tts-ms", type=float, default=90.0)

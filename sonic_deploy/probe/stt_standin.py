@@ -3,11 +3,14 @@ WebSocket API in `probe serve`.
 
 Both share one endpointer, which hears nothing but loudness: a sample is voiced if its magnitude reaches
 `VOICED_DBFS`. A turn starts at the first voiced sample after the last turn's end; its speech ends at the
-last voiced sample, placed on the server's clock at the arrival of the message holding it, less the
-duration of the samples after it in that message. That ASSUMES the client sends audio at real-time pace,
-each message when its audio has been spoken (a message of the audio [t, t + 20 ms) sent at t + 20 ms), as
-a telephone or a microphone does: a client that sends faster moves the speech end earlier than it was, and
-the final sooner after the caller's real last word. The final transcript is due `final_ms` after the
+last voiced sample, placed on the audio's own timeline as a speech-to-text service places it: the stream's
+start on the server's clock (each message's arrival less the audio up to its end, the earliest of them:
+the message the network and the client delayed least) plus the samples up to that one. That ASSUMES the
+client sends audio at real-time pace, each message when its audio has been spoken (a message of the audio
+[t, t + 20 ms) sent at t + 20 ms), as a telephone or a microphone does: a client that sends faster moves
+the speech end earlier than it was, and the final sooner after the caller's real last word. A message more
+than `PAUSE_S` later than the timeline says (a client that paused its stream, or fell behind) starts the
+timeline again, from it: a later speech end, never an earlier one. The final transcript is due `final_ms` after the
 speech end, on `loop.time()` (so a busy server is late by its own lag, never early); voiced audio before
 then re-arms it. Partials: one when the voice starts, then one for each further `PARTIAL_EVERY_S` of
 speech, each a longer prefix of the transcript. Any number of turns on one connection.
@@ -44,6 +47,8 @@ from sonic_deploy.probe.event_loop import call_precisely_at
 TRANSCRIPT = "I'd like to book a table for two tonight."
 VOICED_DBFS = SPEECH_THRESHOLD_DB  # as the turn probe finds the end of speech in a file
 PARTIAL_EVERY_S = 0.2
+# A message of audio later than the stream's timeline says by more than this restarts the timeline.
+PAUSE_S = 0.002
 INK_ENCODINGS = ("pcm_s16le", "pcm_mulaw")
 # Encodings the API takes (the SDK's STTEncoding) that the stand-in does not decode.
 INK_OTHER_ENCODINGS = ("pcm_s32le", "pcm_f16le", "pcm_f32le", "pcm_alaw")
@@ -87,6 +92,12 @@ class Endpointer:
         self._loop = asyncio.get_running_loop()
         self._carry = b""
         self._samples = 0  # received so far
+        # When the stream's first sample was spoken, on the server's clock: each message, sent when its
+        # audio has been spoken, gives its arrival less the audio before its end; the earliest is the one
+        # the network and the client delayed least. A message later than that by more than PAUSE_S starts
+        # the timeline again (the client paused its stream, or fell behind): a later speech end, never an
+        # earlier one.
+        self._origin: float | None = None
         self._turn_start = 0  # the sample index of the turn's first voiced sample
         self._voiced_end = 0  # one past its last voiced sample
         self._partials = 0
@@ -102,6 +113,11 @@ class Endpointer:
         samples = decode_samples(self._encoding, data[:whole])
         base = self._samples
         self._samples += len(samples)
+        origin = arrived - self._samples / self._rate
+        if self._origin is None or origin > self._origin + PAUSE_S:
+            self._origin = origin
+        else:
+            self._origin = min(self._origin, origin)
         voiced = [i for i, value in enumerate(samples) if abs(value) >= _THRESHOLD]
         if not voiced:
             return
@@ -115,7 +131,7 @@ class Endpointer:
         while self._partials * PARTIAL_EVERY_S <= spoken_s:
             self._partials += 1
             self._event("partial", " ".join(self._words[: self._partials]))
-        speech_end = arrived - (len(samples) - voiced[-1] - 1) / self._rate
+        speech_end = self._origin + self._voiced_end / self._rate  # on the audio's own timeline
         if self._timer is not None:
             self._timer.cancel()
         self._timer = call_precisely_at(self._loop, speech_end + self._final_s, self._final)

@@ -93,19 +93,6 @@ def _as_hop_error(error: BaseException, hop: str) -> BaseException:
     return error
 
 
-@dataclass
-class Spoken:
-    """An utterance on the line: when its first frame's audio began (on the line's schedule), and when its
-    speech ended, placed by the frame that carried its last voiced sample: the time that frame went out,
-    less the audio after that sample in it. A client late to send a frame has its caller speak late, so its
-    own lag does not count against the speech-to-text service."""
-
-    began_at: float
-    end_frame: int  # the index, on the line, of the frame that holds the last voiced sample
-    after_end_s: float  # the audio after that sample in its frame
-    ended: asyncio.Future[float]
-
-
 class Line:
     """The caller's side of the call: frames at real-time pace, speech when given, silence between."""
 
@@ -118,26 +105,17 @@ class Line:
         self._pending: collections.deque[bytes] = collections.deque()
         self._taken = 0
         self._origin = time.perf_counter()
-        self._spoken: Spoken | None = None
-        self._failure: HopError | None = None
         self.late_s = 0.0  # how late the worst frame of the current utterance went out (the client's lag)
 
-    def play(self, audio: CallerAudio) -> Spoken:
-        """Queue an utterance after what is still to be sent."""
-        first = self._taken + len(self._pending)
-        frames = audio.frames(self._frame_ms)
-        index = min(len(frames) - 1, int(audio.speech_end_s / self._frame_s - 1e-9))
-        self._spoken = Spoken(
-            began_at=self._origin + first * self._frame_s,
-            end_frame=first + index,
-            after_end_s=(index + 1) * self._frame_s - audio.speech_end_s,
-            ended=asyncio.get_running_loop().create_future(),
-        )
+    def play(self, audio: CallerAudio) -> float:
+        """Queue an utterance after what is still to be sent; when its first frame's audio begins, on the
+        line's schedule. Its speech ends `audio.speech_end_s` later on that schedule: frames go when due, and
+        one the client sends late does not move the caller's speech (a speech-to-text service, the
+        stand-ins among them, places speech on the audio's own timeline, not on when each frame came)."""
+        begins = self._origin + (self._taken + len(self._pending)) * self._frame_s
         self.late_s = 0.0
-        if self._failure is not None:  # the line broke before this utterance: it is never sent
-            self._spoken.ended.set_exception(self._failure)
-        self._pending.extend(frames)
-        return self._spoken
+        self._pending.extend(audio.frames(self._frame_ms))
+        return begins
 
     async def run(self) -> None:
         while True:
@@ -145,21 +123,14 @@ class Line:
             wait = due - time.perf_counter()
             if wait > 0:
                 await asyncio.sleep(wait)
-            sent_at = time.perf_counter()
-            self.late_s = max(self.late_s, sent_at - due)
+            self.late_s = max(self.late_s, time.perf_counter() - due)
             frame = self._pending.popleft() if self._pending else self._silence
-            spoken, index = self._spoken, self._taken
             self._taken += 1
             try:
                 await self._session.send(frame)
             except SonicError as error:
-                self._failure = HopError("stt", error)
-                self._failed(self._failure)
-                if spoken is not None and not spoken.ended.done():
-                    spoken.ended.set_exception(self._failure)
+                self._failed(HopError("stt", error))  # the turn waiting, and every one after it, fails
                 return
-            if spoken is not None and index == spoken.end_frame and not spoken.ended.done():
-                spoken.ended.set_result(sent_at - spoken.after_end_s)
 
 
 class Transcripts:
@@ -267,18 +238,9 @@ class _Call:
     async def turn(self, audio: CallerAudio, stamps: dict[str, float]) -> dict[str, Any]:
         """One turn, its stamps put in `stamps` as they happen (so a failed turn keeps the ones it got)."""
         plan, hops = self.plan, self.hops
-        spoken = self.line.play(audio)
-        stamps["speech_start"] = spoken.began_at
-        try:  # bounded: a service that stops reading the line's audio stalls its sends
-            stamps["speech_end"] = await asyncio.wait_for(spoken.ended, audio.duration_s + plan.stt_timeout_s)
-        except TimeoutError:
-            message = (
-                f"the line could not send the utterance within {audio.duration_s + plan.stt_timeout_s:.1f} s"
-            )
-            raise HopError("stt", SonicError("timeout", message)) from None
-        first_partial, final = await self.transcripts.turn(
-            spoken.began_at, stamps["speech_end"], plan.stt_timeout_s
-        )
+        began = self.line.play(audio)
+        stamps["speech_start"], stamps["speech_end"] = began, began + audio.speech_end_s
+        first_partial, final = await self.transcripts.turn(began, stamps["speech_end"], plan.stt_timeout_s)
         if first_partial is not None:
             stamps["first_partial"] = first_partial
         stamps["final_transcript"] = final.at
