@@ -137,6 +137,13 @@ def main() -> int:
                 text, ok = _row("turn", sum(want.values()), summary["turn_ms"])
                 print(text)
                 failures += not ok
+                hops_p50 = sum(summary["hops_ms"][hop]["p50"] for hop in HOPS)
+                reaction = summary["agent_reaction_ms"]
+                print(
+                    f"  (the turn's p50 less the sum of the hops' p50s: {summary['turn_ms']['p50'] - hops_p50:+.2f} ms; "
+                    f"inside llm, the client's own step from the transcript to the request: p50 {reaction['p50']:.2f}, "
+                    f"p99 {reaction['p99']:.2f} ms)"
+                )
     finally:
         server.terminate()
         server.wait()

@@ -83,6 +83,14 @@ def summarize(samples: Sequence[dict[str, Any]], budget: Budget | None) -> dict[
             [line["first_partial_ms"] for line in done if "first_partial_ms" in line]
         ),
         "line_late_ms": percentiles([line["line_late_ms"] for line in counted if "line_late_ms" in line]),
+        # Inside the llm hop: the agent's own step from the final transcript to the request on the wire.
+        "agent_reaction_ms": percentiles(
+            [
+                at["llm_request"] - at["final_transcript"]
+                for at in (line["at_ms"] for line in done)
+                if "llm_request" in at
+            ]
+        ),
     }
     if budget is not None:
         summary["budget"] = judge(budget, hops, turn)
