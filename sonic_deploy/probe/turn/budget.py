@@ -143,7 +143,8 @@ def judge(
         checked = _check("turn", budget.turn, turn, budget, budget.telephony_ms)
         result["turn"] = checked
         if checked["over"]:
-            blamed = sorted({item.split()[0] for item in broken})
+            over = {item.split()[0] for item in broken}
+            blamed = [name for name in HOPS if name in over]  # in the order they happen
             if not blamed:  # no hop is over its own budget: the biggest share at the percentile that broke
                 at = budget.limit_at if any("limit" in item for item in checked["over"]) else budget.target_at
                 shares = {name: (hops.get(name, {}).get(at) or 0.0) for name in HOPS}

@@ -26,7 +26,7 @@ def write_waterfall(summary: dict[str, Any], path: Path, title: str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(10, 3.4), dpi=110)
+    figure, axis = plt.subplots(figsize=(10, 2.8), dpi=110)
     rows = (("p95", 0), ("p50", 1))
     for percentile, y in rows:
         left = 0.0
@@ -53,8 +53,7 @@ def write_waterfall(summary: dict[str, Any], path: Path, title: str) -> Path:
     axis.set_ylim(-0.6, 1.8)
     axis.set_xlabel("ms from the end of the caller's speech")
     axis.set_title(title, fontsize=10)
-    axis.legend(loc="lower right", fontsize=7, ncols=5, bbox_to_anchor=(1.0, -0.5))
-    figure.tight_layout()
-    figure.savefig(path)
+    axis.legend(loc="upper center", fontsize=7, ncols=5, bbox_to_anchor=(0.5, -0.25), frameon=False)
+    figure.savefig(path, bbox_inches="tight")
     plt.close(figure)
     return path
