@@ -87,7 +87,7 @@ def summarize(samples: Sequence[dict[str, Any]], budget: Budget | None) -> dict[
         "agent_reaction_ms": percentiles(
             [
                 at["llm_request"] - at["final_transcript"]
-                for at in (line["at_ms"] for line in done)
+                for at in (line.get("at_ms", {}) for line in done)
                 if "llm_request" in at
             ]
         ),
