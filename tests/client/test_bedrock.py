@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import boto3
+import botocore.session
 import pytest
 from aiohttp import web
 from botocore.credentials import ReadOnlyCredentials
@@ -291,7 +292,13 @@ def test_the_request_is_boto3s_path_headers_signature_and_body(model: str) -> No
         await site.start()
         base = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
         try:
-            boto = boto3.client("bedrock-runtime", endpoint_url=base, region_name="us-east-1")
+            # Both sides with the same static keys, from sessions of their own: what earlier tests left in
+            # boto3's and botocore's default sessions (a session token, say) must not differ between them.
+            boto = boto3.Session(
+                aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+            ).client("bedrock-runtime", endpoint_url=base)
+            ours = botocore.session.Session()
+            ours.set_credentials("testing", "testing")
 
             def boto_call() -> None:
                 with pytest.raises(ClientError):
@@ -303,7 +310,7 @@ def test_the_request_is_boto3s_path_headers_signature_and_body(model: str) -> No
                     )
 
             await asyncio.to_thread(boto_call)
-            llm = _client(base, model, max_tokens=256, temperature=0.3)
+            llm = _client(base, model, max_tokens=256, temperature=0.3, session=ours)
             with pytest.raises(InvalidRequestError):
                 await _tokens(llm, CONVERSATION, SYSTEM)
             await llm.close()
