@@ -41,7 +41,7 @@ from sonic_deploy.client.aws import (
 )
 from sonic_deploy.client.errors import SonicError, error_for
 from sonic_deploy.client.eventstream import FrameDecoder, FrameError, HeaderValue
-from sonic_deploy.client.http import Trace, error_body, request_error, stamped_body
+from sonic_deploy.client.http import Trace, error_body, stamped_body
 from sonic_deploy.client.sigv4 import RequestSigner
 from sonic_deploy.client.turn_hops import Message, Token
 
@@ -145,18 +145,8 @@ class BedrockClient(StreamingClient):
         gets `connect_s` for a new connection and `sent_at` when the request was written."""
         payload = orjson.dumps(self.request_body(messages, system))
         headers = self._signer.sign(payload, await self._credentials_here().get())
-        try:
-            response = await self._pool().post(
-                yarl.URL(self.url, encoded=True),
-                data=payload,
-                headers=headers,
-                proxy=self._proxy,
-                trace_request_ctx=trace,
-            )
-        except (TimeoutError, aiohttp.ClientError) as error:
-            typed = request_error(error, "Bedrock Runtime")
-            assert typed is not None
-            raise typed from error
+        url = yarl.URL(self.url, encoded=True)  # as botocore quotes it: aiohttp would decode %3A again
+        response = await self._post(url, payload, headers, "Bedrock Runtime", trace, self._proxy)
         finished = False
         try:
             if response.status != 200:

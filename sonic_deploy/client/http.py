@@ -13,11 +13,12 @@ import asyncio
 import functools
 import ssl
 import time
-from collections.abc import AsyncIterator, MutableMapping
+from collections.abc import AsyncIterator, Mapping, MutableMapping
 from types import SimpleNamespace, TracebackType
 from typing import Any, Self
 
 import aiohttp
+import yarl
 from aiohttp.client_proto import ResponseHandler
 
 from sonic_deploy.client.errors import SonicError, error_for
@@ -220,6 +221,25 @@ class PooledClient:
         if self._session is None or self._session.closed:
             self._session = pooled_session(self._max_connections, self._ssl_context(), self._timeout)
         return self._session
+
+    async def _post(
+        self,
+        url: str | yarl.URL,
+        payload: bytes,
+        headers: Mapping[str, str],
+        what: str,
+        trace: Trace | None,
+        proxy: str | None = None,
+    ) -> aiohttp.ClientResponse:
+        """POST on the pool; a typed error (`request_error`) if `what` cannot be reached or written to."""
+        try:
+            return await self._pool().post(
+                url, data=payload, headers=headers, proxy=proxy, trace_request_ctx=trace
+            )
+        except (TimeoutError, aiohttp.ClientError) as error:
+            typed = request_error(error, what)
+            assert typed is not None
+            raise typed from error
 
     def _recycle(self, response: aiohttp.ClientResponse) -> None:
         """The connection of a finished stream back to the pool once its body has ended: at once as a rule

@@ -21,7 +21,7 @@ import orjson
 
 from sonic_deploy.client import cartesia_api
 from sonic_deploy.client.errors import InvalidRequestError, SonicError, error_for
-from sonic_deploy.client.http import PooledClient, Trace, error_body, request_error, stamped_body
+from sonic_deploy.client.http import PooledClient, Trace, error_body, stamped_body
 from sonic_deploy.client.turn_hops import Message, Token
 
 
@@ -73,14 +73,7 @@ class OpenAIChatClient(PooledClient):
         if not messages:
             raise ValueError("messages is empty: there is nothing to answer")
         payload = orjson.dumps(self.body(messages, system))
-        try:
-            response = await self._pool().post(
-                self.url, data=payload, headers=self._headers, trace_request_ctx=trace
-            )
-        except (TimeoutError, aiohttp.ClientError) as error:
-            typed = request_error(error, self.url)
-            assert typed is not None
-            raise typed from error
+        response = await self._post(self.url, payload, self._headers, self.url, trace)
         finished = False
         try:
             if response.status != 200:

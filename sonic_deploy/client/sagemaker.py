@@ -55,7 +55,7 @@ from sonic_deploy.client.errors import (
     error_for,
 )
 from sonic_deploy.client.eventstream import FrameDecoder, FrameError, LineAssembler
-from sonic_deploy.client.http import Trace, error_body, request_error, stamped_body
+from sonic_deploy.client.http import Trace, error_body, stamped_body
 from sonic_deploy.client.sigv4 import RequestSigner
 
 OPERATION = "InvokeEndpointWithResponseStream"
@@ -171,14 +171,7 @@ class SageMakerClient(StreamingClient):
         context) gets `connect_s` for a new connection and `sent_at` when the request was written."""
         payload = orjson.dumps(body)
         headers = self._signer.sign(payload, await self._credentials_here().get())
-        try:
-            response = await self._pool().post(
-                self.url, data=payload, headers=headers, proxy=self._proxy, trace_request_ctx=trace
-            )
-        except (TimeoutError, aiohttp.ClientError) as error:
-            typed = request_error(error, "the runtime endpoint")
-            assert typed is not None
-            raise typed from error
+        response = await self._post(self.url, payload, headers, "the runtime endpoint", trace, self._proxy)
         finished = False
         try:
             if response.status != 200:

@@ -7,6 +7,7 @@ import asyncio
 import datetime
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,14 +32,20 @@ SYSTEM_PROMPT = (
 _HELP = argparse.ArgumentDefaultsHelpFormatter
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
-    return value
+def _whole(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {minimum} or more, got {value}")
+        return value
+
+    return parse
+
+
+_count = _whole(1)
 
 
 def _at_least_zero(text: str) -> float:
@@ -48,16 +55,6 @@ def _at_least_zero(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
-
-
-def _whole(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
     return value
 
 
@@ -104,7 +101,7 @@ def add_turn_parser(routes: Any) -> None:
     )
     llm.add_argument(
         "--max-tokens",
-        type=_whole,
+        type=_whole(0),
         default=200,
         help="the longest reply (0: none sent, for models that refuse max_tokens)",
     )
