@@ -73,8 +73,9 @@ def add_turn_parser(routes: Any) -> None:
         description="Simulated calls: caller audio at real-time pace into a speech-to-text service, its final "
         "transcript to a language model, the tokens into Sonic on either route; each turn timed from the end "
         "of the caller's speech to the first audible sample of the reply, hop by hop. Keys come from the "
-        "environment, never the command line: CARTESIA_API_KEY (Ink, the ECS route), OPENAI_API_KEY (an "
-        "OpenAI-compatible model); AWS credentials from boto3's chain.",
+        "environment, never the command line: CARTESIA_API_KEY (the ECS route's key), CARTESIA_STT_API_KEY "
+        "(Cartesia's cloud key for Ink; CARTESIA_API_KEY if unset), OPENAI_API_KEY (an OpenAI-compatible "
+        "model); AWS credentials from boto3's chain.",
     )
     stt = turn.add_argument_group("speech to text")
     stt.add_argument("--stt", choices=("ink", "transcribe"), default="ink")
@@ -254,7 +255,9 @@ def _speech_to_text(args: argparse.Namespace) -> SpeechToText:
     if args.stt == "ink":
         from sonic_deploy.client.ink import InkClient
 
-        return InkClient(args.stt_url, api_key=os.environ.get("CARTESIA_API_KEY"), model=args.stt_model)
+        # Cartesia's cloud key for Ink, which is not the ECS deployment's own key (CARTESIA_API_KEY).
+        key = os.environ.get("CARTESIA_STT_API_KEY") or os.environ.get("CARTESIA_API_KEY")
+        return InkClient(args.stt_url, api_key=key, model=args.stt_model)
     from sonic_deploy.client.transcribe import TranscribeClient
 
     return TranscribeClient(

@@ -239,3 +239,16 @@ def test_a_missing_setting_names_what_to_give(
     with pytest.raises(SystemExit):
         main(argv)
     assert says in capsys.readouterr().err
+
+
+def test_ink_takes_its_own_key_and_the_ecs_route_its_own(
+    reference_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = reference_server(*STANDINS, "--api-key", "deployment-key")
+    wav = str(_utterance(tmp_path / "caller.wav"))
+    monkeypatch.setenv("CARTESIA_API_KEY", "deployment-key")
+    monkeypatch.setenv("CARTESIA_STT_API_KEY", "cloud-key")  # not what this server takes
+    assert _turn(server, tmp_path / "wrong", "--wav", wav, "--turns", "1", "--warmup-turns", "0") == 1
+    assert _outputs(tmp_path / "wrong")[1]["errors"] == {"stt:credentials": 1}
+    monkeypatch.delenv("CARTESIA_STT_API_KEY")  # then Ink takes CARTESIA_API_KEY too
+    assert _turn(server, tmp_path / "right", "--wav", wav, "--turns", "1", "--warmup-turns", "0") == 0
