@@ -40,8 +40,8 @@ from sonic_deploy.client.aws import (
     service_runtime,
 )
 from sonic_deploy.client.errors import SonicError, error_for
-from sonic_deploy.client.eventstream import FrameDecoder, FrameError, HeaderValue
-from sonic_deploy.client.http import Trace, error_body, stamped_body
+from sonic_deploy.client.eventstream import FrameDecoder, HeaderValue
+from sonic_deploy.client.http import READ_ERRORS, Trace, error_body, read_error, stamped_body
 from sonic_deploy.client.sigv4 import RequestSigner
 from sonic_deploy.client.turn_hops import Message, Token
 
@@ -168,12 +168,8 @@ class BedrockClient(StreamingClient):
                         break
             if not finished:
                 raise error_for("cut", "stream ended without messageStop")
-        except FrameError as error:
-            raise error_for("malformed", f"bad event-stream frame: {error}") from error
-        except (TimeoutError, aiohttp.ServerTimeoutError) as error:
-            raise error_for("timeout", f"no bytes within the read timeout ({error!r})") from error
-        except aiohttp.ClientError as error:
-            raise error_for("cut", repr(error)) from error
+        except READ_ERRORS as error:
+            raise read_error(error) from error
         finally:
             if finished:
                 self._recycle(response)

@@ -22,6 +22,7 @@ import yarl
 from aiohttp.client_proto import ResponseHandler
 
 from sonic_deploy.client.errors import SonicError, error_for
+from sonic_deploy.client.eventstream import FrameError
 
 Trace = MutableMapping[str, float]
 
@@ -153,6 +154,20 @@ def request_error(error: Exception, what: str) -> SonicError | None:
     if isinstance(error, aiohttp.ClientError):
         return error_for("cut", repr(error))
     return None
+
+
+def read_error(error: Exception) -> SonicError:
+    """The typed error for a failure while a response body streams in: bytes that are not AWS event-stream
+    frames, no bytes within the read timeout, or a broken connection."""
+    if isinstance(error, FrameError):
+        return error_for("malformed", f"bad event-stream frame: {error}")
+    if isinstance(error, (TimeoutError, aiohttp.ServerTimeoutError)):
+        return error_for("timeout", f"no bytes within the read timeout ({error!r})")
+    return error_for("cut", repr(error))
+
+
+# What `read_error` names: catch these around the reading of a body.
+READ_ERRORS = (FrameError, TimeoutError, aiohttp.ClientError)
 
 
 async def error_body(response: aiohttp.ClientResponse) -> bytes:

@@ -21,7 +21,7 @@ import orjson
 
 from sonic_deploy.client import cartesia_api
 from sonic_deploy.client.errors import InvalidRequestError, SonicError, error_for
-from sonic_deploy.client.http import PooledClient, Trace, error_body, stamped_body
+from sonic_deploy.client.http import READ_ERRORS, PooledClient, Trace, error_body, read_error, stamped_body
 from sonic_deploy.client.turn_hops import Message, Token
 
 
@@ -89,10 +89,8 @@ class OpenAIChatClient(PooledClient):
                     if finished:
                         return
             raise error_for("cut", "the reply ended without data: [DONE]")
-        except (TimeoutError, aiohttp.ServerTimeoutError) as error:
-            raise error_for("timeout", f"no bytes within the read timeout ({error!r})") from error
-        except aiohttp.ClientError as error:
-            raise error_for("cut", repr(error)) from error
+        except READ_ERRORS as error:
+            raise read_error(error) from error
         finally:
             if finished:  # the chunked body's end may follow [DONE] a moment later: drained, then reused
                 self._recycle(response)

@@ -54,8 +54,8 @@ from sonic_deploy.client.errors import (
     ThrottledError,
     error_for,
 )
-from sonic_deploy.client.eventstream import FrameDecoder, FrameError, LineAssembler
-from sonic_deploy.client.http import Trace, error_body, stamped_body
+from sonic_deploy.client.eventstream import FrameDecoder, LineAssembler
+from sonic_deploy.client.http import READ_ERRORS, Trace, error_body, read_error, stamped_body
 from sonic_deploy.client.sigv4 import RequestSigner
 
 OPERATION = "InvokeEndpointWithResponseStream"
@@ -187,12 +187,8 @@ class SageMakerClient(StreamingClient):
                         break
             if not finished:
                 raise error_for("cut", "stream ended without a done event")
-        except FrameError as error:
-            raise error_for("malformed", f"bad event-stream frame: {error}") from error
-        except (TimeoutError, aiohttp.ServerTimeoutError) as error:
-            raise error_for("timeout", f"no bytes within the read timeout ({error!r})") from error
-        except aiohttp.ClientError as error:
-            raise error_for("cut", repr(error)) from error
+        except READ_ERRORS as error:
+            raise read_error(error) from error
         finally:
             if finished:  # whatever follows `done` is not the caller's concern, nor any error in it
                 self._recycle(response)

@@ -21,8 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from sonic_deploy.client import eventstream
-from sonic_deploy.probe.event_loop import sleep_until
-from sonic_deploy.probe.llm_standin import LLM, due_at, prompt_tokens, reply_tokens
+from sonic_deploy.probe.llm_standin import LLM, due_at, prompt_tokens, reply_tokens, until_due
 
 _ROLES = ("user", "assistant")
 
@@ -122,10 +121,7 @@ async def converse_stream(request: web.Request) -> web.StreamResponse:
     )
     await response.prepare(request)
     for index, token in enumerate(tokens):
-        if index == 0:
-            await sleep_until(due_at(config, arrived, 0))  # as the OpenAI stand-in's: on time
-        else:
-            await asyncio.sleep(max(0.0, due_at(config, arrived, index) - loop.time()))
+        await until_due(config, arrived, index)  # as the OpenAI stand-in's tokens are
         frame = event("contentBlockDelta", {"delta": {"text": token}, "contentBlockIndex": 0})
         if index == 0:  # the start of the message comes with its first token, as Bedrock's does
             frame = event("messageStart", {"role": "assistant"}) + frame

@@ -45,6 +45,16 @@ def due_at(config: LlmConfig, arrived: float, index: int) -> float:
     return arrived + config.first_token_ms / 1000 + index / config.tokens_per_s
 
 
+async def until_due(config: LlmConfig, arrived: float, index: int) -> None:
+    """Wait for token `index`: the first on the clock (it is the hop a turn measures: on time, not a timer
+    late, `event_loop.sleep_until`), the rest on a timer."""
+    if index == 0:
+        await sleep_until(due_at(config, arrived, 0))
+        return
+    loop = asyncio.get_running_loop()
+    await asyncio.sleep(max(0.0, due_at(config, arrived, index) - loop.time()))
+
+
 def prompt_tokens(messages: object) -> int:
     """A stand-in's count of a prompt's tokens: about 4 characters a token (no tokenizer here), for a
     client that reads usage, not a figure to plan costs with."""
@@ -108,10 +118,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await response.prepare(request)
     for index, token in enumerate(tokens):
-        if index == 0:
-            await sleep_until(due(0))  # the first token is the hop a turn measures: on time, not a timer late
-        else:
-            await asyncio.sleep(max(0.0, due(index) - loop.time()))
+        await until_due(config, arrived, index)
         delta = {"role": "assistant", "content": token} if index == 0 else {"content": token}
         await response.write(_chunk(ident, created, model, delta, None))
     await response.write(_chunk(ident, created, model, {}, "stop"))
