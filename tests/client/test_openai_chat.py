@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -57,7 +58,7 @@ def test_the_reply_streams_token_by_token_after_the_first_token_delay(shared_ser
     assert tokens[-1].at - sent >= 0.150 + (len(tokens) - 1) / 200  # each token on its own schedule
 
 
-def test_the_request_is_what_the_openai_sdk_sends() -> None:
+def test_the_url_and_body_from_the_settings() -> None:
     client = OpenAIChatClient("http://127.0.0.1:1/v1/", model="m", max_tokens=50, temperature=0.2)
     assert client.url == "http://127.0.0.1:1/v1/chat/completions"
     assert client.body(ASK, "brief") == {
@@ -205,3 +206,41 @@ def test_a_reply_whose_body_ends_after_done_leaves_its_connection_for_the_next()
     replies = asyncio.run(run())
     assert [[token.text for token in reply] for reply in replies] == [["Hi"]] * 3
     assert len(peers) == 1  # one connection for the three replies
+
+
+def test_the_request_is_the_official_sdks_path_headers_and_body() -> None:
+    """The same conversation through the `openai` SDK and through the client, captured at one server."""
+    import openai
+
+    seen: list[tuple[str, dict[str, str], Any]] = []
+
+    async def capture(request: web.Request) -> web.StreamResponse:
+        seen.append((request.path, dict(request.headers), await request.json()))
+        return await _streaming(CHUNK + b"data: [DONE]\n\n")(request)
+
+    async def run() -> None:
+        async with _serving(capture) as url:
+            sdk = openai.AsyncOpenAI(base_url=url, api_key="key", max_retries=0)
+            stream = await sdk.chat.completions.create(
+                model="m",
+                messages=[
+                    {"role": "system", "content": "brief"},
+                    {"role": "user", "content": ASK[0].content},
+                ],
+                stream=True,
+                max_tokens=50,
+                temperature=0.2,
+            )
+            async for _ in stream:
+                pass
+            await sdk.close()
+            await _tokens(
+                OpenAIChatClient(url, model="m", api_key="key", max_tokens=50, temperature=0.2), ASK, "brief"
+            )
+
+    asyncio.run(run())
+    (sdk_path, sdk_headers, sdk_body), (our_path, our_headers, our_body) = seen
+    assert our_path == sdk_path == "/v1/chat/completions"
+    assert our_body == sdk_body
+    for name in ("Authorization", "Content-Type"):
+        assert our_headers[name] == sdk_headers[name]
