@@ -1,14 +1,55 @@
-"""Acknowledged findings of the rule packs run over the templates (cdk-nag's AwsSolutions in the tests).
-Each acknowledgement sits next to the resource it concerns and says why the finding does not apply."""
+"""Acknowledged findings of the rule packs and scanners run over the templates (`make compliance`, and the
+tests): cdk-nag's AwsSolutions, NIST 800-53 rev 5, HIPAA Security and PCI DSS 3.2.1 packs, checkov and
+cfn-lint. Each acknowledgement sits next to the resource it concerns and says why the finding does not
+apply, or what remains and why it is accepted."""
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Validations
+from typing import Any
+
+from aws_cdk import Acknowledgment, CfnResource, Stack, Validations
 from constructs import IConstruct
+
+# cdk-nag's compliance packs, by the name their findings carry before '::'.
+COMPLIANCE_PACKS = ("NIST.800.53.R5", "HIPAA.Security", "PCI.DSS.321")
 
 
 def acknowledge(scope: IConstruct, *rules: str, reason: str) -> None:
-    """`rules` as the finding prints them after 'AwsSolutions::', e.g. 'AwsSolutions-IAM5[Resource::*]'."""
+    """AwsSolutions rules as the finding prints them after 'AwsSolutions::', e.g.
+    'AwsSolutions-IAM5[Resource::*]'."""
     Validations.of(scope).acknowledge(
         *(Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason) for rule in rules)
     )
+
+
+def acknowledge_compliance(scope: IConstruct, *rules: str, reason: str) -> None:
+    """Rules of the compliance packs by their name after the pack's, e.g. 'IAMNoInlinePolicy': acknowledged
+    in each pack (NIST 800-53 rev 5, HIPAA Security, PCI DSS 3.2.1) that has the rule."""
+    Validations.of(scope).acknowledge(
+        *(
+            Acknowledgment(id=f"{pack}::{pack}-{rule}", reason=reason)
+            for pack in COMPLIANCE_PACKS
+            for rule in rules
+        )
+    )
+
+
+def skip_checkov(resource: IConstruct, *checks: str, reason: str) -> None:
+    """A checkov skip on one resource (its `Metadata.checkov.skip`, which checkov reads), for the checks
+    named (`CKV_AWS_116`). `resource` is the L1 resource, or an L2 construct whose default child is one."""
+    cfn = resource if isinstance(resource, CfnResource) else resource.node.default_child
+    assert isinstance(cfn, CfnResource), f"{resource.node.path} has no CloudFormation resource"
+    existing = cfn.get_metadata("checkov") or {}
+    skips = [*existing.get("skip", []), *({"id": check, "comment": reason} for check in checks)]
+    cfn.add_metadata("checkov", {"skip": skips})
+
+
+def ignore_cfn_lint(stack: Stack, *rules: str, reason: str) -> None:
+    """cfn-lint rules ignored in the whole template (its `Metadata.cfn-lint.config.ignore_checks`). Only for
+    rules about how CDK writes templates, never about what they deploy; `reason` says which."""
+    metadata: dict[str, Any] = dict(stack.template_options.metadata or {})
+    config = metadata.setdefault("cfn-lint", {"config": {"ignore_checks": []}})["config"]
+    config["ignore_checks"] = sorted({*config["ignore_checks"], *rules})
+    reasons = metadata.setdefault("sonic-deploy:cfn-lint-reasons", {})
+    reasons.update(dict.fromkeys(rules, reason))
+    stack.template_options.metadata = metadata
