@@ -20,12 +20,16 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 STAMP_PY := $(VENV)/.installed
 STAMP_NODE := node_modules/.installed
+# checkov pins dependencies older than the project's: it gets a virtualenv of its own.
+CHECKOV_VENV := .venv-checkov
+STAMP_CHECKOV := $(CHECKOV_VENV)/.installed
 
-.PHONY: help setup synth test lint typecheck unit clean
+.PHONY: help setup synth test lint typecheck unit compliance checkov clean
 
 help:
 	@echo "make synth   set up (virtualenv, Node, pinned CDK CLI) and synthesize every stack into cdk.out/"
 	@echo "make test    set up and run ruff, mypy --strict and pytest"
+	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov and cfn-lint: the table"
 	@echo "make clean   remove cdk.out/ (keeps .venv and node_modules)"
 
 $(STAMP_PY): pyproject.toml
@@ -37,7 +41,14 @@ $(STAMP_NODE): package.json package-lock.json $(STAMP_PY)
 	PATH="$(NODE_HOME)/bin:$$PATH" node "$(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js" ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+$(STAMP_CHECKOV): requirements/checkov.txt
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/checkov.txt
+	touch $@
+
 setup: $(STAMP_PY) $(STAMP_NODE)
+
+checkov: $(STAMP_CHECKOV)
 
 CDK = PATH="$(NODE_HOME)/bin:$$PATH" node node_modules/aws-cdk/bin/cdk
 
@@ -53,10 +64,14 @@ lint: setup
 typecheck: setup
 	$(PY) -m mypy
 
-unit: setup
+unit: setup checkov
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m pytest
 
 test: lint typecheck unit
+
+# The same gate tests/compliance/ runs in `make test`, as one table for every environment.
+compliance: setup checkov
+	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --acknowledged docs/compliance-acknowledged.md
 
 clean:
 	rm -rf cdk.out

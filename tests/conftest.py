@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Callable
 from functools import cache
@@ -14,6 +13,8 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 
+from sonic_deploy.compliance.variants import DEPLOYABLE_ACCOUNT as DEPLOYABLE_ACCOUNT
+from sonic_deploy.compliance.variants import fill_placeholders
 from sonic_deploy.config import Settings, load_settings
 from sonic_deploy.stacks import add_stacks
 from tests.cdk_context import ROOT, cli_context
@@ -97,25 +98,8 @@ def rendered(value: Any) -> str:
 
 EditConfig = Callable[[str, str, str], Path]
 
-DEPLOYABLE_ACCOUNT = "210987654321"
-
-
-def replace_placeholders(config: Path) -> Path:
-    """Make a copy of config/ as a user has it before a deploy: the ARN confirmed, images named, a real
-    account and on-call address in place of the shipped placeholders."""
-    packages = config / "model_packages.toml"
-    packages.write_text(re.sub(r"(?ms)^unconfirmed = \[.*?\]\n", "", packages.read_text()), encoding="utf-8")
-    for env_file in (config / "environments").glob("*.toml"):
-        text = env_file.read_text(encoding="utf-8")
-        for placeholder, value in (
-            ('"REPLACE-ME.pkg.dev', '"europe-docker.pkg.dev'),
-            ('tag = "REPLACE-ME"', 'tag = "1.0.0"'),
-            ("123456789012", DEPLOYABLE_ACCOUNT),
-            ("oncall@example.com", "oncall@sonic.test"),
-        ):
-            text = text.replace(placeholder, value)
-        env_file.write_text(text, encoding="utf-8")
-    return config
+# A copy of config/ as a user has it before a deploy (the shipped placeholders filled in).
+replace_placeholders = fill_placeholders
 
 
 @pytest.fixture

@@ -53,3 +53,41 @@ def ignore_cfn_lint(stack: Stack, *rules: str, reason: str) -> None:
     reasons = metadata.setdefault("sonic-deploy:cfn-lint-reasons", {})
     reasons.update(dict.fromkeys(rules, reason))
     stack.template_options.metadata = metadata
+
+
+# Actions IAM cannot scope to a resource (the Service Authorization Reference lists no resource type for them,
+# https://docs.aws.amazon.com/service-authorization/latest/reference/reference_policies_actions-resources-contextkeys.html):
+# the only ones a statement on Resource `*` may hold (tests/compliance/test_invariants.py).
+RESOURCELESS_ACTIONS = {
+    "ecr:GetAuthorizationToken": "a registry login token, for every repository the role may then pull or push",
+    "ecr-public:GetAuthorizationToken": "the same for ECR Public (a public source image)",
+    "sts:GetServiceBearerToken": "the bearer token ECR Public's login needs",
+    "ecs:DiscoverPollEndpoint": "the ECS agent finding its endpoint before it registers",
+    "cloudwatch:PutMetricData": "CloudWatch metrics have no ARN (a namespace condition scopes it where set)",
+    "ec2:DescribeDhcpOptions": "EC2 Describe calls take no resource",
+    "ec2:DescribeNetworkInterfaces": "EC2 Describe calls take no resource",
+    "ec2:DescribeSecurityGroups": "EC2 Describe calls take no resource",
+    "ec2:DescribeSubnets": "EC2 Describe calls take no resource",
+    "ec2:DescribeVpcs": "EC2 Describe calls take no resource",
+    "ec2:DescribeInstances": "EC2 Describe calls take no resource",
+    "ec2:DescribeTags": "EC2 Describe calls take no resource",
+    "ecs:DescribeTaskDefinition": "task definitions are read by family, which IAM does not scope",
+    "servicediscovery:DiscoverInstances": "Cloud Map discovery takes no resource",
+}
+
+# ECS services that run one task, by the start of their logical id, and why (every other service on the
+# caller's path runs two or more: tests/compliance/test_invariants.py).
+SINGLE_TASK_SERVICES = {
+    "SonicNats": "NATS runs as one unclustered server: two unclustered servers behind one DNS name would split API "
+    "servers from workers. ECS replaces a stopped task (in about a minute, while calls on the line hear nothing). "
+    "A NATS cluster is the open follow-up (README, Security and compliance)",
+    "SonicLicenceProxy": "The licence proxy answers the workers' licence checks, not a caller's request "
+    "(UNVERIFIED: how long a worker serves while its proxy is away is Cartesia's to say)",
+    "MetricsScraper": "The Prometheus scraper feeds the scaling metric and the dashboards, not a call",
+}
+
+# Stateful resources deleted with the stack on purpose, by the start of their logical id, and why.
+DESTROYED_WITH_THE_STACK = {
+    "SonicLogs": "The SageMaker endpoint's log group has the endpoint's name: retained, it would stop the next "
+    "deploy of the same endpoint (SageMaker's own group name, sonic_endpoint.py)",
+}

@@ -1,0 +1,41 @@
+"""`python -m sonic_deploy.compliance` (`make compliance`): every scanner over every variant; exits 1 when
+anything is found that is neither fixed nor acknowledged with a reason."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from sonic_deploy.compliance.context import ROOT
+from sonic_deploy.compliance.gate import acknowledged_list, scan, table
+from sonic_deploy.compliance.variants import variants
+
+DEFAULT_CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sonic_deploy.compliance", description=__doc__)
+    parser.add_argument("--config", type=Path, default=ROOT / "config", help="the config folder (config/)")
+    parser.add_argument("--checkov", type=Path, default=DEFAULT_CHECKOV, help="the checkov executable")
+    parser.add_argument(
+        "--acknowledged", type=Path, metavar="FILE.md", help="also write every acknowledged finding here"
+    )
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="sonic-compliance-") as workdir:
+        results = [
+            scan(variant, args.config, Path(workdir), args.checkov) for variant in variants(args.config)
+        ]
+    print(table(results))
+    left = [(result.variant.name, finding) for result in results for finding in result.findings]
+    for name, finding in left:
+        print(f"{name}: {finding}")
+    if args.acknowledged is not None:
+        args.acknowledged.write_text(acknowledged_list(results) + "\n", encoding="utf-8")
+    print(f"{len(left)} findings left" if left else "no findings left: every one is fixed or acknowledged")
+    return 1 if left else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

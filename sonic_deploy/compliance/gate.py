@@ -1,0 +1,85 @@
+"""One run of every scanner over every variant, and the table `make compliance` prints."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sonic_deploy.compliance.scan import (
+    NAG_PACKS,
+    Acknowledged,
+    Finding,
+    cfn_lint,
+    cfn_lint_ignored,
+    checkov,
+    synthesize,
+)
+from sonic_deploy.compliance.variants import Variant, config_for
+from sonic_deploy.config import load_settings
+
+ROWS = {
+    "AwsSolutions": "cdk-nag AwsSolutions",
+    "NIST.800.53.R5": "cdk-nag NIST 800-53 rev 5",
+    "HIPAA.Security": "cdk-nag HIPAA Security",
+    "PCI.DSS.321": "cdk-nag PCI DSS 3.2.1",
+    "CloudFormation Validate": "CDK template validation",
+    "checkov": "checkov (CloudFormation)",
+    "cfn-lint": "cfn-lint",
+}
+
+
+@dataclass
+class VariantResult:
+    variant: Variant
+    findings: list[Finding] = field(default_factory=list)
+    acknowledged: list[Acknowledged] = field(default_factory=list)
+
+
+def scan(variant: Variant, config_dir: Path, workdir: Path, checkov_executable: Path) -> VariantResult:
+    config = config_for(variant, config_dir, workdir)
+    synthesized = synthesize(config, variant.environment, workdir / f"cdk.out-{variant.slug}")
+    result = VariantResult(variant, list(synthesized.findings), list(synthesized.acknowledged))
+    region = load_settings(config, variant.environment).environment.region
+    result.findings += cfn_lint(synthesized.templates, region)
+    result.acknowledged += cfn_lint_ignored(synthesized.templates)
+    failed, skipped = checkov(synthesized.assembly, checkov_executable)
+    result.findings += failed
+    result.acknowledged += skipped
+    return result
+
+
+def table(results: list[VariantResult]) -> str:
+    """Markdown: per check, per variant, the findings left and (after '+') the acknowledged ones."""
+    header = "| check | " + " | ".join(result.variant.name for result in results) + " |"
+    lines = [header, "|---" * (len(results) + 1) + "|"]
+    found = [Counter(finding.tool for finding in result.findings) for result in results]
+    kept = [Counter(ack.tool for ack in result.acknowledged) for result in results]
+    for tool, label in ROWS.items():
+        cells = []
+        for counts, acks in zip(found, kept, strict=True):
+            cell = str(counts[tool])
+            if tool == "cfn-lint":
+                rules = sorted({a.rule for r in results for a in r.acknowledged if a.tool == tool})
+                cell += f" (rules ignored: {', '.join(rules)})" if rules else ""
+            elif acks[tool]:
+                cell += f" (+{acks[tool]} acknowledged)"
+            cells.append(cell)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def acknowledged_list(results: list[VariantResult]) -> str:
+    """Markdown: each acknowledged finding once, with its reason and the variants it appears in."""
+    seen: dict[tuple[str, str, str, str], list[str]] = {}
+    for result in results:
+        for ack in result.acknowledged:
+            seen.setdefault((ack.tool, ack.rule, ack.where, ack.reason), []).append(result.variant.name)
+    lines = ["| tool | rule | where | variants | reason |", "|---|---|---|---|---|"]
+    for (tool, rule, where, reason), names in sorted(seen.items()):
+        cell = reason.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {tool} | {rule} | `{where}` | {', '.join(names)} | {cell} |")
+    return "\n".join(lines)
+
+
+__all__ = ["NAG_PACKS", "VariantResult", "acknowledged_list", "scan", "table"]

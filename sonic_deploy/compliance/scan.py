@@ -1,0 +1,165 @@
+"""The scanners, each over one variant's synthesized templates: cdk-nag's packs (as CDK validation plugins,
+during synth), cfn-lint (its Python API) and checkov (its own virtualenv: it pins old dependencies)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import App, Validations
+
+from sonic_deploy.compliance.context import cli_context
+from sonic_deploy.config import load_settings
+from sonic_deploy.stacks import add_stacks
+
+# cdk-nag's packs, by the plugin name the validation report gives them.
+NAG_PACKS = {
+    "AwsSolutions": "AwsSolutionsChecks",
+    "NIST.800.53.R5": "NIST80053R5Checks",
+    "HIPAA.Security": "HIPAASecurityChecks",
+    "PCI.DSS.321": "PCIDSS321Checks",
+}
+CHECKOV_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Finding:
+    tool: str  # a NAG_PACKS key, "cfn-lint" or "checkov"
+    rule: str
+    where: str  # a construct path, or template/logical id
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.rule} at {self.where}" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class Acknowledged:
+    tool: str
+    rule: str
+    where: str
+    reason: str
+
+
+@dataclass
+class Synthesized:
+    assembly: Path
+    findings: list[Finding]
+    acknowledged: list[Acknowledged]
+
+    @property
+    def templates(self) -> list[Path]:
+        return sorted(self.assembly.glob("*.template.json"))
+
+
+def nag_app(outdir: Path) -> App:
+    """An app with every cdk-nag pack as a validation plugin and cdk.json's context, as `cdk synth` has it."""
+    import cdk_nag
+
+    app = App(context=cli_context(), outdir=str(outdir))
+    Validations.of(app).add_plugins(*(getattr(cdk_nag, pack)(app) for pack in NAG_PACKS.values()))
+    return app
+
+
+def synth_and_report(app: App) -> Synthesized:
+    """Synthesize the app and read its validation report: what each plugin found, and what was acknowledged
+    (with the acknowledgement's reason)."""
+    try:
+        app.synth()
+    except RuntimeError as error:  # the plugins fail synth when they find something: read the report
+        if "ValidationFailed" not in str(error):
+            raise
+    outdir = Path(app.outdir)
+    report = json.loads((outdir / "validation-report.json").read_text())
+    findings: list[Finding] = []
+    acknowledged: list[Acknowledged] = []
+    for plugin in report["pluginReports"]:
+        tool = _pack_of(plugin["pluginName"])
+        for violation in plugin["violations"]:
+            findings.extend(
+                Finding(tool, violation["ruleName"], construct["constructPath"], _first_clause(violation))
+                for construct in violation["violatingConstructs"]
+            )
+        for violation in plugin.get("suppressedViolations", []):
+            acknowledged.extend(
+                Acknowledged(tool, violation["ruleName"], construct["constructPath"], violation["reason"])
+                for construct in violation["violatingConstructs"]
+            )
+    return Synthesized(outdir, findings, acknowledged)
+
+
+def synthesize(config_dir: Path, environment: str, outdir: Path) -> Synthesized:
+    """The environment's stacks under every cdk-nag pack."""
+    app = nag_app(outdir)
+    add_stacks(app, load_settings(config_dir, environment))
+    return synth_and_report(app)
+
+
+def _first_clause(violation: dict[str, Any]) -> str:
+    """The description without the list of control IDs the compliance packs append."""
+    return str(violation.get("description", "")).split(" - (Control IDs")[0]
+
+
+def _pack_of(plugin_name: str) -> str:
+    for pack in NAG_PACKS:
+        if pack in plugin_name:
+            return pack
+    return plugin_name  # CDK's own "CloudFormation Validate"
+
+
+def cfn_lint(templates: list[Path], region: str) -> list[Finding]:
+    """Errors and warnings (informational matches are not findings). A template's own
+    `Metadata.cfn-lint.config.ignore_checks` is honoured, as cfn-lint honours it."""
+    from cfnlint.api import ManualArgs, lint_file  # type: ignore[import-untyped]  # cfn-lint ships no types
+
+    findings: list[Finding] = []
+    for path in templates:
+        for match in lint_file(path, config=ManualArgs(regions=[region])):
+            if match.rule.id.startswith(("E", "W")):
+                where = f"{path.name}:{'/'.join(str(part) for part in match.path)}"
+                findings.append(Finding("cfn-lint", match.rule.id, where, match.message))
+    return findings
+
+
+def cfn_lint_ignored(templates: list[Path]) -> list[Acknowledged]:
+    """The rules each template ignores, with the reason sonic-deploy wrote beside them."""
+    ignored: list[Acknowledged] = []
+    for path in templates:
+        metadata = json.loads(path.read_text()).get("Metadata", {})
+        reasons = metadata.get("sonic-deploy:cfn-lint-reasons", {})
+        for rule in metadata.get("cfn-lint", {}).get("config", {}).get("ignore_checks", []):
+            ignored.append(Acknowledged("cfn-lint", rule, path.name, reasons.get(rule, "")))
+    return ignored
+
+
+def checkov(assembly: Path, executable: Path) -> tuple[list[Finding], list[Acknowledged]]:
+    """checkov's CloudFormation checks over the assembly's templates, offline (no download of its external
+    checks, no platform key). Its own skips (`Metadata.checkov.skip` on a resource) come back as skipped."""
+    if not executable.is_file():
+        raise FileNotFoundError(f"{executable}: checkov is not installed there. Fix: `make checkov`")
+    command = [str(executable), "--directory", str(assembly), "--framework", "cloudformation"]
+    command += ["--output", "json", "--compact", "--skip-download", "--soft-fail"]
+    environ = {**os.environ, "BC_SKIP_MAPPING": "TRUE", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false"}
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=CHECKOV_TIMEOUT_S, env=environ, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"checkov exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    output: Any = json.loads(done.stdout) if done.stdout.strip() else []
+    reports = output if isinstance(output, list) else [output]
+    findings: list[Finding] = []
+    skipped: list[Acknowledged] = []
+    for report in reports:
+        results = report.get("results", {})
+        for check in results.get("failed_checks", []):
+            where = f"{Path(check['file_path']).name}:{check['resource']}"
+            findings.append(Finding("checkov", check["check_id"], where, check.get("check_name", "")))
+        for check in results.get("skipped_checks", []):
+            where = f"{Path(check['file_path']).name}:{check['resource']}"
+            reason = (check.get("check_result") or {}).get("suppress_comment", "")
+            skipped.append(Acknowledged("checkov", check["check_id"], where, reason))
+    return findings, skipped

@@ -1,0 +1,31 @@
+"""The compliance gate over every environment and the air-gapped variant: nothing found by cdk-nag's four
+packs, CDK's template validation, checkov or cfn-lint is left neither fixed nor acknowledged with a reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from sonic_deploy.compliance.gate import ROWS
+from sonic_deploy.compliance.variants import Variant
+from tests.compliance.conftest import VARIANTS, scanned
+
+
+def test_every_environment_and_the_air_gapped_variant_are_scanned() -> None:
+    assert [variant.name for variant in VARIANTS] == ["dev", "prod", "dev (air-gapped)"]
+
+
+@pytest.mark.parametrize("tool", list(ROWS))
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda variant: variant.slug)
+def test_nothing_left(variant: Variant, tool: str) -> None:
+    left = [str(finding) for finding in scanned(variant).findings if finding.tool == tool]
+    assert left == [], "\n".join(left)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda variant: variant.slug)
+def test_every_acknowledgement_has_a_reason(variant: Variant) -> None:
+    silent = [
+        f"{ack.tool} {ack.rule} at {ack.where}"
+        for ack in scanned(variant).acknowledged
+        if len(ack.reason) < 30
+    ]
+    assert silent == [], "\n".join(silent)
