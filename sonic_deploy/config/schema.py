@@ -7,14 +7,28 @@ error can name the exact field and file.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 Route = Literal["sagemaker", "ecs"]
 Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 ImageTag = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")]
+
+
+def _manifest_digest(value: str) -> str:
+    # fullmatch, not a `$`-anchored pattern: `$` also matches before a trailing newline.
+    if re.fullmatch(r"sha256:[0-9a-f]{64}", value) is None:
+        raise PydanticCustomError(
+            "image_digest", "not an image manifest digest (sha256: and 64 lowercase hex digits)"
+        )
+    return value
+
+
+ImageDigest = Annotated[str, AfterValidator(_manifest_digest)]
 Percent = Annotated[float, Field(gt=0, le=100)]
 Ratio = Annotated[float, Field(gt=0, le=1)]
 
@@ -125,7 +139,12 @@ class ServiceConfig(Strict):
     are not public: they come from your deployment bundle, into config, never into code."""
 
     source: str = Field(description="image to copy from, without tag, e.g. <registry>/<path>/<name>")
-    tag: ImageTag
+    tag: ImageTag = Field(description="the tag it gets in your ECR (and the source's, without a digest)")
+    digest: ImageDigest | None = Field(
+        default=None,
+        description="pin the image: 'sha256:<64 hex>' of its linux/amd64 manifest (not of a multi-arch index); "
+        "the copy pulls source@digest and tasks run exactly this digest",
+    )
     port: Annotated[int, Field(ge=1, le=65535)] | None = Field(
         default=None, description="the port it serves on (every service but cloudwatch_agent)"
     )

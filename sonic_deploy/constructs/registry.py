@@ -12,11 +12,12 @@ from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance, skip_checkov
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
@@ -25,22 +26,54 @@ KEEP_TAGGED_IMAGES = 10
 # Lambda's fixed 900 s. 3008 MB is the most a new account may give a function before a quota increase.
 COPY_MEMORY_MIB = 3008
 EXPIRE_UNTAGGED_AFTER = Duration.days(7)
+# cdk-ecr-deployment makes one copying Lambda per stack (and memory size), at the stack's root, with this id
+# prefix (its `lambdaPurpose`).
+COPY_HANDLER_ID = "Custom::CDKECRDeployment"
+# The copying Lambda logs in to ECR Public (ecr-public:GetAuthorizationToken, in us-east-1) for any image
+# whose name contains this, with or without credentials of ours (cdk-ecr-deployment 4.2.76,
+# lambda-src/utils.go NewImageOpts).
+ECR_PUBLIC = "public.ecr.aws"
+# What pushing into a private repository takes (Amazon ECR User Guide, "IAM permissions for pushing an image
+# to an Amazon ECR private repository"), plus GetDownloadUrlForLayer, which cdk-ecr-deployment grants too:
+# the copy (containers/image) may read back a layer it finds already in the repository.
+PUSH_ACTIONS = [
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:BatchGetImage",
+    "ecr:CompleteLayerUpload",
+    "ecr:GetDownloadUrlForLayer",
+    "ecr:InitiateLayerUpload",
+    "ecr:PutImage",
+    "ecr:UploadLayerPart",
+]
 
 
 @dataclass(frozen=True)
 class ImageSource:
-    """Where one service's image comes from. `private`: pull with the registry credentials."""
+    """Where one service's image comes from. `private`: pull with the registry credentials. `digest`: the
+    image's manifest digest, which pins it: the copy pulls `source@digest` and tasks run that digest."""
 
     source: str
     tag: str
     repository_name: str
     private: bool = True
+    digest: str | None = None
+
+    @property
+    def pull(self) -> str:
+        """What the copy pulls: by digest when pinned (containers/image takes a tag or a digest, not both)."""
+        return f"{self.source}@{self.digest}" if self.digest else f"{self.source}:{self.tag}"
+
+    @property
+    def reference(self) -> str:
+        """How a task names the image in its repository: the digest when pinned, else the tag."""
+        return self.digest or self.tag
 
 
 class ImageRegistry(Construct):
     """One repository per image: immutable tags, scan on push, KMS encryption, lifecycle rules, kept when
     the stack is deleted (images are slow to copy back). With `copy_images`, a custom resource copies each
-    `source:tag` into its repository during the deploy, reading the registry login from Secrets Manager."""
+    image into its repository during the deploy, reading the registry login from Secrets Manager, with a
+    role of its own that may push only into these repositories."""
 
     def __init__(
         self,
@@ -58,7 +91,8 @@ class ImageRegistry(Construct):
         super().__init__(scope, construct_id)
         self.repositories: dict[str, ecr.IRepository] = {}
         self.copies: dict[str, ecr_deployment.ECRDeployment] = {}
-        self._tags = {name: image.tag for name, image in images.items()}
+        self.copy_role: iam.IRole | None = None
+        self._references = {name: image.reference for name, image in images.items()}
         for name, image in images.items():
             construct_name = id_from_name(name)
             repository: ecr.IRepository
@@ -91,54 +125,181 @@ class ImageRegistry(Construct):
                     ],
                 )
             self.repositories[name] = repository
-            if copy_images:
-                self.copies[name] = ecr_deployment.ECRDeployment(
-                    self,
-                    f"{construct_name}Copy",
-                    src=ecr_deployment.DockerImageName(
-                        f"{image.source}:{image.tag}",
-                        registry_credentials.secret_arn if image.private else None,
-                    ),
-                    dest=ecr_deployment.DockerImageName(repository.repository_uri_for_tag(image.tag)),
-                    memory_limit=copy_memory_mib,
-                )
 
-        if self.copies:
-            self._allow_reading_credentials(next(iter(self.copies.values())), registry_credentials)
-        # cdk-ecr-deployment puts one copying Lambda per stack at the stack's root.
-        for child in Stack.of(self).node.children:
-            if child.node.id.startswith("Custom::CDKECRDeployment"):
-                copy_logs = child.node.try_find_child("LogGroup")
-                if isinstance(copy_logs, logs.LogGroup):
-                    copy_logs.apply_removal_policy(KEEP_ONCE_CREATED)
-                    # The library makes this group without a retention: logs kept forever.
-                    cast(
-                        logs.CfnLogGroup, copy_logs.node.default_child
-                    ).retention_in_days = copy_log_retention_days
-                acknowledge(
-                    child,
-                    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                    "AWSLambdaBasicExecutionRole]",
-                    "AwsSolutions-IAM5[Resource::*]",
-                    reason="cdk-ecr-deployment's copying Lambda: it logs, and reads any source registry",
-                )
+        if copy_images and images:
+            self._copy(images, key, registry_credentials, copy_log_retention_days, copy_memory_mib)
+
+    def _copy(
+        self,
+        images: Mapping[str, ImageSource],
+        key: kms.IKey,
+        secret: secretsmanager.ISecret,
+        log_retention_days: int,
+        memory_mib: int,
+    ) -> None:
+        """The copies, and the one Lambda they share. cdk-ecr-deployment adds `*` statements (every ECR
+        action it might need, s3:GetObject for its S3 archive sources) to the role it is given; a role
+        that refuses policy updates drops them, so the template holds only the statements below."""
+        role = iam.Role(
+            self,
+            "CopyRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="sonic-deploy image copy: push into this stack's repositories",
+        )
+        self.copy_role = role
+        for name, image in images.items():
+            self.copies[name] = ecr_deployment.ECRDeployment(
+                self,
+                f"{id_from_name(name)}Copy",
+                src=ecr_deployment.DockerImageName(image.pull, secret.secret_arn if image.private else None),
+                dest=ecr_deployment.DockerImageName(
+                    self.repositories[name].repository_uri_for_tag(image.tag)
+                ),
+                memory_limit=memory_mib,
+                role=role.without_policy_updates(),
+            )
+        handler = self._copy_handler()
+        # CDK makes the function's log group with cdk.json's @aws-cdk/aws-lambda:useCdkManagedLogGroup.
+        copy_logs = handler.node.try_find_child("LogGroup")
+        assert isinstance(copy_logs, logs.LogGroup), "the copying Lambda has no log group: set that flag"
+        copy_logs.apply_removal_policy(KEEP_ONCE_CREATED)
+        copy_logs_l1 = cast(logs.CfnLogGroup, copy_logs.node.default_child)
+        copy_logs_l1.retention_in_days = log_retention_days  # the library sets none: kept forever
+        # The key policy lets CloudWatch Logs use the key for any log group of this account and Region
+        # (EncryptionKey's AllowCloudWatchLogs statement).
+        copy_logs_l1.kms_key_id = key.key_arn
+
+        push = iam.ManagedPolicy(
+            self,
+            "CopyPolicy",
+            description="sonic-deploy image copy: push into this stack's repositories, read the registry login",
+            statements=self._scoped_statements(images, secret, copy_logs),
+            # Attached from the policy's side: the policy names the log group, which names the Lambda,
+            # which names the role.
+            roles=[role],
+        )
+        login = iam.ManagedPolicy(
+            self,
+            "CopyLoginPolicy",
+            description="sonic-deploy image copy: registry logins, which have no resource-level permission",
+            statements=self._login_statements(images),
+            roles=[role],
+        )
+        # The Lambda does not depend on its (managed) policies; the copies, which invoke it, do.
+        for copy in self.copies.values():
+            copy.node.add_dependency(push, login)
+        acknowledge(
+            login,
+            "AwsSolutions-IAM5[Resource::*]",
+            reason="registry logins only (see each statement's Sid): ecr:GetAuthorizationToken and, for "
+            "public.ecr.aws sources, ecr-public:GetAuthorizationToken and sts:GetServiceBearerToken have no "
+            "resource-level permission (Service Authorization Reference); pushes are scoped to this stack's "
+            "repositories in CopyPolicy",
+        )
+        if any(ECR_PUBLIC in image.source for image in images.values()):
+            skip_checkov(
+                login,
+                "CKV_AWS_107",
+                reason="ecr-public:GetAuthorizationToken returns a pull token for ECR Public, where the "
+                "public images come from; it has no resource-level permission (Service Authorization "
+                "Reference). ecr:GetAuthorizationToken is checkov's own exclusion",
+            )
+        self._acknowledge_handler(handler)
+
+    def _copy_handler(self) -> lambda_.Function:
+        (handler,) = (
+            child for child in Stack.of(self).node.children if child.node.id.startswith(COPY_HANDLER_ID)
+        )
+        assert isinstance(handler, lambda_.Function)
+        return handler
 
     @staticmethod
-    def _allow_reading_credentials(
-        copy: ecr_deployment.ECRDeployment, secret: secretsmanager.ISecret
-    ) -> None:
-        """The copying Lambda (one role for every copy) reads the registry login; cdk-ecr-deployment grants
-        only ECR and S3 itself. A secret imported by name has a partial ARN: match its random suffix."""
-        copy.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["secretsmanager:GetSecretValue"],
-                resources=[secret.secret_full_arn or f"{secret.secret_arn}-??????"],
-            )
+    def _acknowledge_handler(handler: lambda_.Function) -> None:
+        """What remains on the copying Lambda, and why."""
+        function = handler.node.default_child
+        assert isinstance(function, lambda_.CfnFunction)
+        outside_vpc = (
+            "it pulls from registries on the internet (Cartesia's, public.ecr.aws), which the VPC cannot "
+            "reach in air-gapped mode (no egress); outside the VPC it has the Lambda service's network, "
+            "never a path into the VPC, and it only runs while CloudFormation creates or updates a copy"
         )
-        if secret.encryption_key is not None:
-            copy.add_to_principal_policy(
-                iam.PolicyStatement(actions=["kms:Decrypt"], resources=[secret.encryption_key.key_arn])
+        acknowledge_compliance(handler, "LambdaInsideVPC", reason=outside_vpc)
+        skip_checkov(function, "CKV_AWS_117", reason=outside_vpc)
+        no_dlq = (
+            "a CloudFormation custom resource's handler: it answers FAILED to CloudFormation on an error or "
+            "a panic (aws-lambda-go cfn.LambdaWrap), and with no answer CloudFormation fails the resource "
+            "at its timeout; either way the deploy fails and rolls back, so a dead-letter queue would hold "
+            "events nobody reads"
+        )
+        acknowledge_compliance(handler, "LambdaDLQ", reason=no_dlq)
+        skip_checkov(function, "CKV_AWS_116", reason=no_dlq)
+        no_reserved_concurrency = (
+            "only CloudFormation invokes it, once per image copy (at most one per service), so its "
+            "concurrency is bounded already; a function may reserve only what leaves the account 100 "
+            "unreserved (Lambda Developer Guide, reserved concurrency), so reserving any fails the deploy in "
+            "an account whose quota is still a new account's 10"
+        )
+        acknowledge_compliance(handler, "LambdaConcurrency", reason=no_reserved_concurrency)
+        skip_checkov(function, "CKV_AWS_115", reason=no_reserved_concurrency)
+
+    def _scoped_statements(
+        self, images: Mapping[str, ImageSource], secret: secretsmanager.ISecret, copy_logs: logs.ILogGroup
+    ) -> list[iam.PolicyStatement]:
+        statements = [
+            iam.PolicyStatement(
+                sid="PushIntoThisStacksRepositories",
+                actions=PUSH_ACTIONS,
+                resources=[self.repositories[name].repository_arn for name in images],
+            ),
+            iam.PolicyStatement(
+                sid="WriteItsOwnLogs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[copy_logs.log_group_arn],
+            ),
+        ]
+        if any(image.private for image in images.values()):
+            # A secret imported by name has a partial ARN: match its random suffix.
+            statements.append(
+                iam.PolicyStatement(
+                    sid="ReadTheRegistryLogin",
+                    actions=["secretsmanager:GetSecretValue"],
+                    resources=[secret.secret_full_arn or f"{secret.secret_arn}-??????"],
+                )
             )
+            if secret.encryption_key is not None:
+                statements.append(
+                    iam.PolicyStatement(
+                        sid="DecryptTheRegistryLogin",
+                        actions=["kms:Decrypt"],
+                        resources=[secret.encryption_key.key_arn],
+                        conditions={
+                            "StringEquals": {
+                                "kms:ViaService": f"secretsmanager.{Stack.of(self).region}.amazonaws.com"
+                            }
+                        },
+                    )
+                )
+        return statements
+
+    @staticmethod
+    def _login_statements(images: Mapping[str, ImageSource]) -> list[iam.PolicyStatement]:
+        statements = [
+            iam.PolicyStatement(
+                sid="EcrLoginHasNoResourceLevelPermission",
+                actions=["ecr:GetAuthorizationToken"],
+                resources=["*"],
+            )
+        ]
+        if any(ECR_PUBLIC in image.source for image in images.values()):
+            # ECR Public's login needs both (ECR Public API Reference, GetAuthorizationToken).
+            statements.append(
+                iam.PolicyStatement(
+                    sid="EcrPublicLoginHasNoResourceLevelPermission",
+                    actions=["ecr-public:GetAuthorizationToken", "sts:GetServiceBearerToken"],
+                    resources=["*"],
+                )
+            )
+        return statements
 
     def before_use(self, name: str, consumer: Construct) -> None:
         """Make `consumer` (a service) wait for the copy of image `name`, so that no task starts before its
@@ -148,4 +309,5 @@ class ImageRegistry(Construct):
             consumer.node.add_dependency(self.copies[name])
 
     def image(self, name: str) -> ecs.ContainerImage:
-        return ecs.ContainerImage.from_ecr_repository(self.repositories[name], self._tags[name])
+        """The image in its repository, by digest when config pins one (`repo@sha256:...`), else by tag."""
+        return ecs.ContainerImage.from_ecr_repository(self.repositories[name], self._references[name])

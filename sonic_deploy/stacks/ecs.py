@@ -91,7 +91,9 @@ class EcsStack(SonicStack):
             copy_memory_mib=cfg.image_copy_memory_mib,
             reuse_repositories=cfg.reuse_repositories,
             images={
-                name: ImageSource(s.source, s.tag, settings.ecr_repository(name), s.private_registry)
+                name: ImageSource(
+                    s.source, s.tag, settings.ecr_repository(name), s.private_registry, digest=s.digest
+                )
                 for name, s in settings.ecs_services.items()
             },
         )

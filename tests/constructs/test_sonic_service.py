@@ -174,18 +174,6 @@ def test_connected_mode_has_nat_egress(ecs_template: Template) -> None:
     ecs_template.resource_count_is("AWS::EC2::NatGateway", 1)
 
 
-def test_image_copy_may_read_the_registry_login(ecs_template: Template) -> None:
-    policies = [
-        p["Properties"]["PolicyDocument"]["Statement"]
-        for k, p in resources_of(ecs_template, "AWS::IAM::Policy").items()
-        if k.startswith("CustomCDKECRDeployment")
-    ]
-    assert len(policies) == 1
-    reads = [s for s in policies[0] if s["Action"] == "secretsmanager:GetSecretValue"]
-    assert len(reads) == 1
-    assert "secret:sonic/dev/cartesia-registry-??????" in json.dumps(reads[0]["Resource"])
-
-
 def test_scraper_reaches_each_metrics_port(edit_config: EditConfig) -> None:
     config = edit_config("environments/dev.toml", "metrics_port = 5000 ", "metrics_port = 9100 ")
     template = Template.from_stack(synthesize_from(config)["ecs"])
