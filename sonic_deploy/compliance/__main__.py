@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from sonic_deploy.compliance.context import ROOT
-from sonic_deploy.compliance.gate import acknowledged_list, scan, table
+from sonic_deploy.compliance.gate import ACKNOWLEDGED_DOC, README, acknowledged_doc, scan, table, with_table
 from sonic_deploy.compliance.variants import variants
 
 DEFAULT_CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
@@ -20,7 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=ROOT / "config", help="the config folder (config/)")
     parser.add_argument("--checkov", type=Path, default=DEFAULT_CHECKOV, help="the checkov executable")
     parser.add_argument(
-        "--acknowledged", type=Path, metavar="FILE.md", help="also write every acknowledged finding here"
+        "--write-docs",
+        action="store_true",
+        help=f"write the table into {README.name} and every acknowledged finding into {ACKNOWLEDGED_DOC.name}",
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="sonic-compliance-") as workdir:
@@ -31,8 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     left = [(result.variant.name, finding) for result in results for finding in result.findings]
     for name, finding in left:
         print(f"{name}: {finding}")
-    if args.acknowledged is not None:
-        args.acknowledged.write_text(acknowledged_list(results) + "\n", encoding="utf-8")
+    if args.write_docs:
+        README.write_text(with_table(README.read_text(encoding="utf-8"), table(results)), encoding="utf-8")
+        ACKNOWLEDGED_DOC.write_text(acknowledged_doc(results), encoding="utf-8")
     print(f"{len(left)} findings left" if left else "no findings left: every one is fixed or acknowledged")
     return 1 if left else 0
 

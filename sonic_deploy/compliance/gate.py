@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sonic_deploy.compliance.context import ROOT
 from sonic_deploy.compliance.scan import (
     NAG_PACKS,
     Acknowledged,
@@ -17,6 +18,11 @@ from sonic_deploy.compliance.scan import (
 )
 from sonic_deploy.compliance.variants import Variant, config_for
 from sonic_deploy.config import load_settings
+
+README = ROOT / "README.md"
+ACKNOWLEDGED_DOC = ROOT / "docs" / "compliance-acknowledged.md"
+TABLE_START = "<!-- compliance table: make compliance writes it -->"
+TABLE_END = "<!-- end of compliance table -->"
 
 ROWS = {
     "AwsSolutions": "cdk-nag AwsSolutions",
@@ -82,4 +88,28 @@ def acknowledged_list(results: list[VariantResult]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["NAG_PACKS", "VariantResult", "acknowledged_list", "scan", "table"]
+def with_table(readme: str, new_table: str) -> str:
+    """The README with the table between its markers replaced."""
+    start, end = readme.index(TABLE_START) + len(TABLE_START), readme.index(TABLE_END)
+    return f"{readme[:start]}\n{new_table}\n{readme[end:]}"
+
+
+def acknowledged_doc(results: list[VariantResult]) -> str:
+    return (
+        "# Acknowledged findings\n\n"
+        "Written by `make compliance` (a test fails when it is stale). Every finding of cdk-nag's packs, CDK's "
+        "template validation, checkov and cfn-lint that is not fixed is here, with the reason given beside the "
+        'resource in the code. The table of what is left is in the README, "Security and compliance".\n\n'
+        f"{acknowledged_list(results)}\n"
+    )
+
+
+__all__ = [
+    "NAG_PACKS",
+    "VariantResult",
+    "acknowledged_doc",
+    "acknowledged_list",
+    "scan",
+    "table",
+    "with_table",
+]

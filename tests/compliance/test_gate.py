@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sonic_deploy.compliance.gate import ROWS
+from sonic_deploy.compliance.gate import ACKNOWLEDGED_DOC, README, ROWS, acknowledged_doc, table, with_table
 from sonic_deploy.compliance.variants import Variant
 from tests.compliance.conftest import VARIANTS, scanned
 
@@ -29,3 +29,12 @@ def test_every_acknowledgement_has_a_reason(variant: Variant) -> None:
         if len(ack.reason) < 30
     ]
     assert silent == [], "\n".join(silent)
+
+
+def test_the_readme_table_and_the_acknowledged_findings_are_current() -> None:
+    results = [scanned(variant) for variant in VARIANTS]
+    readme = README.read_text(encoding="utf-8")
+    assert with_table(readme, table(results)) == readme, "the README's table is stale: run `make compliance`"
+    assert ACKNOWLEDGED_DOC.read_text(encoding="utf-8") == acknowledged_doc(results), (
+        f"{ACKNOWLEDGED_DOC.name} is stale: run `make compliance`"
+    )
