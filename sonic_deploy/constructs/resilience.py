@@ -94,16 +94,16 @@ class ResilienceExperiments(Construct):
             reason="tag:GetResources, ec2:DescribeInstances, autoscaling:DescribeAutoScalingGroups and "
             "logs:CreateLogDelivery take no resource ARN (Service Authorization Reference); "
             "ec2:InjectApiError takes none either and is held to this group's ARN and the one FIS action by "
-            "its ec2:FisTargetArns and ec2:FisActionId conditions",
+            "its ec2:FisTargetArns and ec2:FisActionId conditions; ecs:ListTasks (read-only) to this "
+            "cluster by its ecs:cluster condition",
         )
         acknowledge(
             policy,
             f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<{_ref_id(cluster)}>/*]",
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:container-instance/<{_ref_id(cluster)}>/*]",
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:instance/*]",
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:*]",
             reason="which task or instance FIS picks is decided at each run (COUNT(1)): the ARNs are this "
-            "cluster's tasks and container instances (also held by the ecs:cluster condition) and instances "
+            "cluster's tasks (also held by the ecs:cluster condition) and instances "
             "tagged with this group's name; the log-group wildcard is the form CloudWatch Logs requires for "
             "vended-log delivery set-up (AWS-logs-infrastructure-CWL)",
         )
@@ -267,9 +267,10 @@ def _statements(cluster: ecs.ICluster, gpu_group: autoscaling.AutoScalingGroup) 
         ),
         iam.PolicyStatement(
             sid="ListThisClustersTasks",
-            # ListTasks authorizes on the container instance (Service Authorization Reference, Amazon ECS).
+            # ListTasks authorizes on a container instance (Service Authorization Reference, Amazon ECS), which a
+            # call by service names none of: any resource, this cluster's by the condition.
             actions=["ecs:ListTasks"],
-            resources=[f"{arn}:ecs:{here}:container-instance/{cluster.cluster_name}/*"],
+            resources=["*"],
             conditions=in_cluster,
         ),
         iam.PolicyStatement(
