@@ -196,6 +196,21 @@ class WorkerTtfaConfig(Strict):
     unit: Literal["ms", "s"] = "ms"
 
 
+class ResilienceConfig(Strict):
+    """[ecs.resilience]: AWS FIS experiment templates for a resilience rehearsal (docs/operate.md). Off, nothing
+    FIS-related is in the template."""
+
+    enabled: bool = Field(default=False, description="deploy the FIS experiment templates and their role")
+    # FIS takes 1 minute to 12 hours; a rehearsal holds the GPU group short of one instance for this long.
+    insufficient_capacity_minutes: Annotated[int, Field(ge=1, le=60)] = Field(
+        default=10,
+        description="how long the GPU group's launches are refused (InsufficientInstanceCapacity) in its experiment",
+    )
+    insufficient_capacity_percent: Annotated[int, Field(ge=1, le=100)] = Field(
+        default=100, description="the share of the GPU group's launch requests refused in that experiment"
+    )
+
+
 class EcsConfig(Strict):
     instance_type: str = "g6e.xlarge"
     availability_zone: str = Field(description="the one AZ of the GPU instances, placement group and NLB")
@@ -260,6 +275,7 @@ class EcsConfig(Strict):
     services: dict[ServiceName, ServiceConfig]
     alarms: EcsAlarmConfig = EcsAlarmConfig()
     worker_ttfa: WorkerTtfaConfig = WorkerTtfaConfig()
+    resilience: ResilienceConfig = ResilienceConfig()
 
 
 class EnvironmentConfig(Strict):

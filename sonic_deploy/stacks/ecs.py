@@ -23,6 +23,7 @@ from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
+from sonic_deploy.constructs.resilience import ResilienceExperiments
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
 from sonic_deploy.constructs.self_hosted_sonic import OfflineLicence, SelfHostedSonic
 from sonic_deploy.constructs.sonic_metrics import SonicMetrics
@@ -215,6 +216,25 @@ class EcsStack(SonicStack):
         CfnOutput(self, "AvailabilityZone", value=placement.availability_zone)
         for name, repository in registry.repositories.items():
             CfnOutput(self, f"{id_from_name(name)}Repository", value=repository.repository_uri)
+        if cfg.resilience.enabled:  # docs/operate.md, "Resilience rehearsal"
+            resilience = ResilienceExperiments(
+                self,
+                "Resilience",
+                cluster=cluster,
+                workers=sonic.workers.service,
+                api_server=sonic.api_server.service,
+                gpu_group=capacity.auto_scaling_group,
+                availability_zone=cfg.availability_zone,
+                # What callers feel; GPU saturation and missing GPU metrics are expected while capacity is down.
+                stop_alarms=[alarms.no_capacity, alarms.unserviceable, alarms.ttfa]
+                + [alarm for alarm in alerting.alarms if alarm.node.id == "UnhealthyApiTargets"],
+                key=key,
+                log_retention=retention,
+                insufficient_capacity_duration=Duration.minutes(cfg.resilience.insufficient_capacity_minutes),
+                insufficient_capacity_percent=cfg.resilience.insufficient_capacity_percent,
+            )
+            for name, experiment in resilience.templates.items():
+                CfnOutput(self, f"{name}Experiment", value=experiment.attr_id)
 
     def _scaling(
         self, cfg: EcsConfig, cluster: ecs.Cluster, workers: SonicService, metrics: SonicMetrics
