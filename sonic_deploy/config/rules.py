@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import NoReturn, Protocol
 
 from sonic_deploy.config.errors import MISSING, ConfigError
-from sonic_deploy.config.schema import LOG_RETENTION_DAYS, EnvironmentConfig, InstanceCatalogue, ModelPackages
+from sonic_deploy.config.schema import (
+    LOG_RETENTION_DAYS,
+    EcsConfig,
+    EnvironmentConfig,
+    InstanceCatalogue,
+    ModelPackages,
+)
 
 DEFAULT_ENVIRONMENT = "dev"
 # The first CloudWatch agent release that merges CW_OTEL_CONFIG_CONTENT (the histogram form of worker TTFA).
@@ -350,6 +356,24 @@ FARGATE_SIZES = {
 }
 
 
+NATS_CLUSTER_COMMAND = '["--cluster_name", "sonic", "--cluster", "nats://0.0.0.0:6222", "--routes", "nats://nats.sonic.internal:6222"]'
+
+
+def _check_nats_cluster(fail: Fail, ecs: EcsConfig) -> None:
+    """Every request crosses NATS: one server is a single point of failure, and several unclustered servers
+    behind one DNS name would split API servers from workers."""
+    if ecs.nats_tasks < 2:
+        fail("ecs.nats_tasks", ecs.nats_tasks, "fewer than 2 NATS servers", "set ecs.nats_tasks to 3")
+    nats = ecs.services.get("nats")
+    if nats is not None and ecs.nats_tasks > 1 and not {"--cluster", "--routes"} <= set(nats.command):
+        fail(
+            "ecs.services.nats.command",
+            nats.command,
+            f"{ecs.nats_tasks} NATS servers that do not form a cluster",
+            f"set command = {NATS_CLUSTER_COMMAND}",
+        )
+
+
 def _check_fargate_size(fail: Fail, field: str, cpu: int, memory_mib: int) -> None:
     if cpu not in FARGATE_SIZES:
         fail(
@@ -412,6 +436,7 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             "fewer than 2 API server tasks",
             "set ecs.api_server_tasks to 2 or more",
         )
+    _check_nats_cluster(fail, ecs)
     for service in SERVICES:
         if service not in ecs.services:
             fail(

@@ -219,6 +219,10 @@ class EcsConfig(Strict):
     min_workers: Annotated[int, Field(ge=0)] = 2
     max_workers: Annotated[int, Field(ge=0)] = 6
     api_server_tasks: Annotated[int, Field(ge=0)] = 2
+    nats_tasks: Annotated[int, Field(ge=0, le=5)] = Field(
+        default=3,
+        description="NATS servers, clustered (their routes in ecs.services.nats.command): every request crosses NATS",
+    )
     target_utilisation: Ratio = 0.8
     scale_out_cooldown_s: Annotated[int, Field(ge=0)] = 30
     scale_in_cooldown_s: Annotated[int, Field(ge=0)] = 900

@@ -78,9 +78,6 @@ RESOURCELESS_ACTIONS = {
 # ECS services that run one task, by the start of their logical id, and why (every other service on the
 # caller's path runs two or more: tests/compliance/test_invariants.py).
 SINGLE_TASK_SERVICES = {
-    "SonicNats": "NATS runs as one unclustered server: two unclustered servers behind one DNS name would split API "
-    "servers from workers. ECS replaces a stopped task (in about a minute, while calls on the line hear nothing). "
-    "A NATS cluster is the open follow-up (README, Security and compliance)",
     "SonicLicenceProxy": "The licence proxy answers the workers' licence checks, not a caller's request "
     "(UNVERIFIED: how long a worker serves while its proxy is away is Cartesia's to say)",
     "MetricsScraper": "The Prometheus scraper feeds the scaling metric and the dashboards, not a call",

@@ -28,9 +28,13 @@ class OfflineLicence:
     content_type: str
 
 
+NATS_ROUTE_PORT = 6222
+
+
 class SelfHostedSonic(Construct):
-    """NATS and the licence proxy (one task each), the API server and the GPU workers; the API server and
-    workers may reach NATS and the licence proxy, nothing else may. Each service waits for its image."""
+    """NATS (a cluster of `nats_tasks` servers) and the licence proxy (one task), the API server and the GPU
+    workers; the API server and workers may reach NATS and the licence proxy, nothing else may (and the NATS
+    servers each other's route port). Each service waits for its image."""
 
     def __init__(
         self,
@@ -42,6 +46,7 @@ class SelfHostedSonic(Construct):
         registry: ImageRegistry,
         containers: Mapping[str, ContainerSpec],
         api_tasks: int,
+        nats_tasks: int,
         workers: int,
         gpu_placement: GpuPlacement,
         log_key: kms.IKey,
@@ -78,7 +83,12 @@ class SelfHostedSonic(Construct):
             registry.before_use(name, built.service)
             return built
 
-        self.nats = service("nats", "nats", 1)
+        self.nats = service("nats", "nats", nats_tasks)
+        if nats_tasks > 1:
+            # The cluster's routes (nats-server's --cluster/--routes, in the container's command). A route
+            # dials a random address of the DNS name and skips itself (nats-io/nats-server server.go,
+            # getRandomIP; docs.nats.io "Clustering": self-routes are ignored, gossip completes the mesh).
+            self.nats.allow_from(self.nats, "NATS routes between the cluster's servers", port=NATS_ROUTE_PORT)
         licence_volume = (
             (offline_licence.store.volume, offline_licence.data_path) if offline_licence is not None else None
         )

@@ -165,6 +165,7 @@ class EcsStack(SonicStack):
             registry=registry,
             containers=_containers(cfg, registry, secrets),
             api_tasks=cfg.api_server_tasks,
+            nats_tasks=cfg.nats_tasks,
             workers=cfg.min_workers,
             gpu_placement=GpuPlacement(capacity.capacity_provider),
             log_key=key,

@@ -144,3 +144,19 @@ def test_service_without_port(edit_config: EditConfig) -> None:
         "ecs.services.nats.port = (missing): this service needs the port it serves on. Fix: add `port = ...` to "
         "[ecs.services.nats] (from Cartesia's bundle)"
     )
+
+
+def test_one_nats_server(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "nats_tasks = 3", "nats_tasks = 1")
+    assert error_for(config) == "ecs.nats_tasks = 1: fewer than 2 NATS servers. Fix: set ecs.nats_tasks to 3"
+
+
+def test_nats_servers_that_form_no_cluster(edit_config: EditConfig) -> None:
+    start = '\ncommand = ["--cluster_name"'
+    text = (edit_config(DEV, "", "") / DEV).read_text()
+    line = text[text.index(start) : text.index("\n", text.index(start) + 1)]
+    config = edit_config(DEV, line, "")
+    assert error_for(config) == (
+        "ecs.services.nats.command = []: 3 NATS servers that do not form a cluster. Fix: set command = "
+        '["--cluster_name", "sonic", "--cluster", "nats://0.0.0.0:6222", "--routes", "nats://nats.sonic.internal:6222"]'
+    )
