@@ -222,3 +222,44 @@ def test_the_policy_fits_a_managed_policy() -> None:
     """IAM's quota for a managed policy: 6,144 characters, whitespace not counted."""
     path = REPO / "config/bootstrap/cloudformation-execution-policy.json"
     assert len(re.sub(r"\s", "", path.read_text())) <= 6144
+
+
+def resources_granted(action: str) -> list[str]:
+    return [
+        resource
+        for s in statements()
+        if any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in listed(s["Action"]))
+        for resource in listed(s["Resource"])
+    ]
+
+
+def test_cloudformation_can_read_every_ssm_parameter_the_stacks_take(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    """The bootstrap version check and the ECS-optimized AMI are SSM-typed parameters, which CloudFormation
+    resolves with the execution role."""
+    paths = {
+        parameter["Default"]
+        for body in templates.values()
+        for parameter in body.get("Parameters", {}).values()
+        if parameter["Type"].startswith("AWS::SSM::Parameter::")
+    }
+    assert "/cdk-bootstrap/hnb659fds/version" in paths
+    for path in paths:
+        arn = f"arn:aws:ssm:us-east-2:{'' if path.startswith('/aws/') else '210987654321'}:parameter{path}"
+        assert any(fnmatch.fnmatchcase(arn, r) for r in resources_granted("ssm:GetParameters")), path
+
+
+def test_lambda_code_comes_from_the_bucket_the_policy_can_read(templates: dict[str, dict[str, Any]]) -> None:
+    buckets = {
+        json.dumps(resource["Properties"]["Code"]["S3Bucket"])
+        for body in templates.values()
+        for resource in body["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
+    assert buckets
+    for bucket in buckets:
+        value = json.loads(bucket)
+        name = re.sub(r"\$\{[^}]+\}", "x", value if isinstance(value, str) else value["Fn::Sub"])
+        key = f"arn:aws:s3:::{name}/asset.zip"
+        assert any(fnmatch.fnmatchcase(key, r) for r in resources_granted("s3:GetObject")), bucket
