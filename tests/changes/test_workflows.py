@@ -119,3 +119,85 @@ def test_every_make_target_the_workflows_call_exists(target: str) -> None:
         cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert "No rule to make target" not in result.stderr, result.stderr
+
+
+# `uses: owner/repo@<40 hex> # vX.Y.Z`: a tag can be moved to other code; a commit cannot.
+PINNED_USES = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+){0,2}$")
+
+
+def all_steps(workflow: Path) -> list[dict[Any, Any]]:
+    loaded = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    return [step for job in loaded["jobs"].values() for step in job.get("steps", [])]
+
+
+def uses_lines(workflow: Path) -> list[str]:
+    """Each `uses:` value with its trailing comment (YAML drops comments, so read the text)."""
+    return re.findall(r"^\s*(?:-\s+)?uses:\s*(.+?)\s*$", workflow.read_text(encoding="utf-8"), flags=re.M)
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_every_action_is_pinned_by_commit_sha_with_its_version(workflow: Path) -> None:
+    found = uses_lines(workflow)
+    assert len(found) == sum("uses" in step for step in all_steps(workflow)) > 0
+    for line in found:
+        assert PINNED_USES.match(line), (
+            f"{workflow.name}: `uses: {line}`: pin the action by full commit SHA with the tag as a comment, "
+            "e.g. `actions/checkout@<sha> # v5.1.0` (git rev-parse <tag>^{commit} in the action's repository)"
+        )
+
+
+def test_the_pin_pattern_refuses_a_tag_and_a_short_sha() -> None:
+    assert not PINNED_USES.match("actions/checkout@v5")
+    assert not PINNED_USES.match("actions/checkout@fbc6f39 # v5.1.0")
+    assert not PINNED_USES.match("actions/checkout@fbc6f3992d24b796d5a048ff273f7fcc4a7b6c09")
+    assert PINNED_USES.match("actions/checkout@fbc6f3992d24b796d5a048ff273f7fcc4a7b6c09 # v5.1.0")
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_no_checkout_keeps_the_token(workflow: Path) -> None:
+    checkouts = [s for s in all_steps(workflow) if str(s.get("uses", "")).startswith("actions/checkout@")]
+    assert checkouts
+    for step in checkouts:
+        assert step.get("with", {}).get("persist-credentials") is False, (
+            f"{workflow.name}: set `persist-credentials: false` on actions/checkout: later steps (make, "
+            "pip, npm) need no token in .git/config"
+        )
+
+
+def test_the_deploy_workflow_installs_only_the_hash_locked_requirements() -> None:
+    """Both jobs hold AWS credentials: they set up with `make setup-deploy` (pip --require-hashes), restore
+    no cache, and pass DEPLOY_SETUP= so that no make target installs the unpinned `.[dev]` set."""
+    jobs = load("deploy.yml")["jobs"]
+    for name in ("diff", "deploy"):
+        steps = jobs[name]["steps"]
+        runs = [str(step.get("run", "")) for step in steps]
+        assert "make setup-deploy" in runs, name
+        assert not any("actions/cache@" in str(step.get("uses", "")) for step in steps), name
+        assert not any("cache" in step.get("with", {}) for step in steps), name
+        for run in runs:
+            for target in MAKE_COMMAND.findall(run):
+                if target != "setup-deploy":
+                    assert "DEPLOY_SETUP=" in run, f"{name}: `{run.strip()}` would run `make setup`"
+    diff = load("ci.yml")["jobs"]["diff"]
+    assert any(step.get("run") == "make setup-deploy" for step in diff["steps"])
+
+
+def test_setup_deploy_installs_with_hashes_then_the_project_without_dependencies() -> None:
+    result = subprocess.run(
+        ["make", "-n", "setup-deploy"], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    commands = result.stdout.replace("\\\n", " ")
+    pip_lines = [line for line in commands.splitlines() if "pip install" in line]
+    assert len(pip_lines) == 2, result.stdout
+    assert "--require-hashes" in pip_lines[0] and "-r requirements/deploy.txt" in pip_lines[0]
+    assert "--only-binary :all:" in pip_lines[0]
+    assert "--no-deps" in pip_lines[1] and "--no-build-isolation" in pip_lines[1] and "-e ." in pip_lines[1]
+    assert 'npm-cli.js" ci' in commands
+
+
+def test_deploy_runs_only_from_main() -> None:
+    jobs = load("deploy.yml")["jobs"]
+    assert jobs["deploy"]["if"] == "github.ref == 'refs/heads/main'"
+    first = jobs["diff"]["steps"][0]
+    assert first["if"] == "github.ref != 'refs/heads/main'" and "exit 1" in first["run"]

@@ -1,0 +1,265 @@
+"""config/bootstrap/cloudformation-execution-policy.json, the policy `make bootstrap` gives CloudFormation's
+execution role in place of AdministratorAccess: it grants what every resource type that any environment's
+stacks (and the air-gapped ECS variant) synthesize needs, as the type's CloudFormation resource schema lists
+it (handler permissions, from the schemas cfn-lint ships), and nothing account-wide in IAM.
+
+A new resource type in a stack fails here until the policy covers it."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER  # type: ignore[import-untyped]
+
+from sonic_deploy.config import environment_names, load_settings
+from tests.conftest import CONFIG_DIR, synthesize_from, template
+
+REPO = Path(__file__).resolve().parents[2]
+POLICY = json.loads((REPO / "config/bootstrap/cloudformation-execution-policy.json").read_text())
+SCHEMA_REGION = "us-east-1"
+# CloudFormation's service name -> the IAM action prefix, for every service the stacks use.
+SERVICE_PREFIXES = {
+    "ApplicationAutoScaling": "application-autoscaling",
+    "AutoScaling": "autoscaling",
+    "CloudWatch": "cloudwatch",
+    "EC2": "ec2",
+    "ECR": "ecr",
+    "ECS": "ecs",
+    "EFS": "elasticfilesystem",
+    "ElasticLoadBalancingV2": "elasticloadbalancing",
+    "IAM": "iam",
+    "KMS": "kms",
+    "Lambda": "lambda",
+    "Logs": "logs",
+    "SNS": "sns",
+    "SageMaker": "sagemaker",
+    "ServiceDiscovery": "servicediscovery",
+}
+# Handler permissions the policy leaves out on purpose: each serves a feature these stacks do not use.
+NOT_NEEDED = {
+    "cognito-idp:DescribeUserPoolClient": "listener actions that authenticate with Cognito (the NLB forwards)",
+    "firehose:TagDeliveryStream": "log groups that deliver to Firehose",
+    "iam:*GroupPolicy": "inline policies on IAM groups (every AWS::IAM::Policy here is on roles: tested)",
+    "iam:*UserPolicy": "inline policies on IAM users (likewise)",
+    "managed-fleets:*": "Auto Scaling groups in a managed fleet",
+    "s3:GetBucketPolicy": "flow logs delivered to S3 (these go to CloudWatch Logs: tested)",
+    "s3:PutBucketPolicy": "flow logs delivered to S3",
+    "s3:REST.PUT.OBJECT": "not an IAM action (an S3 access-log operation name in the Logs schema)",
+    "s3files:*": "Lambda functions with an S3 Files mount",
+    "ssm:Get*": "granted only as GetParameter(s) on /cdk-bootstrap/ and the public /aws/service/ AMI names",
+    "vpc-lattice:*": "VPC Lattice targets and service-network endpoints",
+    "vpce:AllowMultiRegion": "cross-Region interface endpoints",
+}
+# Roles and instance profiles CloudFormation names after the stack, `sonic-<env>-<route>-...`
+# (sonic_deploy.config.cloudformation_stack_name); the stacks name none themselves (tested).
+IAM_RESOURCES = {
+    "arn:*:iam::*:role/sonic-*",
+    "arn:*:iam::*:instance-profile/sonic-*",
+    "arn:*:iam::*:role/aws-service-role/*",
+}
+
+
+def synthesized_templates() -> Iterator[tuple[str, dict[str, Any]]]:
+    for env in environment_names(CONFIG_DIR):
+        for route in load_settings(CONFIG_DIR, env).environment.routes:
+            yield f"{env}/{route}", dict(template(env, route).to_json())
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    found = dict(synthesized_templates())
+    config = tmp_path_factory.mktemp("air-gapped") / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    dev = config / "environments/dev.toml"
+    text = dev.read_text().replace('licence_mode = "connected"', 'licence_mode = "air-gapped"')
+    dev.write_text(text.replace("nat_gateways = 1", "nat_gateways = 0"))
+    found["dev-air-gapped/ecs"] = dict(Template.from_stack(synthesize_from(config)["ecs"]).to_json())
+    return found
+
+
+def statements() -> list[dict[str, Any]]:
+    return list(POLICY["Statement"])
+
+
+def listed(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def granted_patterns() -> list[str]:
+    return [a.lower() for s in statements() if s["Effect"] == "Allow" for a in listed(s["Action"])]
+
+
+def is_granted(action: str) -> bool:
+    """An action (or a wildcard a schema asks for, e.g. ec2:Describe*) falls under an allowed pattern."""
+    return any(fnmatch.fnmatchcase(action.lower(), pattern) for pattern in granted_patterns())
+
+
+def resource_types(templates: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
+    types: dict[str, set[str]] = {}
+    for stack, body in templates.items():
+        for resource in body["Resources"].values():
+            types.setdefault(resource["Type"], set()).add(stack)
+    return types
+
+
+def handler_permissions(resource_type: str) -> set[str]:
+    handlers = PROVIDER_SCHEMA_MANAGER.get_resource_schema(SCHEMA_REGION, resource_type).schema["handlers"]
+    return {p for handler in handlers.values() for p in handler.get("permissions", [])}
+
+
+def not_needed(action: str) -> bool:
+    return any(fnmatch.fnmatchcase(action, pattern) for pattern in NOT_NEEDED)
+
+
+def test_every_service_the_stacks_use_is_known(templates: dict[str, dict[str, Any]]) -> None:
+    for resource_type, stacks in resource_types(templates).items():
+        if resource_type.startswith("Custom::"):
+            continue
+        service = resource_type.split("::")[1]
+        assert service in SERVICE_PREFIXES, (
+            f"{resource_type} (in {', '.join(sorted(stacks))}) is new: add its IAM prefix to SERVICE_PREFIXES "
+            "here and what its schema's handlers need to config/bootstrap/cloudformation-execution-policy.json"
+        )
+        assert any(p.startswith(SERVICE_PREFIXES[service] + ":") for p in granted_patterns()), resource_type
+
+
+def test_the_policy_grants_every_handler_permission_of_every_resource_type(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    missing: dict[str, set[str]] = {}
+    for resource_type in resource_types(templates):
+        if resource_type.startswith("Custom::"):
+            continue
+        for action in handler_permissions(resource_type):
+            if not is_granted(action) and not not_needed(action):
+                missing.setdefault(action, set()).add(resource_type)
+    assert not missing, (
+        "config/bootstrap/cloudformation-execution-policy.json lacks what CloudFormation needs to create, "
+        f"update and delete these resources: {dict(sorted(missing.items()))}"
+    )
+
+
+def test_every_exception_is_still_asked_for(templates: dict[str, dict[str, Any]]) -> None:
+    asked = {
+        a for t in resource_types(templates) if not t.startswith("Custom::") for a in handler_permissions(t)
+    }
+    for pattern in NOT_NEEDED:
+        assert any(fnmatch.fnmatchcase(a, pattern) for a in asked), f"NOT_NEEDED[{pattern!r}] is stale"
+
+
+def test_custom_resources_can_be_invoked(templates: dict[str, dict[str, Any]]) -> None:
+    assert any(t.startswith("Custom::") for t in resource_types(templates))
+    assert is_granted("lambda:InvokeFunction")
+
+
+def test_no_action_or_resource_is_everything_in_iam() -> None:
+    for statement in statements():
+        actions = listed(statement["Action"])
+        assert "*" not in actions and "NotAction" not in statement and "NotResource" not in statement
+        assert statement["Effect"] == "Allow"
+        iam_actions = [a for a in actions if a.startswith("iam:")]
+        if not iam_actions:
+            continue
+        assert all(a.split(":")[1].lower() != "*" for a in iam_actions)
+        resources = set(listed(statement["Resource"]))
+        if resources == {"*"}:
+            assert all(a.startswith("iam:List") for a in iam_actions), statement["Sid"]
+        else:
+            assert resources <= IAM_RESOURCES, statement["Sid"]
+
+
+def test_the_stacks_leave_iam_names_to_cloudformation(templates: dict[str, dict[str, Any]]) -> None:
+    """So every role and instance profile starts with the stack name, `sonic-`, as the policy's IAM
+    statements require; and inline policies sit on roles only."""
+    for stack, body in templates.items():
+        for logical_id, resource in body["Resources"].items():
+            properties = resource.get("Properties", {})
+            for name_property in ("RoleName", "InstanceProfileName"):
+                name = properties.get(name_property)
+                assert name is None or (isinstance(name, str) and name.startswith("sonic-")), (
+                    stack,
+                    logical_id,
+                )
+            if resource["Type"] == "AWS::IAM::Policy":
+                assert "Users" not in properties and "Groups" not in properties, (stack, logical_id)
+            if resource["Type"] == "AWS::EC2::FlowLog":
+                assert properties.get("LogDestinationType", "cloud-watch-logs") == "cloud-watch-logs"
+
+
+def test_roles_attach_only_the_managed_policies_the_condition_lists(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    [statement] = [s for s in statements() if listed(s["Action"]) == ["iam:AttachRolePolicy"]]
+    allowed = statement["Condition"]["ArnLike"]["iam:PolicyARN"]
+    attached = {
+        match
+        for body in templates.values()
+        for resource in body["Resources"].values()
+        if resource["Type"] == "AWS::IAM::Role"
+        for match in re.findall(r"iam::aws:policy/[\w/+=,.@-]+", json.dumps(resource["Properties"]))
+    }
+    assert attached, "expected the stacks to attach AWS managed policies"
+    for policy in attached:
+        assert any(fnmatch.fnmatchcase(f"arn:aws:{policy}", pattern) for pattern in allowed), policy
+    assert not is_granted("iam:AttachUserPolicy") and not is_granted("iam:CreatePolicy")
+
+
+def test_the_check_fails_for_a_type_the_policy_does_not_cover() -> None:
+    secrets = handler_permissions("AWS::SecretsManager::Secret")
+    assert secrets and not all(is_granted(a) or not_needed(a) for a in secrets)
+    assert "SecretsManager" not in SERVICE_PREFIXES
+
+
+def test_the_policy_fits_a_managed_policy() -> None:
+    """IAM's quota for a managed policy: 6,144 characters, whitespace not counted."""
+    path = REPO / "config/bootstrap/cloudformation-execution-policy.json"
+    assert len(re.sub(r"\s", "", path.read_text())) <= 6144
+
+
+def resources_granted(action: str) -> list[str]:
+    return [
+        resource
+        for s in statements()
+        if any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in listed(s["Action"]))
+        for resource in listed(s["Resource"])
+    ]
+
+
+def test_cloudformation_can_read_every_ssm_parameter_the_stacks_take(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    """The bootstrap version check and the ECS-optimized AMI are SSM-typed parameters, which CloudFormation
+    resolves with the execution role."""
+    paths = {
+        parameter["Default"]
+        for body in templates.values()
+        for parameter in body.get("Parameters", {}).values()
+        if parameter["Type"].startswith("AWS::SSM::Parameter::")
+    }
+    assert "/cdk-bootstrap/hnb659fds/version" in paths
+    for path in paths:
+        arn = f"arn:aws:ssm:us-east-2:{'' if path.startswith('/aws/') else '210987654321'}:parameter{path}"
+        assert any(fnmatch.fnmatchcase(arn, r) for r in resources_granted("ssm:GetParameters")), path
+
+
+def test_lambda_code_comes_from_the_bucket_the_policy_can_read(templates: dict[str, dict[str, Any]]) -> None:
+    buckets = {
+        json.dumps(resource["Properties"]["Code"]["S3Bucket"])
+        for body in templates.values()
+        for resource in body["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
+    assert buckets
+    for bucket in buckets:
+        value = json.loads(bucket)
+        name = re.sub(r"\$\{[^}]+\}", "x", value if isinstance(value, str) else value["Fn::Sub"])
+        key = f"arn:aws:s3:::{name}/asset.zip"
+        assert any(fnmatch.fnmatchcase(key, r) for r in resources_granted("s3:GetObject")), bucket
