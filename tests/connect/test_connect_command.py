@@ -128,7 +128,11 @@ def test_ecs_over_tls_names_the_ca_for_each_framework(
         ECS, {**DEPLOYED_ECS_OUTPUTS, "ApiUrl": "wss://sonic.internal.example:443/tts/websocket"}
     )
     code, out, err = connect(capsys, "--route", "ecs", "--ca-bundle", "/etc/sonic/private ca.pem")
-    assert (code, err) == (0, "")
+    assert code == 0
+    assert err == (
+        "sonic-deploy connect: note: /etc/sonic/private ca.pem is not on this machine, so it was not checked: "
+        "put the CA's PEM file there on the agents' hosts\n"
+    )
     assert "Encryption: TLS (wss://)" in out and "unencrypted" not in out
     assert "  export SSL_CERT_FILE='/etc/sonic/private ca.pem'" in out
     pipecat, livekit, client = python_blocks(out)
@@ -137,6 +141,20 @@ def test_ecs_over_tls_names_the_ca_for_each_framework(
     assert 'ssl.create_default_context(cafile="/etc/sonic/private ca.pem")' in livekit
     assert "http_session=cartesia_http" in livekit
     assert 'ssl_context=ssl.create_default_context(cafile="/etc/sonic/private ca.pem")' in client
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [(b"not a certificate\n", "holds no PEM certificate"), (b"", "holds no PEM certificate")],
+)
+def test_a_ca_bundle_here_that_is_not_one_is_a_usage_error(
+    content: bytes, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(content)
+    code, _, err = connect(capsys, "--route", "ecs", "--ca-bundle", str(bundle))
+    line = one_line_error(err, code, expected_code=2)
+    assert line.startswith(f"sonic-deploy connect: --ca-bundle: {bundle} {problem}") and "Fix: " in line
 
 
 def test_tls_without_ca_bundle_shows_where_the_path_goes(
