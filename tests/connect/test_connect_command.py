@@ -101,6 +101,7 @@ def test_ecs_as_text(cloudformation: StubbedCloudFormation, capsys: pytest.Captu
         "Encryption: none. The URL is ws://, plain TCP: the API key and the audio cross the VPC unencrypted."
         in out
     )
+    assert "TLS is off for this environment (ecs.api.tls = false, the default in dev only)" in out
     assert "SSL_CERT_FILE" not in out and "ssl" not in "".join(python_blocks(out))
     pipecat, livekit, client = python_blocks(out)
     assert f'url="ws://{NLB}:80/tts/websocket"' in pipecat and 'cartesia_version="2025-04-16"' in pipecat
