@@ -226,7 +226,9 @@ class ApiLoadBalancer(Construct):
             removal_policy=KEEP_ONCE_CREATED,
         )
         # The log delivery service encrypts each file with the bucket's key: the key policy must let it,
-        # for this account's load balancers only (the same conditions as the bucket policy AWS documents).
+        # for this account's load balancers only (the conditions of the bucket policy the NLB access-log
+        # page shows). kms:GenerateDataKey* for each object, kms:Decrypt because of the S3 Bucket Key (the
+        # pair AWS documents for the same delivery service's SSE-KMS log buckets, CloudFront standard logs).
         logs.key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="AllowElbAccessLogDelivery",
