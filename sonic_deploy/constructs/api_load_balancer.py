@@ -113,8 +113,8 @@ class ApiLoadBalancer(Construct):
             acknowledge_compliance(
                 self.load_balancer,
                 "ELBDeletionProtectionEnabled",
-                reason="the default environment (dev) is torn down and rebuilt; ecs.api.deletion_protection "
-                "is on by default everywhere else",
+                reason="ecs.api.deletion_protection is off for this environment: dev's default (it is torn "
+                "down and rebuilt), or turned off in its config; it is on by default everywhere else",
             )
         self.access_log_bucket = None if access_logs is None else self._log_access(access_logs)
         if self.access_log_bucket is None:
@@ -164,7 +164,7 @@ class ApiLoadBalancer(Construct):
             acknowledge_compliance(
                 self.listener,
                 "ELBv2ACMCertificateRequired",
-                reason="TLS is off in the default environment (dev: ecs.api.tls unset), so ws:// crosses "
+                reason="TLS is off for this environment (ecs.api.tls = false, as dev ships), so ws:// crosses "
                 "its VPC in clear; outside dev a TLS listener with an ACM certificate is the default, and "
                 "a config without a certificate source is refused",
             )
