@@ -36,9 +36,12 @@ from sonic_deploy.client.errors import AudioChunk, SonicError, error_for
 
 
 def connect_error_kind(error: BaseException) -> str:
-    """How a failed handshake is named: `status_4xx` (the handshake's HTTP status), `refused`, `timeout`..."""
+    """How a failed handshake is named: `status_4xx` (the handshake's HTTP status), `tls` (a certificate not
+    trusted), `refused`, `timeout`..."""
     if isinstance(error, InvalidStatus):
         return cartesia_api.status_kind("status", error.response.status_code)
+    if isinstance(error, ssl.SSLCertVerificationError):  # not retryable: fix the trust, not the network
+        return "tls"
     if isinstance(error, ConnectionRefusedError):
         return "refused"
     if isinstance(error, TimeoutError):

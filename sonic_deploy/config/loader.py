@@ -117,6 +117,27 @@ class Settings:
         return (ecs.model_id if ecs is not None else None) or self.environment.sonic_version
 
     @property
+    def ecs_tls(self) -> bool:
+        """The ECS route's listener is TLS: `ecs.api.tls`, else on outside the default environment."""
+        ecs = self.environment.ecs
+        configured = ecs.api.tls if ecs is not None else None
+        return configured if configured is not None else self.environment_name != DEFAULT_ENVIRONMENT
+
+    @property
+    def ecs_listener_port(self) -> int:
+        """`ecs.listener_port`, else 443 with TLS and 80 without."""
+        ecs = self.environment.ecs
+        configured = ecs.listener_port if ecs is not None else None
+        return configured if configured is not None else 443 if self.ecs_tls else 80
+
+    @property
+    def ecs_deletion_protection(self) -> bool:
+        """`ecs.api.deletion_protection`, else on outside the default environment."""
+        ecs = self.environment.ecs
+        configured = ecs.api.deletion_protection if ecs is not None else None
+        return configured if configured is not None else self.environment_name != DEFAULT_ENVIRONMENT
+
+    @property
     def licence_secret_name(self) -> str:
         """The secret that holds the offline licence in air-gapped mode (`sonic-deploy licence upload` makes
         it; the ECS stack imports it by name)."""

@@ -211,6 +211,41 @@ class ResilienceConfig(Strict):
     )
 
 
+class EcsApiConfig(Strict):
+    """`[ecs.api]`: the internal load balancer in front of the API server. TLS terminates there (TCP to the
+    API server behind it); outside the default environment it is on unless `tls = false` says otherwise."""
+
+    tls: bool | None = Field(
+        default=None,
+        description="a TLS listener (wss://, https://) instead of plain TCP (ws://); default: on outside dev, "
+        "off in dev. On, it needs domain_name and one certificate source: certificate_arn or private_ca_arn",
+    )
+    certificate_arn: str | None = Field(
+        default=None,
+        description="an ACM certificate (imported or issued) in the environment's Region that names domain_name",
+    )
+    private_ca_arn: str | None = Field(
+        default=None,
+        description="an AWS Private CA in the environment's Region: the stack has ACM issue domain_name's "
+        "certificate from it (acm.PrivateCertificate), and renews it",
+    )
+    domain_name: str | None = Field(
+        default=None,
+        description="the name agents dial (the certificate names it; point it at the stack output "
+        "LoadBalancerDnsName with a private DNS record): the host of ApiUrl when TLS is on",
+    )
+    deletion_protection: bool | None = Field(
+        default=None, description="the load balancer refuses deletion; default: on outside dev, off in dev"
+    )
+    access_logs: bool = Field(
+        default=True,
+        description="NLB access logs to an S3 bucket the stack makes (ELB writes them for TLS listeners only)",
+    )
+    access_log_retention_days: Annotated[int, Field(ge=1, le=3650)] = Field(
+        default=365, description="days an access log is kept before S3 lifecycle deletes it"
+    )
+
+
 class EcsConfig(Strict):
     instance_type: str = "g6e.xlarge"
     availability_zone: str = Field(description="the one AZ of the GPU instances, placement group and NLB")
@@ -230,7 +265,9 @@ class EcsConfig(Strict):
     root_volume_gib: Annotated[int, Field(ge=30, le=16384)] = 200
     worker_start_period_s: Annotated[int, Field(ge=0, le=300)] = 300
     worker_health_retries: Annotated[int, Field(ge=1, le=10)] = 10
-    listener_port: Annotated[int, Field(ge=1, le=65535)] = 80
+    listener_port: Annotated[int, Field(ge=1, le=65535)] | None = Field(
+        default=None, description="the load balancer's port; default 443 with TLS (ecs.api.tls), 80 without"
+    )
     nlb_idle_timeout_s: Annotated[int, Field(ge=60, le=6000)] = 3600
     deregistration_delay_s: Annotated[int, Field(ge=0, le=3600)] = Field(
         default=300,
@@ -280,6 +317,7 @@ class EcsConfig(Strict):
     alarms: EcsAlarmConfig = EcsAlarmConfig()
     worker_ttfa: WorkerTtfaConfig = WorkerTtfaConfig()
     resilience: ResilienceConfig = ResilienceConfig()
+    api: EcsApiConfig = EcsApiConfig()
 
 
 class EnvironmentConfig(Strict):

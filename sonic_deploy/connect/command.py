@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sonic_deploy.client.trust import CaBundleError, ca_context
 from sonic_deploy.config import load_settings, require_config_dir
 from sonic_deploy.connect.deployment import ConnectError, EcsApi, connection
 from sonic_deploy.connect.snippets import FRAMEWORKS
@@ -50,7 +51,7 @@ def add_parser(subparsers: Any) -> None:
         "--ca-bundle",
         metavar="PATH",
         help="ECS route over TLS: where the agents find the CA that signed the API's certificate (printed "
-        "in the snippets; not read here)",
+        "in the snippets; checked here when this machine has the file too)",
     )
     parser.set_defaults(func=run_connect_command)
 
@@ -81,6 +82,11 @@ def run_connect_command(args: argparse.Namespace) -> int:
             "reads AWS_CA_BUNDLE should a proxy re-sign them). Fix: drop --ca-bundle",
             code=2,
         )
+    if args.ca_bundle and Path(args.ca_bundle).exists():
+        try:
+            ca_context(args.ca_bundle)
+        except CaBundleError as error:
+            return _fail(f"--ca-bundle: {error}", code=2)
     region = env.region
     stack_name = settings.stack_name(args.route)
     try:
@@ -115,6 +121,12 @@ def run_connect_command(args: argparse.Namespace) -> int:
     if args.ca_bundle and isinstance(target, EcsApi) and not target.tls:
         print(
             f"{PROG}: note: --ca-bundle is unused: the API is at {target.websocket_url}, without TLS",
+            file=sys.stderr,
+        )
+    if args.ca_bundle and isinstance(target, EcsApi) and target.tls and not Path(args.ca_bundle).exists():
+        print(
+            f"{PROG}: note: {args.ca_bundle} is not on this machine, so it was not checked: put the CA's PEM "
+            "file there on the agents' hosts",
             file=sys.stderr,
         )
     print(json.dumps(found.as_json(), indent=2) if args.json else as_text(found, args.framework))

@@ -53,7 +53,8 @@ def _ecs(conn: Connection, api: EcsApi, frameworks: list[str]) -> str:
     else:
         lines += [
             "Encryption: none. The URL is ws://, plain TCP: the API key and the audio cross the VPC unencrypted.",
-            f'For encryption in transit, put TLS in front of the API ({DOCS}, "TLS with a private CA").',
+            "TLS is off for this environment (ecs.api.tls = false, the default in dev only): to encrypt,",
+            f'give [ecs.api] a certificate and deploy again ({DOCS}, "TLS on the load balancer").',
         ]
     lines += [
         "",

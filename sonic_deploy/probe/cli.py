@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sonic_deploy.client.cartesia_api import DEFAULT_BUFFER_DELAY_MS, MAX_BUFFER_DELAY_MS
+from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.probe.capacity_search import DEFAULT_MAXIMUM, DEFAULT_START
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
@@ -227,6 +228,12 @@ def _cartesia_options(parser: argparse.ArgumentParser, path: str) -> None:
         default=DEFAULT_CARTESIA_VERSION,
         help="Cartesia-Version header (the default is what the official SDK 4.2.0 sends; a self-hosted "
         "release may want the one its documentation names)",
+    )
+    parser.add_argument(
+        "--ca-bundle",
+        type=ca_bundle_argument,
+        metavar="FILE",
+        help="wss:// or https:// with a private CA: trust the CA certificates in this PEM file (only them)",
     )
 
 
@@ -482,6 +489,7 @@ def _run_probe(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         client=getattr(args, "client", "async"),
         agent=_agent(args),
+        ca_bundle=getattr(args, "ca_bundle", None),
     )
     settings = ProbeSettings(
         target,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sonic_deploy.client.trust import ca_context
 from sonic_deploy.probe.event_loop import steady_collector
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.requests import (
@@ -47,17 +48,21 @@ class TargetSpec:
     timeout_s: float = 30.0
     # SageMaker: "async" (boto3's request and error parsing; aiohttp's I/O) or "boto3" (its own threads).
     client: str = "async"
+    # The WebSocket and HTTP routes over TLS: a PEM file of the CA that signed the API's certificate (a path,
+    # not a context: each worker process loads it).
+    ca_bundle: str | None = None
 
     def build(self) -> Target:
         headers = {"X-API-Key": self.api_key, "Cartesia-Version": self.cartesia_version}
+        trust = None if self.ca_bundle is None else ca_context(self.ca_bundle)
         if self.route == "ws":
             from sonic_deploy.probe.targets.ws import WebSocketTarget
 
-            return WebSocketTarget(str(self.url), headers, self.multiplex, self.timeout_s, self.agent)
+            return WebSocketTarget(str(self.url), headers, self.multiplex, self.timeout_s, self.agent, trust)
         if self.route == "http":
             from sonic_deploy.probe.targets.http import HttpBytesTarget
 
-            return HttpBytesTarget(str(self.url), headers, self.timeout_s)
+            return HttpBytesTarget(str(self.url), headers, self.timeout_s, trust)
         if self.client == "boto3":
             from sonic_deploy.probe.targets.sagemaker import SageMakerTarget
 
@@ -68,7 +73,7 @@ class TargetSpec:
 
     def describe(self) -> dict[str, Any]:
         where = (
-            {"url": self.url}
+            {"url": self.url, "ca_bundle": self.ca_bundle}
             if self.route in ("ws", "http")
             else {
                 "endpoint": self.endpoint,

@@ -15,7 +15,7 @@ from constructs import Construct
 from sonic_deploy.config import Settings
 from sonic_deploy.config.schema import EcsConfig
 from sonic_deploy.constructs.alerting import Alerting
-from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
+from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
 from sonic_deploy.constructs.licence_store import LicenceStore
@@ -184,11 +184,22 @@ class EcsStack(SonicStack):
             self,
             "Api",
             vpc=network.vpc,
+            vpc_cidr=settings.route_cidr("ecs"),
             placement=placement,
             api=sonic.api_server,
-            listener_port=cfg.listener_port,
+            listener_port=settings.ecs_listener_port,
             idle_timeout=Duration.seconds(cfg.nlb_idle_timeout_s),
             deregistration_delay=Duration.seconds(cfg.deregistration_delay_s),
+            # The loader has checked that TLS has a domain name and one certificate source.
+            certificate=ApiCertificate(
+                str(cfg.api.domain_name), cfg.api.certificate_arn, cfg.api.private_ca_arn
+            )
+            if settings.ecs_tls
+            else None,
+            access_logs=AccessLogs(Duration.days(cfg.api.access_log_retention_days), key)
+            if cfg.api.access_logs
+            else None,
+            deletion_protection=settings.ecs_deletion_protection,
             client_cidrs=env.network.client_cidrs,
         )
 
@@ -202,11 +213,8 @@ class EcsStack(SonicStack):
             description="API server targets behind the load balancer are failing GET /status.",
         )
 
-        CfnOutput(
-            self,
-            "ApiUrl",
-            value=f"ws://{lb.load_balancer.load_balancer_dns_name}:{cfg.listener_port}/tts/websocket",
-        )
+        CfnOutput(self, "ApiUrl", value=lb.websocket_url)
+        CfnOutput(self, "LoadBalancerDnsName", value=lb.load_balancer.load_balancer_dns_name)
         # What an agent needs besides the URL (`sonic-deploy connect` reads them): the key's secret by name,
         # never its value.
         CfnOutput(self, "ModelId", value=settings.ecs_model_id)

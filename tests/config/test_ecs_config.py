@@ -160,3 +160,118 @@ def test_nats_servers_that_form_no_cluster(edit_config: EditConfig) -> None:
         "ecs.services.nats.command = []: 3 NATS servers that do not form a cluster. Fix: set command = "
         '["--cluster_name", "sonic", "--cluster", "nats://0.0.0.0:6222", "--routes", "nats://nats.sonic.internal:6222"]'
     )
+
+
+# [ecs.api]: TLS on the load balancer, on by default outside dev.
+CA = "arn:aws:acm-pca:us-east-2:210987654321:certificate-authority/0b4f6e3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
+CERT = "arn:aws:acm:us-east-2:210987654321:certificate/5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9"
+
+
+def stage_config(edit_config: EditConfig, api_table: str) -> Path:
+    """config/ with environment `stage`: dev's ECS route outside dev (an account, an on-call address), with
+    `api_table` as its [ecs.api] table."""
+    text = (edit_config(DEV, "", "") / DEV).read_text()
+    start, end = text.index("[ecs.api]"), text.index("[ecs.secrets]")
+    text = 'account = "210987654321"\n' + text[:start] + api_table + "\n" + text[end:]
+    text = text.replace("[sagemaker.alarms]\n", '[sagemaker.alarms]\nemail = ["oncall@sonic.test"]\n')
+    text = text.replace("[ecs.secrets]\n", '[ecs.alarms]\nemail = ["oncall@sonic.test"]\n\n[ecs.secrets]\n')
+    config = edit_config(DEV, "", "")
+    (config / "environments/stage.toml").write_text(text)
+    return config
+
+
+def stage_error(edit_config: EditConfig, api_table: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(stage_config(edit_config, api_table), "stage")
+    return str(caught.value).split(": ", 1)[1]
+
+
+def test_outside_dev_the_ecs_route_needs_a_certificate_source(edit_config: EditConfig) -> None:
+    assert stage_error(edit_config, "") == (
+        "ecs.api.certificate_arn = (missing): TLS is on by default outside dev, and the listener has no "
+        'certificate source. Fix: set certificate_arn = "arn:aws:acm:us-east-2:<account>:certificate/<id>" '
+        '(imported into or issued by ACM in us-east-2), or private_ca_arn = "arn:aws:acm-pca:us-east-2:'
+        '<account>:certificate-authority/<id>" and the stack has ACM issue one; or `tls = false` under '
+        "[ecs.api] to serve ws:// in clear inside the VPC"
+    )
+
+
+def test_tls_needs_the_name_agents_dial(edit_config: EditConfig) -> None:
+    assert stage_error(edit_config, f'[ecs.api]\nprivate_ca_arn = "{CA}"\n').startswith(
+        "ecs.api.domain_name = (missing): TLS is on by default outside dev: agents check the certificate "
+        "against the host they dial"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("certificate_arn", CERT + "\\n", "not an ACM certificate ARN in us-east-2 (partition aws)"),
+        (
+            "certificate_arn",
+            CERT.replace("us-east-2", "eu-west-1"),
+            "not an ACM certificate ARN in us-east-2",
+        ),
+        ("certificate_arn", CERT.replace(":aws:", ":aws-cn:"), "not an ACM certificate ARN in us-east-2"),
+        ("certificate_arn", CA, "not an ACM certificate ARN in us-east-2"),
+        ("private_ca_arn", CA + "\\n", "not an AWS Private CA ARN in us-east-2 (partition aws)"),
+        ("private_ca_arn", CERT, "not an AWS Private CA ARN in us-east-2"),
+        ("private_ca_arn", CA.replace("acm-pca", "acm"), "not an AWS Private CA ARN in us-east-2"),
+    ],
+)
+def test_a_bad_arn_is_refused(edit_config: EditConfig, field: str, value: str, problem: str) -> None:
+    table = f'[ecs.api]\n{field} = "{value}"\ndomain_name = "sonic.stage.internal"\n'
+    shown = value.replace("\\n", "\n")
+    assert stage_error(edit_config, table).startswith(f"ecs.api.{field} = {shown!r}: {problem}")
+
+
+def test_one_certificate_source_only(edit_config: EditConfig) -> None:
+    table = f'[ecs.api]\ncertificate_arn = "{CERT}"\nprivate_ca_arn = "{CA}"\ndomain_name = "a.internal"\n'
+    assert "both certificate_arn and private_ca_arn are set" in stage_error(edit_config, table)
+
+
+def test_a_domain_name_that_is_not_one(edit_config: EditConfig) -> None:
+    table = f'[ecs.api]\nprivate_ca_arn = "{CA}"\ndomain_name = "https://sonic.internal"\n'
+    assert stage_error(edit_config, table).startswith(
+        "ecs.api.domain_name = 'https://sonic.internal': not a DNS name"
+    )
+
+
+def test_a_drain_longer_than_the_tls_idle_timeout(edit_config: EditConfig) -> None:
+    table = f'[ecs.api]\nprivate_ca_arn = "{CA}"\ndomain_name = "sonic.stage.internal"\n'
+    text = (
+        edit_config(DEV, "deregistration_delay_s = 300", "deregistration_delay_s = 600") / DEV
+    ).read_text()
+    assert "deregistration_delay_s = 600" in text
+    assert stage_error(edit_config, table).startswith(
+        "ecs.deregistration_delay_s = 600: TLS is on by default outside dev, and a TLS listener's idle "
+        "timeout is fixed at 350 s"
+    )
+
+
+def test_outside_dev_tls_is_on_unless_turned_off_explicitly(edit_config: EditConfig) -> None:
+    settings = load_settings(stage_config(edit_config, "[ecs.api]\ntls = false\n"), "stage")
+    assert (settings.ecs_tls, settings.ecs_listener_port, settings.ecs_deletion_protection) == (
+        False,
+        80,
+        True,
+    )
+    table = f'[ecs.api]\nprivate_ca_arn = "{CA}"\ndomain_name = "sonic.stage.internal"\n'
+    settings = load_settings(stage_config(edit_config, table), "stage")
+    assert (settings.ecs_tls, settings.ecs_listener_port, settings.ecs_deletion_protection) == (
+        True,
+        443,
+        True,
+    )
+
+
+def test_dev_ships_with_tls_off_and_says_so(edit_config: EditConfig) -> None:
+    text = (edit_config(DEV, "", "") / DEV).read_text()
+    table = text[text.index("[ecs.api]") : text.index("[ecs.secrets]")]
+    assert "tls = false" in table and "in clear" in table
+    settings = load_settings(edit_config(DEV, "", ""), "dev")
+    assert (settings.ecs_tls, settings.ecs_listener_port, settings.ecs_deletion_protection) == (
+        False,
+        80,
+        False,
+    )

@@ -101,6 +101,7 @@ def test_ecs_as_text(cloudformation: StubbedCloudFormation, capsys: pytest.Captu
         "Encryption: none. The URL is ws://, plain TCP: the API key and the audio cross the VPC unencrypted."
         in out
     )
+    assert "TLS is off for this environment (ecs.api.tls = false, the default in dev only)" in out
     assert "SSL_CERT_FILE" not in out and "ssl" not in "".join(python_blocks(out))
     pipecat, livekit, client = python_blocks(out)
     assert f'url="ws://{NLB}:80/tts/websocket"' in pipecat and 'cartesia_version="2025-04-16"' in pipecat
@@ -128,7 +129,11 @@ def test_ecs_over_tls_names_the_ca_for_each_framework(
         ECS, {**DEPLOYED_ECS_OUTPUTS, "ApiUrl": "wss://sonic.internal.example:443/tts/websocket"}
     )
     code, out, err = connect(capsys, "--route", "ecs", "--ca-bundle", "/etc/sonic/private ca.pem")
-    assert (code, err) == (0, "")
+    assert code == 0
+    assert err == (
+        "sonic-deploy connect: note: /etc/sonic/private ca.pem is not on this machine, so it was not checked: "
+        "put the CA's PEM file there on the agents' hosts\n"
+    )
     assert "Encryption: TLS (wss://)" in out and "unencrypted" not in out
     assert "  export SSL_CERT_FILE='/etc/sonic/private ca.pem'" in out
     pipecat, livekit, client = python_blocks(out)
@@ -137,6 +142,20 @@ def test_ecs_over_tls_names_the_ca_for_each_framework(
     assert 'ssl.create_default_context(cafile="/etc/sonic/private ca.pem")' in livekit
     assert "http_session=cartesia_http" in livekit
     assert 'ssl_context=ssl.create_default_context(cafile="/etc/sonic/private ca.pem")' in client
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [(b"not a certificate\n", "holds no PEM certificate"), (b"", "holds no PEM certificate")],
+)
+def test_a_ca_bundle_here_that_is_not_one_is_a_usage_error(
+    content: bytes, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(content)
+    code, _, err = connect(capsys, "--route", "ecs", "--ca-bundle", str(bundle))
+    line = one_line_error(err, code, expected_code=2)
+    assert line.startswith(f"sonic-deploy connect: --ca-bundle: {bundle} {problem}") and "Fix: " in line
 
 
 def test_tls_without_ca_bundle_shows_where_the_path_goes(

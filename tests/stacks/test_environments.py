@@ -51,6 +51,7 @@ KEPT_TYPES = {
     "AWS::Logs::LogGroup",
     "AWS::EFS::FileSystem",
     "AWS::SecretsManager::Secret",
+    "AWS::S3::Bucket",  # the ECS load balancer's access logs
 }
 
 

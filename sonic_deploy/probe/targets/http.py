@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -28,6 +29,8 @@ def counted_failures(recorder: StreamRecorder, timeout_s: float) -> Iterator[Non
         yield
     except TimeoutError:
         recorder.fail("timeout", f"no end of stream within {timeout_s} s")
+    except aiohttp.ClientConnectorCertificateError as error:
+        recorder.fail("tls", repr(error))
     except aiohttp.ClientConnectorError as error:
         refused = isinstance(error.os_error, ConnectionRefusedError)
         recorder.fail("refused" if refused else "connect", repr(error))
@@ -40,12 +43,14 @@ def counted_failures(recorder: StreamRecorder, timeout_s: float) -> Iterator[Non
 class HttpBytesTarget:
     route = "http"
 
-    def __init__(self, url: str, headers: dict[str, str], timeout_s: float) -> None:
-        self.url, self.headers, self.timeout_s = url, headers, timeout_s
+    def __init__(
+        self, url: str, headers: dict[str, str], timeout_s: float, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
+        self.url, self.headers, self.timeout_s, self.ssl_context = url, headers, timeout_s, ssl_context
         self._session: aiohttp.ClientSession | None = None
 
     async def start(self, max_in_flight: int) -> None:
-        self._session = pooled_session(max_in_flight)
+        self._session = pooled_session(max_in_flight, self.ssl_context)
 
     async def stop(self) -> None:
         if self._session is not None:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from typing import Any
 
@@ -32,15 +33,20 @@ class WebSocketTarget:
         multiplex: int,
         timeout_s: float,
         agent: AgentTraffic | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.url, self.headers, self.multiplex, self.timeout_s = url, headers, max(1, multiplex), timeout_s
-        self.agent = agent
+        self.agent, self.ssl_context = agent, ssl_context
         self._pool: SocketPool | None = None
 
     async def start(self, max_in_flight: int) -> None:
         if self.agent is not None:
             self._pool = SocketPool(
-                self.url, self.headers, idle_s=self.agent.idle_reconnect_s, timeout_s=self.timeout_s
+                self.url,
+                self.headers,
+                idle_s=self.agent.idle_reconnect_s,
+                timeout_s=self.timeout_s,
+                ssl_context=self.ssl_context,
             )
         elif self.multiplex > 1:
             self._pool = SocketPool(
@@ -49,6 +55,7 @@ class WebSocketTarget:
                 contexts_per_socket=self.multiplex,
                 idle_s=float("inf"),
                 timeout_s=self.timeout_s,
+                ssl_context=self.ssl_context,
             )
 
     async def stop(self) -> None:
@@ -70,7 +77,9 @@ class WebSocketTarget:
                         )
                     else:
                         began = time.perf_counter()
-                        socket = await CartesiaSocket.connect(self.url, self.headers, self.timeout_s)
+                        socket = await CartesiaSocket.connect(
+                            self.url, self.headers, self.timeout_s, self.ssl_context
+                        )
                         recorder.connected(time.perf_counter() - began)
                         context = socket.context(context_id, stream.deliver)
                 except (OSError, InvalidHandshake) as error:

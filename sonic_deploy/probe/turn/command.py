@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.client.turn_hops import LanguageModel, SpeechToText
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
@@ -112,6 +113,12 @@ def add_turn_parser(routes: Any) -> None:
     tts.add_argument("--tts-url", help="ecs: the WebSocket URL, ws(s)://HOST:PORT/tts/websocket")
     tts.add_argument("--model-id", default=DEFAULT_MODEL_ID, help="ecs: model_id")
     tts.add_argument("--cartesia-version", default=DEFAULT_CARTESIA_VERSION, help="ecs: Cartesia-Version")
+    tts.add_argument(
+        "--ca-bundle",
+        type=ca_bundle_argument,
+        metavar="FILE",
+        help="ecs over wss:// with a private CA: trust the CA certificates in this PEM file (the TTS only)",
+    )
     tts.add_argument("--endpoint", help="sagemaker: the endpoint's name")
     tts.add_argument("--region", help="sagemaker: the endpoint's Region")
     tts.add_argument(
@@ -187,6 +194,7 @@ _ONLY_WITH = {
     "tts_url": ("route", "ecs"),
     "model_id": ("route", "ecs"),
     "cartesia_version": ("route", "ecs"),
+    "ca_bundle": ("route", "ecs"),
     "endpoint": ("route", "sagemaker"),
     "region": ("route", "sagemaker"),
     "endpoint_url": ("route", "sagemaker"),
@@ -297,6 +305,7 @@ def _speaker(args: argparse.Namespace, line: CallerAudio) -> Speaker:
         args.audible_threshold_db,
     )
     if args.route == "ecs":
+        from sonic_deploy.client.trust import ca_context
         from sonic_deploy.client.websocket import WebSocketClient
 
         client = WebSocketClient(
@@ -304,6 +313,7 @@ def _speaker(args: argparse.Namespace, line: CallerAudio) -> Speaker:
             api_key=os.environ.get("CARTESIA_API_KEY", ""),
             model_id=args.model_id,
             cartesia_version=args.cartesia_version,
+            ssl_context=None if args.ca_bundle is None else ca_context(args.ca_bundle),
         )
         return WebSocketSpeaker(client, voice)
     from sonic_deploy.client.sagemaker import SageMakerClient

@@ -252,3 +252,32 @@ def test_ink_takes_its_own_key_and_the_ecs_route_its_own(
     assert _outputs(tmp_path / "wrong")[1]["errors"] == {"stt:credentials": 1}
     monkeypatch.delenv("CARTESIA_STT_API_KEY")  # then Ink takes CARTESIA_API_KEY too
     assert _turn(server, tmp_path / "right", "--wav", wav, "--turns", "1", "--warmup-turns", "0") == 0
+
+
+def test_the_ecs_tts_over_tls_with_a_private_ca(reference_server: ServerFactory, tmp_path: Path) -> None:
+    """The TTS on wss:// (a certificate a private CA signed), speech-to-text and the model in the clear:
+    `--ca-bundle` trusts that CA for the TTS, and without it each turn fails at the TTS as kind `tls`."""
+    from tests.probe.private_ca import make_private_ca
+
+    ca = make_private_ca(tmp_path)
+    hops = reference_server(*STANDINS)
+    tts = reference_server(*STANDINS, "--tls-cert", str(ca.cert), "--tls-key", str(ca.key), ca_file=ca.ca)
+    wav = str(_utterance(tmp_path / "caller.wav"))
+
+    def turn(out: Path, *options: str) -> int:
+        ws = hops.base.replace("http://", "ws://")
+        hop_urls = ["--tts-url", tts.ws_url, "--stt-url", ws, "--llm-url", f"{hops.base}/v1"]
+        run = ["--out", str(out), "--quiet", "--gap-ms", "0", "--ramp-up", "0", "--wav", wav]
+        load = ["--calls", "1", "--turns", "2"]
+        return main(
+            ["probe", "turn", "--route", "ecs", "--llm-model", "stand-in", *hop_urls, *run, *load, *options]
+        )
+
+    assert turn(tmp_path / "trusted", "--ca-bundle", str(ca.ca)) == 0
+    _, summary = _outputs(tmp_path / "trusted")
+    assert (summary["ok"], summary["errors"]) == (1, {})
+    turn(tmp_path / "untrusted")
+    lines, summary = _outputs(tmp_path / "untrusted")
+    assert summary["ok"] == 0
+    failed = [line for line in lines if "error" in line]
+    assert failed and all(line["error"]["hop"] == "tts" and line["error"]["kind"] == "tls" for line in failed)

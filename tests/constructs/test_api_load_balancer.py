@@ -1,0 +1,183 @@
+"""ApiLoadBalancer: the TLS listener (policy, certificate), access logs to the stack's bucket, deletion
+protection by environment, the security group's CIDR, and the URL the stack outputs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+from tests.conftest import CONFIG_DIR, rendered, resources_of, synthesize_from
+
+PRIVATE_CA = (
+    "arn:aws:acm-pca:us-east-2:210987654321:certificate-authority/0b4f6e3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
+)
+CERTIFICATE = "arn:aws:acm:us-east-2:210987654321:certificate/5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9"
+DOMAIN = "sonic.stage.internal.example.com"
+
+
+def _environment(tmp: Path, name: str, api_table: str) -> Path:
+    """config/ with environment `name`: dev's ECS route with its [ecs.api] table replaced by `api_table`,
+    an account and an on-call address (required outside dev)."""
+    config = tmp / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    text = (config / "environments/dev.toml").read_text()
+    start = text.index("[ecs.api]")
+    end = text.index("[ecs.secrets]")
+    text = 'account = "210987654321"\n' + text[:start] + api_table + "\n" + text[end:]
+    text = text.replace("[sagemaker.alarms]\n", '[sagemaker.alarms]\nemail = ["oncall@sonic.test"]\n')
+    text = text.replace("[ecs.secrets]\n", '[ecs.alarms]\nemail = ["oncall@sonic.test"]\n\n[ecs.secrets]\n')
+    (config / f"environments/{name}.toml").write_text(text)
+    return config
+
+
+@pytest.fixture(scope="module")
+def private_ca(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    """A non-dev environment left at the defaults: TLS and deletion protection on, a Private CA's certificate."""
+    table = f'[ecs.api]\nprivate_ca_arn = "{PRIVATE_CA}"\ndomain_name = "{DOMAIN}"\n'
+    config = _environment(tmp_path_factory.mktemp("private-ca"), "stage", table)
+    return Template.from_stack(synthesize_from(config, "stage")["ecs"])
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    table = (
+        f'[ecs.api]\ncertificate_arn = "{CERTIFICATE}"\ndomain_name = "{DOMAIN}"\n'
+        "access_logs = false\ndeletion_protection = false\n"
+    )
+    config = _environment(tmp_path_factory.mktemp("imported"), "stage", table)
+    return Template.from_stack(synthesize_from(config, "stage")["ecs"])
+
+
+def _listener(template: Template) -> dict[str, Any]:
+    (listener,) = resources_of(template, "AWS::ElasticLoadBalancingV2::Listener").values()
+    return dict(listener["Properties"])
+
+
+def _load_balancer_attributes(template: Template) -> dict[str, str]:
+    (lb,) = resources_of(template, "AWS::ElasticLoadBalancingV2::LoadBalancer").values()
+    return {a["Key"]: a["Value"] for a in lb["Properties"].get("LoadBalancerAttributes", [])}
+
+
+def test_a_tls_listener_with_the_current_tls13_policy_and_the_private_cas_certificate(
+    private_ca: Template,
+) -> None:
+    listener = _listener(private_ca)
+    assert listener["Protocol"] == "TLS" and listener["Port"] == 443
+    assert listener["SslPolicy"] == "ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09"
+    (certificate,) = listener["Certificates"]
+    (issued_id,) = resources_of(private_ca, "AWS::CertificateManager::Certificate")
+    assert certificate == {"CertificateArn": {"Ref": issued_id}}
+    private_ca.has_resource_properties(
+        "AWS::CertificateManager::Certificate",
+        {"DomainName": DOMAIN, "CertificateAuthorityArn": PRIVATE_CA},
+    )
+    # TLS ends at the load balancer: the API server's target group stays TCP, health-checked over HTTP.
+    private_ca.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::TargetGroup",
+        {"Protocol": "TCP", "Port": 5000, "HealthCheckProtocol": "HTTP", "HealthCheckPath": "/status"},
+    )
+    # A TLS listener's idle timeout is AWS's fixed 350 s: the TCP attribute is not set on it.
+    assert "ListenerAttributes" not in listener
+
+
+def test_an_imported_certificate_is_attached_by_its_arn(imported: Template) -> None:
+    listener = _listener(imported)
+    assert listener["Protocol"] == "TLS"
+    assert listener["Certificates"] == [{"CertificateArn": CERTIFICATE}]
+    assert resources_of(imported, "AWS::CertificateManager::Certificate") == {}
+
+
+def test_dev_keeps_plain_tcp(ecs_template: Template) -> None:
+    listener = _listener(ecs_template)
+    assert listener["Protocol"] == "TCP" and listener["Port"] == 80
+    assert "Certificates" not in listener and "SslPolicy" not in listener
+
+
+def test_access_logs_go_to_the_stacks_own_bucket(private_ca: Template, ecs_template: Template) -> None:
+    for template in (private_ca, ecs_template):
+        attributes = _load_balancer_attributes(template)
+        assert attributes["access_logs.s3.enabled"] == "true"
+        assert attributes["access_logs.s3.prefix"] == "api"
+        (bucket_id,) = resources_of(template, "AWS::S3::Bucket")
+        (lb,) = resources_of(template, "AWS::ElasticLoadBalancingV2::LoadBalancer").values()
+        bucket_attribute = next(
+            a for a in lb["Properties"]["LoadBalancerAttributes"] if a["Key"] == "access_logs.s3.bucket"
+        )
+        assert bucket_attribute["Value"] == {"Ref": bucket_id}
+
+
+def test_the_log_bucket_is_encrypted_private_versioned_tls_only_and_expires_logs(
+    private_ca: Template,
+) -> None:
+    (bucket,) = resources_of(private_ca, "AWS::S3::Bucket").values()
+    props = bucket["Properties"]
+    (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    (key_id,) = resources_of(private_ca, "AWS::KMS::Key")
+    assert rule["ServerSideEncryptionByDefault"]["KMSMasterKeyID"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert rule["BucketKeyEnabled"] is True
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    (lifecycle,) = props["LifecycleConfiguration"]["Rules"]
+    assert lifecycle["ExpirationInDays"] == 365 and lifecycle["Status"] == "Enabled"
+    assert bucket["DeletionPolicy"] == "RetainExceptOnCreate"
+    (policy,) = resources_of(private_ca, "AWS::S3::BucketPolicy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    denials = [s for s in statements if s["Effect"] == "Deny"]
+    assert {"Bool": {"aws:SecureTransport": "false"}} in [s["Condition"] for s in denials]
+    assert {"NumericLessThan": {"s3:TlsVersion": 1.2}} in [s["Condition"] for s in denials]
+    writes = [s for s in statements if s.get("Principal") == {"Service": "delivery.logs.amazonaws.com"}]
+    assert {s["Action"] for s in writes} == {"s3:PutObject", "s3:GetBucketAcl"}
+
+
+def test_the_key_lets_log_delivery_encrypt_for_this_account_only(private_ca: Template) -> None:
+    (key,) = resources_of(private_ca, "AWS::KMS::Key").values()
+    (statement,) = [
+        s for s in key["Properties"]["KeyPolicy"]["Statement"] if s.get("Sid") == "AllowElbAccessLogDelivery"
+    ]
+    assert statement["Principal"] == {"Service": "delivery.logs.amazonaws.com"}
+    assert set(statement["Condition"]) == {"StringEquals", "ArnLike"}
+    assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+
+
+def test_access_logs_can_be_turned_off(imported: Template) -> None:
+    assert "access_logs.s3.enabled" not in _load_balancer_attributes(imported)
+    assert resources_of(imported, "AWS::S3::Bucket") == {}
+
+
+def test_deletion_protection_on_outside_dev_off_in_dev_unless_configured(
+    private_ca: Template, imported: Template, ecs_template: Template
+) -> None:
+    assert _load_balancer_attributes(private_ca)["deletion_protection.enabled"] == "true"
+    assert _load_balancer_attributes(imported).get("deletion_protection.enabled", "false") == "false"
+    assert _load_balancer_attributes(ecs_template).get("deletion_protection.enabled", "false") == "false"
+
+
+def test_the_ingress_cidr_is_the_vpcs_range_as_written_not_a_token(ecs_template: Template) -> None:
+    (group,) = [
+        g["Properties"]
+        for g in resources_of(ecs_template, "AWS::EC2::SecurityGroup").values()
+        if g["Properties"]["GroupDescription"].startswith("Sonic API load balancer")
+    ]
+    (ingress,) = group["SecurityGroupIngress"]
+    assert ingress["CidrIp"] == "10.60.128.0/17"  # the ECS route's half of network.cidr
+    assert ingress["FromPort"] == ingress["ToPort"] == 80
+
+
+def test_the_api_url_is_wss_on_the_certificates_name_with_tls(
+    private_ca: Template, ecs_template: Template
+) -> None:
+    outputs = private_ca.to_json()["Outputs"]
+    assert outputs["ApiUrl"]["Value"] == f"wss://{DOMAIN}:443/tts/websocket"
+    assert rendered(outputs["LoadBalancerDnsName"]["Value"]) == "CFN_Fn_GetAtt"
+    dev = ecs_template.to_json()["Outputs"]
+    assert rendered(dev["ApiUrl"]["Value"]) == "ws://CFN_Fn_GetAtt:80/tts/websocket"
