@@ -1,5 +1,7 @@
 """What the gate scans: each environment as a user deploys it (the shipped placeholders filled in, which
-`make deploy` would otherwise refuse), and the air-gapped variant of each environment with the ECS route."""
+`make deploy` would otherwise refuse), and a closed variant of each environment with the ECS route
+connected: air-gapped, TLS on the load balancer (a certificate from a Private CA), deletion protection and
+the resilience rehearsal on. Between them, both sides of every switch the templates have are scanned."""
 
 from __future__ import annotations
 
@@ -21,18 +23,36 @@ _FILLED = (
 )
 
 
+# What the closed variant switches on, in the environment's file: (pattern, replacement), each matched once.
+PRIVATE_CA = (
+    "arn:aws:acm-pca:{region}:"
+    + DEPLOYABLE_ACCOUNT
+    + ":certificate-authority/0b4f6e3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
+)
+_CLOSED = (
+    (r'(?m)^licence_mode = "connected"', 'licence_mode = "air-gapped"'),
+    (r"(?m)^nat_gateways = \d+", "nat_gateways = 0"),
+    (
+        r"(?m)^tls = false$",
+        'tls = true\ndomain_name = "sonic.{environment}.internal.example.com"\nprivate_ca_arn = "{private_ca}"\n'
+        "deletion_protection = true",
+    ),
+    (r"(?m)^enabled = false$", "enabled = true"),  # [ecs.resilience]
+)
+
+
 @dataclass(frozen=True)
 class Variant:
     environment: str
-    air_gapped: bool = False
+    closed: bool = False
 
     @property
     def name(self) -> str:
-        return f"{self.environment} (air-gapped)" if self.air_gapped else self.environment
+        return f"{self.environment} (air-gapped, TLS, FIS)" if self.closed else self.environment
 
     @property
     def slug(self) -> str:
-        return f"{self.environment}-air-gapped" if self.air_gapped else self.environment
+        return f"{self.environment}-closed" if self.closed else self.environment
 
 
 def fill_placeholders(config: Path) -> Path:
@@ -48,25 +68,30 @@ def fill_placeholders(config: Path) -> Path:
     return config
 
 
-def make_air_gapped(config: Path, environment: str) -> Path:
-    """The environment in a copy of config/, switched to the air-gapped licence mode with no NAT gateway."""
+def make_closed(config: Path, environment: str) -> Path:
+    """The environment in a copy of config/, switched to the air-gapped licence mode with no NAT gateway, TLS
+    on the load balancer from a Private CA with deletion protection, and the resilience rehearsal on."""
     path = config / "environments" / f"{environment}.toml"
     text = path.read_text(encoding="utf-8")
-    text, modes = re.subn(r'(?m)^licence_mode = "connected"', 'licence_mode = "air-gapped"', text)
-    text, nats = re.subn(r"(?m)^nat_gateways = \d+", "nat_gateways = 0", text)
-    if modes != 1 or nats != 1:
-        raise ValueError(f"{path}: expected one `licence_mode` and one `nat_gateways` line in [ecs]")
+    region = load_settings(config, environment).environment.region
+    for pattern, replacement in _CLOSED:
+        filled = replacement.format(environment=environment, private_ca=PRIVATE_CA.format(region=region))
+        text, count = re.subn(pattern, filled.replace("\\", "\\\\"), text)
+        if count != 1:
+            raise ValueError(
+                f"{path}: expected one line matching {pattern!r} (the closed variant switches it)"
+            )
     path.write_text(text, encoding="utf-8")
     return config
 
 
 def variants(config_dir: Path) -> list[Variant]:
-    """Every environment, then the air-gapped variant of those that deploy the ECS route connected."""
+    """Every environment, then the closed variant of those that deploy the ECS route connected."""
     found = [Variant(name) for name in environment_names(config_dir)]
     for name in environment_names(config_dir):
         ecs = load_settings(config_dir, name).environment.ecs
         if ecs is not None and ecs.licence_mode == "connected":
-            found.append(Variant(name, air_gapped=True))
+            found.append(Variant(name, closed=True))
     return found
 
 
@@ -76,4 +101,4 @@ def config_for(variant: Variant, config_dir: Path, workdir: Path) -> Path:
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(config_dir, copy)
     fill_placeholders(copy)
-    return make_air_gapped(copy, variant.environment) if variant.air_gapped else copy
+    return make_closed(copy, variant.environment) if variant.closed else copy

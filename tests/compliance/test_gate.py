@@ -10,8 +10,8 @@ from sonic_deploy.compliance.variants import Variant
 from tests.compliance.conftest import VARIANTS, scanned
 
 
-def test_every_environment_and_the_air_gapped_variant_are_scanned() -> None:
-    assert [variant.name for variant in VARIANTS] == ["dev", "prod", "dev (air-gapped)"]
+def test_every_environment_and_the_closed_variant_are_scanned() -> None:
+    assert [variant.name for variant in VARIANTS] == ["dev", "prod", "dev (air-gapped, TLS, FIS)"]
 
 
 @pytest.mark.parametrize("tool", list(ROWS))
