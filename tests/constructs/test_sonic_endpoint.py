@@ -10,6 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Capture, Match, Template
 
+from sonic_deploy.config import Settings
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
 from tests.conftest import resources_of
 
@@ -106,13 +107,10 @@ def test_security_group_has_no_ingress(sagemaker_template: Template) -> None:
     assert resources_of(sagemaker_template, "AWS::EC2::SecurityGroupIngress") == {}
 
 
-def test_no_ingress_from_outside_the_vpc(sagemaker_template: Template) -> None:
+def test_no_ingress_from_outside_the_vpc(sagemaker_template: Template, dev_settings: Settings) -> None:
     for group in resources_of(sagemaker_template, "AWS::EC2::SecurityGroup").values():
         for rule in group["Properties"].get("SecurityGroupIngress", []):
-            assert rule.get("CidrIp") != "0.0.0.0/0"
-            assert "CidrIp" not in rule or rule["CidrIp"] == {
-                "Fn::GetAtt": ["NetworkVpc7FB7348F", "CidrBlock"]
-            }
+            assert "CidrIp" not in rule or rule["CidrIp"] == dev_settings.route_cidr("sagemaker")
 
 
 def test_execution_role_is_least_privilege(sagemaker_template: Template) -> None:
