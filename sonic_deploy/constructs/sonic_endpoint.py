@@ -101,8 +101,11 @@ class SonicEndpoint(Construct):
                 subnets=[subnet.subnet_id for subnet in subnets],
             ),
         )
-        # CreateModel checks that the role can create ENIs: wait for the role's policy.
-        self.model.node.add_dependency(self.role, self.log_group)
+        # CreateModel checks that the role can create ENIs: wait for the role's policy (the role itself it
+        # already waits for, by its ARN).
+        policy = self.role.node.try_find_child("DefaultPolicy")
+        assert policy is not None  # _execution_role adds statements
+        self.model.node.add_dependency(policy, self.log_group)
 
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,

@@ -18,10 +18,6 @@ from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
 from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
 
-# The model package's data is in a bucket AWS Marketplace owns and does not name, fetched by SageMaker without
-# the execution role (which has no S3 rights), and whether that download crosses this VPC at all is not
-# documented: the S3 endpoint lets objects of any bucket be read, and nothing be written.
-MODEL_PACKAGE_DATA = "arn:aws:s3:::*/*"
 # Includes queued requests; a streaming request counts until its last byte. High resolution (10 s).
 CONCURRENCY_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
 
@@ -42,7 +38,10 @@ class SageMakerStack(SonicStack):
             flow_log_retention=log_retention(env.network.flow_log_retention_days),
             interface_services=[ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_RUNTIME],
             endpoint_clients=env.network.client_cidrs,
-            s3_reads=[MODEL_PACKAGE_DATA],
+            # The model package's data is in a bucket AWS Marketplace owns and does not name, fetched by
+            # SageMaker without the execution role (which has no S3 rights), and whether that download
+            # crosses this VPC at all is not documented: objects of any bucket may be read, none written.
+            s3_reads=[f"arn:{self.partition}:s3:::*/*"],
             **network_props(self, settings, "sagemaker"),
         )
 

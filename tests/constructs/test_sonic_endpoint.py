@@ -139,6 +139,9 @@ def test_execution_role_is_least_privilege(sagemaker_template: Template) -> None
 def test_model_waits_for_role_policy(sagemaker_template: Template) -> None:
     model = next(iter(resources_of(sagemaker_template, "AWS::SageMaker::Model").values()))
     assert any(d.startswith("SonicExecutionRoleDefaultPolicy") for d in model["DependsOn"])
+    # Not on the role as well: its ARN already orders that (cfn-lint W3005).
+    roles = [d for d in model["DependsOn"] if d.startswith("SonicExecutionRole")]
+    assert all(d.startswith("SonicExecutionRoleDefaultPolicy") for d in roles)
 
 
 def test_endpoint_log_group_encrypted_with_retention(sagemaker_template: Template) -> None:
