@@ -17,10 +17,11 @@ from sonic_deploy.config.schema import EcsConfig
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.constructs.encryption import EncryptionKey
+from sonic_deploy.constructs.endpoint_policies import al2023_packages, ecr_image_layers
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
 from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
-from sonic_deploy.constructs.network import Network, al2023_packages, ecr_image_layers
+from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric

@@ -13,7 +13,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Match, Template
 
 from sonic_deploy.config import Settings
-from sonic_deploy.constructs.network import NO_ENDPOINT_POLICY, Network, import_vpc, interface_endpoint_policy
+from sonic_deploy.constructs.endpoint_policies import NO_ENDPOINT_POLICY, interface_endpoint_policy
+from sonic_deploy.constructs.network import Network, import_vpc
 from tests.conftest import resources_of
 
 
