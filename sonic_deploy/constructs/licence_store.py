@@ -6,10 +6,12 @@ from __future__ import annotations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_efs as efs
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from sonic_deploy.constructs.findings import acknowledge_compliance
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 from sonic_deploy.constructs.sonic_service import SonicService
@@ -53,6 +55,9 @@ class LicenceStore(Construct):
     before the first deploy, like the API key: the very first proxy task already has its licence, and a
     destroyed stack leaves no named secret in the way of the next one. A new licence is a new secret value
     and a new proxy deployment; the upload command does both.
+
+    The file system's policy lets only the proxy's task role mount it (`load_into`), and only over TLS. It
+    is backed up daily by EFS's automatic backups.
     """
 
     def __init__(
@@ -75,6 +80,33 @@ class LicenceStore(Construct):
             kms_key=key,
             removal_policy=KEEP_ONCE_CREATED,
             performance_mode=efs.PerformanceMode.GENERAL_PURPOSE,
+            # CDK's name for "do not add CDK's own statement" (root and write access for any principal that
+            # comes through a mount target): the policy here names its one client instead, and EFS refuses
+            # every client a file system policy does not allow, anonymous ones included.
+            allow_anonymous_access=True,
+            # AWS Backup's default plan for EFS: daily, kept 35 days, in the vault EFS makes for it, neither
+            # of which a stack deletion removes ("Backing up EFS file systems", Amazon EFS User Guide). A
+            # plan of the stack's own, with a vault under the stack's key, would add a vault, a plan, a
+            # selection and a role with AWS's managed backup policy, and the vault, retained because it
+            # holds the recovery points, would keep its name and stop the next deploy after a destroy.
+            enable_automatic_backups=True,
+        )
+        # A file system policy's statements name no resource: the policy is the file system's own.
+        self.file_system.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="DenyWithoutTls",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["*"],
+                conditions={"Bool": {"aws:SecureTransport": "false"}},
+            )
+        )
+        acknowledge_compliance(
+            self.file_system,
+            "EFSInBackupPlan",
+            reason="backed up by EFS automatic backups (BackupPolicy ENABLED: AWS Backup's default EFS plan, "
+            "daily, 35 days), a plan outside the template; the rule looks only for an "
+            "AWS::Backup::BackupSelection in it",
         )
         self.volume = ecs.Volume(
             name="licence",
@@ -88,10 +120,26 @@ class LicenceStore(Construct):
         self.secret = secretsmanager.Secret.from_secret_name_v2(self, "Licence", secret_name)
 
     def load_into(self, proxy: SonicService, *, loader_image: ecs.ContainerImage, content_type: str) -> None:
-        """Give `proxy` the file system (NFS from its security group, read/write for its role) and a loader
-        container that uploads the secret's licence once the proxy answers."""
+        """Give `proxy` the file system (NFS from its security group; mount, write and root access for its
+        role, in the file system's policy) and a loader container that uploads the secret's licence once the
+        proxy answers. The loader mounts nothing: it POSTs to the proxy on localhost."""
         self.file_system.connections.allow_default_port_from(proxy.security_group, "licence proxy")
-        self.file_system.grant_read_write(proxy.task_definition.task_role)
+        # Root access because the proxy's user inside its image is not documented (UNVERIFIED): without it
+        # EFS maps uid 0 to 65534, and the file system's root directory (root's, mode 755) would refuse the
+        # proxy's writes. An access point with a POSIX user would make it unnecessary, at the price of moving
+        # the data into a directory of its own (a deployed proxy's files would stay behind at the root).
+        self.file_system.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="LicenceProxyOnly",
+                principals=[proxy.task_definition.task_role],
+                actions=[
+                    "elasticfilesystem:ClientMount",
+                    "elasticfilesystem:ClientWrite",
+                    "elasticfilesystem:ClientRootAccess",
+                ],
+                conditions={"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}},
+            )
+        )
         loader = proxy.task_definition.add_container(
             "licence-loader",
             image=loader_image,

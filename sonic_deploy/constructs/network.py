@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aws_cdk import Aws, CfnResource, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.endpoint_policies import interface_endpoint_policy
+from sonic_deploy.constructs.findings import acknowledge_compliance, skip_checkov
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 PRIVATE_SUBNET_MASK = 20  # 4,091 addresses per AZ: room for endpoint ENIs and many GPU tasks
+
+# CDK's stack-wide provider behind `restrict_default_security_group` (aws-cdk-lib aws-ec2 lib/vpc.ts).
+RESTRICT_DEFAULT_SG_PROVIDER = "Custom::VpcRestrictDefaultSGCustomResourceProvider"
 
 
 class Network(Construct):
@@ -22,6 +28,11 @@ class Network(Construct):
 
     `egress=False` builds isolated private subnets only (no NAT, no internet gateway); `egress=True` adds
     public subnets and NAT for routes whose containers must call out (the ECS route's licence check).
+
+    Every endpoint has a policy: the S3 gateway endpoint lets through reads of this account's buckets and of
+    the AWS-owned objects in `s3_reads` and nothing else (nothing in either route writes to S3); each
+    interface endpoint lets through only this account's principals, on this account's resources where the
+    service's actions have resources (`interface_endpoint_policy`).
     """
 
     def __init__(
@@ -39,6 +50,7 @@ class Network(Construct):
         existing_vpc: ec2.IVpc | None = None,
         endpoint_clients: Sequence[str] = (),
         endpoint_zones: Sequence[str] | None = None,
+        s3_reads: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         private_type = ec2.SubnetType.PRIVATE_WITH_EGRESS if egress else ec2.SubnetType.PRIVATE_ISOLATED
@@ -51,8 +63,17 @@ class Network(Construct):
                 )
             ]
             if egress:
+                # The public subnets hold the NAT gateways only (the load balancer is internal, in the
+                # private subnets), and a NAT gateway has its own Elastic IP: nothing there needs one
+                # assigned at launch.
                 subnets.insert(
-                    0, ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24)
+                    0,
+                    ec2.SubnetConfiguration(
+                        name="Public",
+                        subnet_type=ec2.SubnetType.PUBLIC,
+                        cidr_mask=24,
+                        map_public_ip_on_launch=False,
+                    ),
                 )
             self.vpc = ec2.Vpc(
                 self,
@@ -63,6 +84,8 @@ class Network(Construct):
                 nat_gateways=nat_gateways if egress else 0,
                 restrict_default_security_group=True,
             )
+            _acknowledge_public_routes(self.vpc)
+            _skip_restrict_default_sg_provider(Stack.of(self))
         # An imported VPC lists its subnets as private whatever their routes; a new one by its real type.
         self.private_subnets: list[ec2.ISubnet] = (
             self.vpc.isolated_subnets if existing_vpc is None and not egress else self.vpc.private_subnets
@@ -92,6 +115,26 @@ class Network(Construct):
             service=ec2.GatewayVpcEndpointAwsService.S3,
             subnets=[ec2.SubnetSelection(subnets=self.private_subnets)],
         )
+        self.s3_endpoint.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadThisAccountsBuckets",
+                principals=[iam.AnyPrincipal()],
+                actions=["s3:GetObject", "s3:ListBucket"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:ResourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
+        if s3_reads:
+            # Read with credentials that are not this account's (ECR's presigned layer URLs) or none (the
+            # public AL2023 repositories): by object, not by principal.
+            self.s3_endpoint.add_to_policy(
+                iam.PolicyStatement(
+                    sid="ReadAwsOwnedObjects",
+                    principals=[iam.AnyPrincipal()],
+                    actions=["s3:GetObject"],
+                    resources=list(s3_reads),
+                )
+            )
 
         self.endpoint_security_group = ec2.SecurityGroup(
             self,
@@ -100,18 +143,16 @@ class Network(Construct):
             description="Interface endpoints: HTTPS from inside the VPC only",
             allow_all_outbound=False,
         )
+        # The VPC's range as config states it (the imported VPC's too), not the VPC's CidrBlock attribute: the
+        # rules that read ingress ranges (cdk-nag's EC2RestrictedCommonPorts and EC23) cannot read a token.
+        # No egress rule: an endpoint only answers, and a security group lets replies out by itself.
         self.endpoint_security_group.add_ingress_rule(
-            ec2.Peer.ipv4(self.vpc.vpc_cidr_block), ec2.Port.tcp(443), "HTTPS from the VPC"
+            ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from the VPC"
         )
-        for cidr in endpoint_clients:
+        for client in endpoint_clients:
             self.endpoint_security_group.add_ingress_rule(
-                ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), f"HTTPS from client network {cidr}"
+                ec2.Peer.ipv4(client), ec2.Port.tcp(443), f"HTTPS from client network {client}"
             )
-        acknowledge(
-            self.endpoint_security_group,
-            "AwsSolutions-EC23",
-            reason="ingress is HTTPS from this VPC's own CIDR (a token the rule cannot read), not 0.0.0.0/0",
-        )
         # An interface endpoint costs per AZ and hour: only in the AZs that use it.
         endpoint_subnets = [
             subnet
@@ -129,7 +170,11 @@ class Network(Construct):
                 subnets=ec2.SubnetSelection(subnets=endpoint_subnets),
                 security_groups=[self.endpoint_security_group],
                 private_dns_enabled=True,
+                # Not CDK's own ingress from the VPC's CidrBlock attribute: the group's rules above say who.
+                open=False,
             )
+            for statement in interface_endpoint_policy(self, service.short_name):
+                self.endpoints[service.short_name].add_to_policy(statement)
 
 
 def import_vpc(
@@ -151,4 +196,51 @@ def import_vpc(
         availability_zones=list(availability_zones),
         private_subnet_ids=list(private_subnet_ids),
         private_subnet_route_table_ids=list(private_route_table_ids) or None,
+    )
+
+
+def _acknowledge_public_routes(vpc: ec2.Vpc) -> None:
+    """The public subnets' 0.0.0.0/0 route to the internet gateway: the NAT gateways there reach the
+    internet by it, and nothing else is in those subnets."""
+    for subnet in vpc.public_subnets:
+        route = subnet.node.try_find_child("DefaultRoute")
+        if route is not None:
+            acknowledge_compliance(
+                route,
+                "VPCNoUnrestrictedRouteToIGW",
+                reason="the public subnet's default route to the internet gateway is how its NAT gateway "
+                "reaches the internet for the private subnets; the public subnets hold only NAT gateways",
+            )
+
+
+def _skip_restrict_default_sg_provider(stack: Stack) -> None:
+    """The Lambda function behind CDK's `restrict_default_security_group`: CloudFormation cannot take rules
+    off a VPC's default security group (it can only add them, with AWS::EC2::SecurityGroupIngress), so CDK
+    revokes them with a custom resource, one provider per stack."""
+    provider = stack.node.try_find_child(RESTRICT_DEFAULT_SG_PROVIDER)
+    handler = provider.node.try_find_child("Handler") if provider is not None else None
+    role = provider.node.try_find_child("Role") if provider is not None else None
+    if not isinstance(handler, CfnResource):
+        return
+    if isinstance(role, CfnResource):
+        # CDK's explicit DependsOn repeats what the function's GetAtt of the role already orders
+        # (cfn-lint W3005).
+        handler.remove_dependency(role)
+    skip_checkov(
+        handler,
+        "CKV_AWS_115",
+        reason="runs once per deploy of the VPC, called by CloudFormation: there is no load to reserve "
+        "concurrency for",
+    )
+    skip_checkov(
+        handler,
+        "CKV_AWS_116",
+        reason="invoked synchronously by CloudFormation, which waits for its answer and fails the deploy "
+        "on an error: no asynchronous event to keep in a dead-letter queue",
+    )
+    skip_checkov(
+        handler,
+        "CKV_AWS_117",
+        reason="calls only EC2's API (RevokeSecurityGroupIngress/Egress) from the Lambda service's network "
+        "and needs nothing in the VPC; in an isolated VPC it would need an EC2 endpoint to work at all",
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -13,7 +13,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
 
 VARIANT_NAME = "AllTraffic"
 INVOCATION_NAMESPACE = "AWS/SageMaker"
@@ -21,13 +21,25 @@ INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
 ONE_MINUTE = Duration.minutes(1)
 
 
+def _as_nag_prints(stack: Stack, arn: str) -> str:
+    """An ARN of `stack` as cdk-nag prints it in a finding's id: a pseudo parameter CDK has not resolved (an
+    environment-agnostic stack's) as <AWS::Name>."""
+    resolved = stack.resolve(arn)
+    if isinstance(resolved, str):
+        return resolved
+    parts = resolved["Fn::Join"][1]
+    return "".join(p if isinstance(p, str) else f"<{p['Ref']}>" for p in parts)
+
+
 class SonicEndpoint(Construct):
     """Model (network-isolated, in the VPC) -> endpoint config (one variant, least-outstanding-requests
     routing) -> endpoint, with an execution role that can do only what the endpoint needs.
 
     `volume_key`: the key for the instance's storage volume. Leave it out for instance types with local NVMe
-    storage (g5, g6, g6e): SageMaker refuses a KmsKeyId for them, and their local volumes are encrypted by
-    the instance's hardware module.
+    storage (g5, g6, g6e; `local_storage` in config/instance_types.toml): SageMaker refuses a KmsKeyId for
+    them, and their local volumes are encrypted by the instance's hardware module (CreateEndpointConfig,
+    KmsKeyId: "If you specify a value for KmsKeyId when using any nitro-based instances with local storage,
+    the call to CreateEndpointConfig fails").
     """
 
     def __init__(
@@ -73,7 +85,7 @@ class SonicEndpoint(Construct):
             retention=log_retention,
             removal_policy=RemovalPolicy.DESTROY,
         )
-        self.role = self._execution_role(volume_key)
+        self.role = self._execution_role(vpc, subnets, volume_key)
 
         self.model = sagemaker.CfnModel(
             self,
@@ -89,8 +101,11 @@ class SonicEndpoint(Construct):
                 subnets=[subnet.subnet_id for subnet in subnets],
             ),
         )
-        # CreateModel checks that the role can create ENIs: wait for the role's policy.
-        self.model.node.add_dependency(self.role, self.log_group)
+        # CreateModel checks that the role can create ENIs: wait for the role's policy (the role itself it
+        # already waits for, by its ARN).
+        policy = self.role.node.try_find_child("DefaultPolicy")
+        assert policy is not None  # _execution_role adds statements
+        self.model.node.add_dependency(policy, self.log_group)
 
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,
@@ -113,6 +128,13 @@ class SonicEndpoint(Construct):
                 )
             ],
         )
+        if volume_key is None:
+            acknowledge_compliance(
+                self.endpoint_config,
+                "SageMakerEndpointConfigurationKMSKeyConfigured",
+                reason=f"{instance_type} has local NVMe instance storage: SageMaker refuses a KmsKeyId for it "
+                "(CreateEndpointConfig fails), and the instance's hardware module encrypts that storage",
+            )
         self.endpoint = sagemaker.CfnEndpoint(
             self,
             "Endpoint",
@@ -122,23 +144,62 @@ class SonicEndpoint(Construct):
             retain_all_variant_properties=True,
         )
 
-    def _execution_role(self, volume_key: kms.IKey | None) -> iam.Role:
+    def _execution_role(
+        self, vpc: ec2.IVpc, subnets: Sequence[ec2.ISubnet], volume_key: kms.IKey | None
+    ) -> iam.Role:
         role = iam.Role(
             self,
             "ExecutionRole",
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description="Sonic endpoint: VPC ENIs, its own log group, metrics; nothing else",
         )
-        # SageMaker creates ENIs in the VPC for the instances. EC2 does not scope Describe* to resources.
+        stack = Stack.of(self)
+        enis = stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
+        subnet_arns = [
+            stack.format_arn(service="ec2", resource="subnet", resource_name=s.subnet_id) for s in subnets
+        ]
+        # SageMaker creates the instances' ENIs in the model's subnets with its security group, lets its own
+        # account attach them, and deletes them (SageMaker Developer Guide, "Give SageMaker Hosted Endpoints
+        # Access to Resources in Your Amazon VPC"). Resources and conditions per the Service Authorization
+        # Reference (Amazon EC2): CreateNetworkInterface is on the network interface, the subnet and the
+        # security group; the permission and delete actions are on the network interface, with its subnet
+        # and VPC as condition keys (ec2:Subnet, ec2:Vpc).
         role.add_to_policy(
             iam.PolicyStatement(
+                sid="CreateEnisInTheModelsSubnets",
+                actions=["ec2:CreateNetworkInterface"],
+                resources=[
+                    enis,
+                    *subnet_arns,
+                    stack.format_arn(
+                        service="ec2",
+                        resource="security-group",
+                        resource_name=self.security_group.security_group_id,
+                    ),
+                ],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ManageEnisInTheModelsSubnets",
                 actions=[
-                    "ec2:CreateNetworkInterface",
                     "ec2:CreateNetworkInterfacePermission",
                     "ec2:DeleteNetworkInterface",
                     "ec2:DeleteNetworkInterfacePermission",
+                ],
+                resources=[enis],
+                conditions={"ArnEquals": {"ec2:Vpc": vpc.vpc_arn, "ec2:Subnet": subnet_arns}},
+            )
+        )
+        # The Describe calls have no resource type and no condition but the Region (Service Authorization
+        # Reference, Amazon EC2); DescribeVpcEndpoints is in the developer guide's list of what SageMaker needs.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="DescribeTheVpcNoResourceLevelPermissions",
+                actions=[
                     "ec2:DescribeNetworkInterfaces",
                     "ec2:DescribeVpcs",
+                    "ec2:DescribeVpcEndpoints",
                     "ec2:DescribeDhcpOptions",
                     "ec2:DescribeSubnets",
                     "ec2:DescribeSecurityGroups",
@@ -148,12 +209,14 @@ class SonicEndpoint(Construct):
         )
         role.add_to_policy(
             iam.PolicyStatement(
+                sid="WriteItsOwnLogGroup",
                 actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
                 resources=[self.log_group.log_group_arn],
             )
         )
         role.add_to_policy(
             iam.PolicyStatement(
+                sid="PutMetricsInSageMakerNamespacesOnly",
                 actions=["cloudwatch:PutMetricData"],
                 resources=["*"],
                 conditions={
@@ -164,12 +227,31 @@ class SonicEndpoint(Construct):
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",
-            reason="EC2 network-interface and Describe calls are not resource-scoped; PutMetricData is "
-            "limited by its namespace condition",
+            reason="DescribeTheVpcNoResourceLevelPermissions: EC2's Describe actions take no resource; "
+            "PutMetricsInSageMakerNamespacesOnly: PutMetricData takes no resource and is limited to "
+            "SageMaker's two namespaces by its condition",
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::{_as_nag_prints(stack, enis)}]",
+            reason="CreateEnisInTheModelsSubnets, ManageEnisInTheModelsSubnets: SageMaker names its ENIs only "
+            "when it creates them; creation is bound to the model's subnets and security group, the rest "
+            "to ENIs in those subnets of this VPC (ec2:Subnet, ec2:Vpc)",
         )
         if volume_key is not None:
-            volume_key.grant(role, "kms:CreateGrant", "kms:DescribeKey")
-            volume_key.grant_encrypt_decrypt(role)
+            # What grant_encrypt_decrypt gives, named rather than as kms:ReEncrypt* and
+            # kms:GenerateDataKey* (no key-pair actions: an EBS volume takes none).
+            volume_key.grant(
+                role,
+                "kms:CreateGrant",
+                "kms:DescribeKey",
+                "kms:Encrypt",
+                "kms:Decrypt",
+                "kms:ReEncryptFrom",
+                "kms:ReEncryptTo",
+                "kms:GenerateDataKey",
+                "kms:GenerateDataKeyWithoutPlaintext",
+            )
         return role
 
     def metric(

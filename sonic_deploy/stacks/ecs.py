@@ -17,6 +17,7 @@ from sonic_deploy.config.schema import EcsConfig
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.constructs.encryption import EncryptionKey
+from sonic_deploy.constructs.endpoint_policies import al2023_packages, ecr_image_layers
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
 from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
@@ -69,6 +70,8 @@ class EcsStack(SonicStack):
             nat_gateways=cfg.nat_gateways,
             # Every task and instance of this route is in one AZ: endpoints elsewhere would be paid for idle.
             endpoint_zones=[cfg.availability_zone],
+            # Image layers, and the GPU hosts' CloudWatch agent package (SonicMetrics).
+            s3_reads=[ecr_image_layers(self), al2023_packages(self)],
             **network_props(self, settings, "ecs"),
         )
         placement = SingleAzPlacement(

@@ -38,6 +38,10 @@ class SageMakerStack(SonicStack):
             flow_log_retention=log_retention(env.network.flow_log_retention_days),
             interface_services=[ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_RUNTIME],
             endpoint_clients=env.network.client_cidrs,
+            # The model package's data is in a bucket AWS Marketplace owns and does not name, fetched by
+            # SageMaker without the execution role (which has no S3 rights), and whether that download
+            # crosses this VPC at all is not documented: objects of any bucket may be read, none written.
+            s3_reads=[f"arn:{self.partition}:s3:::*/*"],
             **network_props(self, settings, "sagemaker"),
         )
 

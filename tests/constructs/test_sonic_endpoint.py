@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
-from aws_cdk import App, Duration, Stack
+from aws_cdk import App, Duration, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Capture, Match, Template
+from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
+from sonic_deploy.config import Settings
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
 from tests.conftest import resources_of
 
@@ -60,7 +64,11 @@ def test_no_volume_key_for_local_nvme_instance(sagemaker_template: Template) -> 
 
 
 def _endpoint_stack(*, volume_key: bool) -> Template:
-    stack = Stack(App(), "Test")
+    return Template.from_stack(_endpoint(App(), volume_key=volume_key, instance_type="ml.p3.2xlarge"))
+
+
+def _endpoint(app: App, *, volume_key: bool, instance_type: str) -> Stack:
+    stack = Stack(app, "Test")
     vpc = ec2.Vpc(
         stack,
         "Vpc",
@@ -74,7 +82,7 @@ def _endpoint_stack(*, volume_key: bool) -> Template:
         "Sonic",
         model_package_arn=ARN,
         endpoint_name="sonic-test",
-        instance_type="ml.p3.2xlarge",
+        instance_type=instance_type,
         instance_count=2,
         vpc=vpc,
         subnets=vpc.isolated_subnets,
@@ -84,7 +92,7 @@ def _endpoint_stack(*, volume_key: bool) -> Template:
         startup_health_check_timeout=Duration.minutes(10),
         model_data_download_timeout=Duration.minutes(20),
     )
-    return Template.from_stack(stack)
+    return stack
 
 
 def test_volume_key_when_instance_has_no_local_storage() -> None:
@@ -106,13 +114,10 @@ def test_security_group_has_no_ingress(sagemaker_template: Template) -> None:
     assert resources_of(sagemaker_template, "AWS::EC2::SecurityGroupIngress") == {}
 
 
-def test_no_ingress_from_outside_the_vpc(sagemaker_template: Template) -> None:
+def test_no_ingress_from_outside_the_vpc(sagemaker_template: Template, dev_settings: Settings) -> None:
     for group in resources_of(sagemaker_template, "AWS::EC2::SecurityGroup").values():
         for rule in group["Properties"].get("SecurityGroupIngress", []):
-            assert rule.get("CidrIp") != "0.0.0.0/0"
-            assert "CidrIp" not in rule or rule["CidrIp"] == {
-                "Fn::GetAtt": ["NetworkVpc7FB7348F", "CidrBlock"]
-            }
+            assert "CidrIp" not in rule or rule["CidrIp"] == dev_settings.route_cidr("sagemaker")
 
 
 def test_execution_role_is_least_privilege(sagemaker_template: Template) -> None:
@@ -134,6 +139,9 @@ def test_execution_role_is_least_privilege(sagemaker_template: Template) -> None
 def test_model_waits_for_role_policy(sagemaker_template: Template) -> None:
     model = next(iter(resources_of(sagemaker_template, "AWS::SageMaker::Model").values()))
     assert any(d.startswith("SonicExecutionRoleDefaultPolicy") for d in model["DependsOn"])
+    # Not on the role as well: its ARN already orders that (cfn-lint W3005).
+    roles = [d for d in model["DependsOn"] if d.startswith("SonicExecutionRole")]
+    assert all(d.startswith("SonicExecutionRoleDefaultPolicy") for d in roles)
 
 
 def test_endpoint_log_group_encrypted_with_retention(sagemaker_template: Template) -> None:
@@ -165,3 +173,56 @@ def test_endpoint_keeps_autoscaled_instance_count_on_update(sagemaker_template: 
     sagemaker_template.has_resource_properties(
         "AWS::SageMaker::Endpoint", {"RetainAllVariantProperties": True}
     )
+
+
+def _execution_statements(template: Template) -> dict[str, dict[str, Any]]:
+    policies = resources_of(template, "AWS::IAM::Policy")
+    policy = next(p for k, p in policies.items() if k.startswith("SonicExecutionRoleDefaultPolicy"))
+    return {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+
+
+def test_eni_actions_only_in_the_models_subnets(sagemaker_template: Template) -> None:
+    statements = _execution_statements(sagemaker_template)
+    create = json.dumps(statements["CreateEnisInTheModelsSubnets"]["Resource"])
+    assert create.count(":subnet/") == 2 and create.count(":security-group/") == 1
+    assert ":network-interface/*" in create and '"*"' not in create
+    manage = statements["ManageEnisInTheModelsSubnets"]
+    assert json.dumps(manage["Resource"]).endswith(':network-interface/*"]]}')
+    assert set(manage["Condition"]["ArnEquals"]) == {"ec2:Vpc", "ec2:Subnet"}
+    # Only the Describe calls and PutMetricData (namespace-bound) are on every resource.
+    on_everything = {sid for sid, s in statements.items() if s["Resource"] == "*"}
+    assert on_everything == {
+        "DescribeTheVpcNoResourceLevelPermissions",
+        "PutMetricsInSageMakerNamespacesOnly",
+    }
+    describe = statements["DescribeTheVpcNoResourceLevelPermissions"]["Action"]
+    assert all(a.startswith("ec2:Describe") for a in describe)
+
+
+def _nag_findings(tmp_path: Path, *, volume_key: bool, instance_type: str) -> list[str]:
+    app = App(outdir=str(tmp_path))
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
+    _endpoint(app, volume_key=volume_key, instance_type=instance_type)
+    try:
+        app.synth()
+    except RuntimeError as error:
+        if "ValidationFailed" not in str(error):
+            raise
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    return [
+        f"{violation['ruleName']} {construct['constructPath']}"
+        for plugin in report["pluginReports"]
+        for violation in plugin["violations"]
+        for construct in violation["violatingConstructs"]
+        if construct["constructPath"].startswith("Test/Sonic/")
+    ]
+
+
+def test_no_volume_key_is_acknowledged_for_local_nvme_and_no_iam_wildcard_left(tmp_path: Path) -> None:
+    findings = _nag_findings(tmp_path, volume_key=False, instance_type="ml.g6e.xlarge")
+    assert not [f for f in findings if "KMSKeyConfigured" in f or "IAM5" in f], findings
+
+
+def test_volume_key_satisfies_the_kms_rule(tmp_path: Path) -> None:
+    findings = _nag_findings(tmp_path, volume_key=True, instance_type="ml.p3.2xlarge")
+    assert not [f for f in findings if "KMSKeyConfigured" in f or "IAM5" in f], findings
