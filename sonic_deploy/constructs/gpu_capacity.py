@@ -30,8 +30,8 @@ AGENT_CONFIG = {
 
 
 class GpuCapacity(Construct):
-    """Launch template (ECS GPU AMI via its SSM parameter, IMDSv2 only, encrypted gp3 root volume, the
-    cluster placement group), an ASG pinned to the placement's one subnet, and an AsgCapacityProvider with
+    """Launch template (ECS GPU AMI via its SSM parameter, IMDSv2 only and out of the tasks' reach, encrypted
+    gp3 root volume, the cluster placement group), an ASG pinned to the placement's one subnet, and an AsgCapacityProvider with
     managed scaling and managed draining.
 
     The root volume uses the account's EBS encryption key: a customer key would also need a key-policy

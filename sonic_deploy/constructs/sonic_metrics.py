@@ -239,6 +239,9 @@ class SonicMetrics(Construct):
         scraper_task.task_role.add_managed_policy(agent_policy)
         scraper_task.add_to_task_role_policy(
             iam.PolicyStatement(
+                # The tasks and hosts to scrape are found at run time, and DescribeTaskDefinition and
+                # DescribeInstances have no resource type: read-only calls, on "*".
+                sid="DiscoverScrapeTargetsReadOnly",
                 actions=[
                     "ecs:ListTasks",
                     "ecs:DescribeTasks",
@@ -246,7 +249,7 @@ class SonicMetrics(Construct):
                     "ecs:DescribeTaskDefinition",
                     "ec2:DescribeInstances",
                 ],
-                resources=["*"],  # ECS service discovery: describe/list calls are not resource-scoped
+                resources=["*"],
             )
         )
         environment = {
