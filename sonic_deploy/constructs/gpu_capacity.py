@@ -108,6 +108,8 @@ class GpuCapacity(Construct):
                 )
             ],
         )
+        # Instances launch with the agent's permissions in place (as CDK orders a role's default policy).
+        self.launch_template.node.add_dependency(self.policy)
         self.auto_scaling_group = autoscaling.AutoScalingGroup(
             self,
             "Group",

@@ -140,3 +140,11 @@ def test_each_acknowledged_wildcard_is_named(ecs_stack: Stack) -> None:
         "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:"
         "container-instance/*]",
     }
+
+
+def test_instances_launch_once_the_agent_may_register(ecs_template: Template) -> None:
+    (policy,) = [
+        k for k in resources_of(ecs_template, "AWS::IAM::ManagedPolicy") if k.startswith("GpuCapacity")
+    ]
+    (launch_template,) = resources_of(ecs_template, "AWS::EC2::LaunchTemplate").values()
+    assert policy in launch_template["DependsOn"]
