@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Duration
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -69,6 +69,14 @@ class GpuCapacity(Construct):
         self.role = iam.Role(self, "InstanceRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
         self._on_any_resource: list[str] = []
         self.policy = self._agent_policy(cluster)
+        self.allow_on_any_resource(
+            "PollOnlyAsAContainerInstanceOfThisCluster",
+            ["ecs:Poll", "ecs:StartTelemetrySession"],
+            why="they act on the container instance, whose ARN exists only once it has registered (and takes "
+            "one of two ARN formats); the ecs:cluster condition holds them to this cluster, as CDK and "
+            "AmazonEC2ContainerServiceforEC2Role grant them",
+            conditions={"ArnEquals": {"ecs:cluster": cluster.cluster_arn}},
+        )
         self.allow_on_any_resource(
             "DiscoverPollEndpointHasNoResourceType",
             ["ecs:DiscoverPollEndpoint"],
@@ -145,8 +153,6 @@ class GpuCapacity(Construct):
         task's execution role (`useExecutionRole`, aws/amazon-ecs-agent agent/ecr/factory.go) and awslogs writes
         with it (ECS_ENABLE_AWSLOGS_EXECUTIONROLE_OVERRIDE); every task here has one, which CDK grants its
         repository and log group. SonicMetrics adds the host CloudWatch agent's statements."""
-        # Pseudo-parameters, not the stack's Region: the acknowledgement below names the ARN as cdk-nag prints it.
-        container_instances = f"arn:{Aws.PARTITION}:ecs:{Aws.REGION}:{Aws.ACCOUNT_ID}:container-instance/*"
         policy = iam.ManagedPolicy(
             self,
             "InstancePolicy",
@@ -164,19 +170,7 @@ class GpuCapacity(Construct):
                     ],
                     resources=[cluster.cluster_arn],
                 ),
-                iam.PolicyStatement(
-                    sid="PollAsAnyContainerInstanceOfThisCluster",
-                    actions=["ecs:Poll", "ecs:StartTelemetrySession"],
-                    resources=[container_instances],
-                    conditions={"ArnEquals": {"ecs:cluster": cluster.cluster_arn}},
-                ),
             ],
-        )
-        acknowledge(
-            policy,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:container-instance/*]",
-            reason="ecs:Poll and ecs:StartTelemetrySession act on the container instance, whose id exists only "
-            "once the instance has registered; the ecs:cluster condition holds them to this cluster",
         )
         return policy
 

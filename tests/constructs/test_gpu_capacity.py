@@ -115,11 +115,12 @@ def test_instance_role_scoped_to_the_cluster_with_no_logs_or_image_access(ecs_te
     (cluster,) = resources_of(ecs_template, "AWS::ECS::Cluster")
     by_sid = {s["Sid"]: s for s in statements}
     assert by_sid["RegisterAndReportInThisCluster"]["Resource"] == {"Fn::GetAtt": [cluster, "Arn"]}
-    poll = by_sid["PollAsAnyContainerInstanceOfThisCluster"]
+    poll = by_sid["PollOnlyAsAContainerInstanceOfThisCluster"]
     assert poll["Condition"] == {"ArnEquals": {"ecs:cluster": {"Fn::GetAtt": [cluster, "Arn"]}}}
     # Every statement on "*" says why in its sid: its actions have no resource type.
     on_any = {s["Sid"]: s["Action"] for s in statements if s["Resource"] == "*"}
     assert on_any == {
+        "PollOnlyAsAContainerInstanceOfThisCluster": ["ecs:Poll", "ecs:StartTelemetrySession"],
         "DiscoverPollEndpointHasNoResourceType": "ecs:DiscoverPollEndpoint",
         "PutMetricDataHasNoResourceTypeHeldToTheGpuNamespace": "cloudwatch:PutMetricData",
         "DescribeTagsHasNoResourceType": "ec2:DescribeTags",
@@ -133,13 +134,9 @@ def test_each_acknowledged_wildcard_is_named(ecs_stack: Stack) -> None:
         if entry.type == "aws:cdk:acknowledged-rules":
             reasons |= entry.data  # the last acknowledgement of a rule is the one that counts
     reason = reasons["AwsSolutions::AwsSolutions-IAM5[Resource::*]"]
-    for action in ("ecs:DiscoverPollEndpoint", "cloudwatch:PutMetricData", "ec2:DescribeTags"):
+    for action in ("ecs:Poll", "ecs:DiscoverPollEndpoint", "cloudwatch:PutMetricData", "ec2:DescribeTags"):
         assert action in reason
-    assert set(reasons) == {
-        "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-        "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:"
-        "container-instance/*]",
-    }
+    assert set(reasons) == {"AwsSolutions::AwsSolutions-IAM5[Resource::*]"}
 
 
 def test_instances_launch_once_the_agent_may_register(ecs_template: Template) -> None:
