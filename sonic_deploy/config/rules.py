@@ -474,6 +474,7 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             )
         if name in FARGATE_SERVICES:
             _check_fargate_size(fail, f"ecs.services.{name}", spec.cpu, spec.memory_mib)
+        _check_plain_environment(fail, name, spec.environment)
     instance = catalogue.instance_types.get(ecs.instance_type)
     worker, agent = ecs.services.get("gpu_worker"), ecs.services.get("cloudwatch_agent")
     if instance and worker and agent:
@@ -627,3 +628,41 @@ def _check_ecs_api(fail: Fail, name: str, env: EnvironmentConfig) -> None:
             'set domain_name = "<the name the certificate covers>" and point it (a private DNS record) at the '
             "stack output LoadBalancerDnsName",
         )
+
+
+# Parts of an environment variable's name (split at `_` and other separators, and at camelCase humps) that say
+# it holds a secret. Whole parts only: WORKER_REPLICAS, KEYBOARD_LAYOUT and TOKENIZER_PATH are settings; API_KEY, DB_PASSWORD and AuthToken are
+# not. (SESSION, CERT and the like are left out: SESSION_TIMEOUT and CERT_PATH are settings.)
+SECRET_NAME_PARTS = frozenset(
+    {
+        "KEY", "KEYS", "APIKEY", "SECRET", "SECRETS", "TOKEN", "TOKENS", "PASSWORD", "PASSWORDS", "PASSWD",
+        "PWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "CREDS", "PRIVATE", "AUTH", "OAUTH", "BEARER",
+    }
+)  # fmt: skip
+
+
+def secret_name_part(variable: str) -> str | None:
+    """The part of `variable` that names it a secret, if one does (camelCase is split too: AuthToken)."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", variable)
+    return next((word.upper() for word in words if word.upper() in SECRET_NAME_PARTS), None)
+
+
+class _NotShown:
+    def __repr__(self) -> str:
+        return "(value not shown)"
+
+
+def _check_plain_environment(fail: Fail, service: str, environment: dict[str, str]) -> None:
+    """ECS writes plain variables into the task definition, where anyone who may describe it reads them
+    (and cdk-nag's AwsSolutions-ECS2 is acknowledged only because this check holds)."""
+    for variable in environment:
+        part = secret_name_part(variable)
+        if part is not None:
+            fail(
+                f"ecs.services.{service}.environment.{variable}",
+                _NotShown(),
+                f"named like a secret ({part}), but a plain variable is stored in the task definition, readable "
+                "by anyone who may describe it",
+                f'keep the value in Secrets Manager and write secrets = {{ {variable} = "<name in [ecs.secrets]>" }} '
+                f"in [ecs.services.{service}] instead; or rename it if it is not a secret",
+            )

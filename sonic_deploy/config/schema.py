@@ -150,7 +150,11 @@ class ServiceConfig(Strict):
     )
     cpu: Annotated[int, Field(ge=128)] = 1024
     memory_mib: Annotated[int, Field(ge=256)] = 2048
-    environment: dict[str, str] = {}
+    environment: dict[str, str] = Field(
+        default={},
+        description="plain settings, stored in the task definition; a name with a secret-like part (KEY, TOKEN, "
+        "SECRET, PASSWORD, AUTH, ...) is refused: put those in `secrets`",
+    )
     secrets: dict[str, SecretRef] = Field(
         default={}, description="environment variable -> which secret (api_key or registry_credentials)"
     )

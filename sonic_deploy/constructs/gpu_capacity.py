@@ -3,6 +3,8 @@ the cluster through a capacity provider so that instances follow tasks."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
@@ -10,13 +12,26 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from sonic_deploy.constructs.egress import https_only
 from sonic_deploy.constructs.findings import acknowledge
 from sonic_deploy.constructs.placement import SingleAzPlacement
 
+# ECS agent settings, written to /etc/ecs/ecs.config before the agent starts (after user data). From the agent's
+# configuration table (aws/amazon-ecs-agent README.md, at 8dfceca6):
+AGENT_CONFIG = {
+    # "Whether to block access to Instance Metadata for Tasks started with awsvpc network mode": the workers
+    # are awsvpc tasks (SonicService), and this is the setting AWS's ECS guide names for them ("Amazon EC2
+    # container instance security considerations"). Their task role is what they get; the instance role never.
+    "ECS_AWSVPC_BLOCK_IMDS": "true",
+    # awslogs authenticates with the task's execution role, not the instance's (ecs-init sets it by default
+    # since 1.16.0-1; written here so the instance role can go without logs permissions whatever the AMI).
+    "ECS_ENABLE_AWSLOGS_EXECUTIONROLE_OVERRIDE": "true",
+}
+
 
 class GpuCapacity(Construct):
-    """Launch template (ECS GPU AMI via its SSM parameter, IMDSv2 only, encrypted gp3 root volume, the
-    cluster placement group), an ASG pinned to the placement's one subnet, and an AsgCapacityProvider with
+    """Launch template (ECS GPU AMI via its SSM parameter, IMDSv2 only and out of the tasks' reach, encrypted
+    gp3 root volume, the cluster placement group), an ASG pinned to the placement's one subnet, and an AsgCapacityProvider with
     managed scaling and managed draining.
 
     The root volume uses the account's EBS encryption key: a customer key would also need a key-policy
@@ -36,26 +51,57 @@ class GpuCapacity(Construct):
         max_instances: int,
         root_volume_gib: int,
         instance_warmup: Duration,
+        https_only_egress: bool = False,
     ) -> None:
+        """`https_only_egress` (air-gapped mode): the hosts call out only on HTTPS (ECS, ECR and its S3
+        layers, EC2, CloudWatch, the AL2023 repositories on S3); otherwise egress is open (connected mode, as
+        before)."""
         super().__init__(scope, construct_id)
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
             vpc=vpc,
             description="GPU instances: no ingress (tasks have their own ENIs)",
+            allow_all_outbound=not https_only_egress,
         )
+        if https_only_egress:
+            https_only(self.security_group)
         self.role = iam.Role(self, "InstanceRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+        self._on_any_resource: list[str] = []
+        self.policy = self._agent_policy(cluster)
+        self.allow_on_any_resource(
+            "PollOnlyAsAContainerInstanceOfThisCluster",
+            ["ecs:Poll", "ecs:StartTelemetrySession"],
+            why="they act on the container instance, whose ARN exists only once it has registered (and takes "
+            "one of two ARN formats); the ecs:cluster condition holds them to this cluster, as CDK and "
+            "AmazonEC2ContainerServiceforEC2Role grant them",
+            conditions={"ArnEquals": {"ecs:cluster": cluster.cluster_arn}},
+        )
+        self.allow_on_any_resource(
+            "DiscoverPollEndpointHasNoResourceType",
+            ["ecs:DiscoverPollEndpoint"],
+            why="no resource type (Service Authorization Reference); it returns the endpoint to poll",
+        )
         # Boot commands; the capacity provider adds the cluster's, SonicMetrics the GPU metrics agent.
         self.user_data = ec2.UserData.for_linux()
+        self.user_data.add_commands(
+            *(f"echo {name}={value} >> /etc/ecs/ecs.config" for name, value in AGENT_CONFIG.items())
+        )
         self.launch_template = ec2.LaunchTemplate(
             self,
             "LaunchTemplate",
             instance_type=ec2.InstanceType(instance_type),
             machine_image=ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.GPU),
             require_imdsv2=True,
-            http_put_response_hop_limit=2,  # containers in bridge/host mode reach IMDS through one hop more
+            # On the host itself (the ECS agent runs in the host's network namespace, ecs-init
+            # docker/docker_config.go; the CloudWatch agent is a host process): a container in bridge mode,
+            # one hop further, gets no IMDSv2 token. The awsvpc workers are blocked by ECS_AWSVPC_BLOCK_IMDS.
+            http_put_response_hop_limit=1,
             security_group=self.security_group,
-            role=self.role,
+            # CDK's capacity-provider wiring adds its container-instance statements to the launch template's
+            # role, some on "*" (logs, ECR, discovery): it gets the role without that door; `self.policy` has
+            # the scoped statements instead.
+            role=self.role.without_policy_updates(),
             user_data=self.user_data,
             placement_group=placement.placement_group,
             block_devices=[
@@ -70,6 +116,8 @@ class GpuCapacity(Construct):
                 )
             ],
         )
+        # Instances launch with the agent's permissions in place (as CDK orders a role's default policy).
+        self.launch_template.node.add_dependency(self.policy)
         self.auto_scaling_group = autoscaling.AutoScalingGroup(
             self,
             "Group",
@@ -87,13 +135,6 @@ class GpuCapacity(Construct):
             reason="the capacity provider drives this group; scaling shows in ECS events and Container "
             "Insights, and GPU saturation alarms to the stack's topic",
         )
-        acknowledge(
-            self.role,
-            "AwsSolutions-IAM5[Action::ecs:Submit*]",
-            "AwsSolutions-IAM5[Resource::*]",
-            reason="the ECS container-instance policy CDK writes for the ECS agent (register, poll, "
-            "submit state); those calls are not resource-scoped",
-        )
         self.capacity_provider = ecs.AsgCapacityProvider(
             self,
             "CapacityProvider",
@@ -105,3 +146,41 @@ class GpuCapacity(Construct):
             instance_warmup_period=int(instance_warmup.to_seconds()),
         )
         cluster.add_asg_capacity_provider(self.capacity_provider)
+
+    def _agent_policy(self, cluster: ecs.Cluster) -> iam.ManagedPolicy:
+        """What the ECS agent calls with the instance role, scoped as far as each action's resource types go
+        (Service Authorization Reference, Amazon ECS). Nothing for images or logs: the agent pulls with each
+        task's execution role (`useExecutionRole`, aws/amazon-ecs-agent agent/ecr/factory.go) and awslogs writes
+        with it (ECS_ENABLE_AWSLOGS_EXECUTIONROLE_OVERRIDE); every task here has one, which CDK grants its
+        repository and log group. SonicMetrics adds the host CloudWatch agent's statements."""
+        policy = iam.ManagedPolicy(
+            self,
+            "InstancePolicy",
+            description="The ECS agent on the GPU instances: join, report to and poll this cluster only",
+            roles=[self.role],
+            statements=[
+                iam.PolicyStatement(
+                    sid="RegisterAndReportInThisCluster",
+                    actions=[
+                        "ecs:RegisterContainerInstance",
+                        "ecs:DeregisterContainerInstance",
+                        "ecs:SubmitAttachmentStateChanges",
+                        "ecs:SubmitContainerStateChange",
+                        "ecs:SubmitTaskStateChange",
+                    ],
+                    resources=[cluster.cluster_arn],
+                ),
+            ],
+        )
+        return policy
+
+    def allow_on_any_resource(
+        self, sid: str, actions: list[str], *, why: str, conditions: dict[str, Any] | None = None
+    ) -> None:
+        """A statement on "*" for actions that have no resource type; `sid` and `why` say so, and the one
+        AwsSolutions-IAM5[Resource::*] acknowledgement of the policy lists every such statement."""
+        self.policy.add_statements(
+            iam.PolicyStatement(sid=sid, actions=actions, resources=["*"], conditions=conditions)
+        )
+        self._on_any_resource.append(f"{sid} ({', '.join(actions)}): {why}")
+        acknowledge(self.policy, "AwsSolutions-IAM5[Resource::*]", reason="; ".join(self._on_any_resource))

@@ -54,7 +54,9 @@ class SelfHostedSonic(Construct):
         api_deployment_alarms: Sequence[cloudwatch.IAlarm],
         worker_deployment_alarms: Sequence[cloudwatch.IAlarm],
         offline_licence: OfflineLicence | None = None,
+        https_only_egress: bool = False,
     ) -> None:
+        """`https_only_egress`: air-gapped mode's egress for every service (SonicService)."""
         super().__init__(scope, construct_id)
 
         def service(
@@ -79,6 +81,7 @@ class SelfHostedSonic(Construct):
                 volume=volume,
                 deployment_alarms=deployment_alarms,
                 gpu_placement=placement,
+                https_only_egress=https_only_egress,
             )
             registry.before_use(name, built.service)
             return built

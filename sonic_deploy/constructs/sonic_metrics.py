@@ -16,7 +16,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.config.rules import HOST_AGENT_MEMORY_MIB
-from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.egress import https_only
+from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 from sonic_deploy.constructs.sonic_service import PROMETHEUS_JOB_LABEL, PROMETHEUS_PORT_LABEL
@@ -188,7 +189,10 @@ class SonicMetrics(Construct):
         worker_ttfa: WorkerTtfa,
         scraper_cpu: int = 256,
         scraper_memory_mib: int = 512,
+        https_only_egress: bool = False,
     ) -> None:
+        """`https_only_egress` (air-gapped mode): the scraper calls out on HTTPS (ECS, CloudWatch Logs) and
+        to the metrics ports it is allowed to scrape, nothing else."""
         super().__init__(scope, construct_id)
         self.cluster_name = cluster.cluster_name
         self.worker_ttfa = worker_ttfa
@@ -209,12 +213,17 @@ class SonicMetrics(Construct):
         )
         agent_policy = iam.ManagedPolicy.from_aws_managed_policy_name("CloudWatchAgentServerPolicy")
 
-        # PutMetricData, and ec2:DescribeTags for ${aws:AutoScalingGroupName} (the agent's ec2tagger).
-        gpu_capacity.role.add_managed_policy(agent_policy)
-        acknowledge(
-            gpu_capacity.role,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/CloudWatchAgentServerPolicy]",
-            reason="AWS's documented policy for the CloudWatch agent on the GPU hosts",
+        # The host agent publishes GPU metrics and nothing else (its config has no logs section), so not
+        # CloudWatchAgentServerPolicy, which adds logs:* writes and log group creation on "*".
+        gpu_capacity.allow_on_any_resource(
+            "PutMetricDataHasNoResourceTypeHeldToTheGpuNamespace",
+            ["cloudwatch:PutMetricData"],
+            why=f"no resource type; the cloudwatch:namespace condition holds it to {GPU_NAMESPACE}",
+            conditions={"StringEquals": {"cloudwatch:namespace": GPU_NAMESPACE}},
+        )
+        # For ${aws:AutoScalingGroupName}: the agent's ec2tagger reads the instance's own tags.
+        gpu_capacity.allow_on_any_resource(
+            "DescribeTagsHasNoResourceType", ["ec2:DescribeTags"], why="no resource type; read-only"
         )
         gpu_capacity.user_data.add_commands(*gpu_host_agent_commands(gpu_agent_config()))
         Validations.of(gpu_capacity.launch_template).acknowledge(
@@ -230,6 +239,9 @@ class SonicMetrics(Construct):
         scraper_task.task_role.add_managed_policy(agent_policy)
         scraper_task.add_to_task_role_policy(
             iam.PolicyStatement(
+                # The tasks and hosts to scrape are found at run time, and DescribeTaskDefinition and
+                # DescribeInstances have no resource type: read-only calls, on "*".
+                sid="DiscoverScrapeTargetsReadOnly",
                 actions=[
                     "ecs:ListTasks",
                     "ecs:DescribeTasks",
@@ -237,7 +249,7 @@ class SonicMetrics(Construct):
                     "ecs:DescribeTaskDefinition",
                     "ec2:DescribeInstances",
                 ],
-                resources=["*"],  # ECS service discovery: describe/list calls are not resource-scoped
+                resources=["*"],
             )
         )
         environment = {
@@ -270,7 +282,16 @@ class SonicMetrics(Construct):
             logging=ecs.LogDriver.aws_logs(stream_prefix="scraper", log_group=agent_logs),
         )
         acknowledge(
-            scraper_task, "AwsSolutions-ECS2", reason="the agent's generated configuration, nothing secret"
+            scraper_task,
+            "AwsSolutions-ECS2",
+            reason=f"plain variables {', '.join(sorted(environment))}: the agent's configuration, generated "
+            "here from the cluster's and log group's names (nothing secret)",
+        )
+        acknowledge_compliance(
+            scraper_task,
+            "IAMNoInlinePolicy",
+            reason="the scraper's task and execution roles hold CDK's grants for this task alone (its image, log "
+            "group, ECS service discovery), in an inline policy that lives and goes with the role",
         )
         acknowledge(
             scraper_task.task_role,
@@ -288,8 +309,14 @@ class SonicMetrics(Construct):
             reason="ECS service discovery lists and describes tasks; those calls are not resource-scoped",
         )
         self.security_group = ec2.SecurityGroup(
-            self, "ScraperSecurityGroup", vpc=cluster.vpc, description="Prometheus scraper: no ingress"
+            self,
+            "ScraperSecurityGroup",
+            vpc=cluster.vpc,
+            description="Prometheus scraper: no ingress",
+            allow_all_outbound=not https_only_egress,
         )
+        if https_only_egress:
+            https_only(self.security_group)
         self.scraper = ecs.FargateService(
             self,
             "Scraper",

@@ -14,12 +14,26 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.egress import https_only
+from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 PROMETHEUS_PORT_LABEL = "ECS_PROMETHEUS_EXPORTER_PORT"
 PROMETHEUS_JOB_LABEL = "ECS_PROMETHEUS_JOB_NAME"
 DEFAULT_START_PERIOD = Duration.seconds(60)
+# What the plain variables Cartesia's bundle is known to set are (named in AwsSolutions-ECS2's acknowledgement).
+KNOWN_SETTINGS = {"WORKER_REPLICAS": "a replica count (workers per GPU)"}
+
+
+def plain_variables_reason(environment: Mapping[str, str]) -> str:
+    """Why a task definition's plain variables are not secrets: each named, with what it is when known."""
+    listed = ", ".join(
+        f"{name} ({KNOWN_SETTINGS.get(name, 'a setting from config')})" for name in sorted(environment)
+    )
+    return (
+        f"plain variables {listed}: not secrets; config load refuses a plain variable named with a part like "
+        "KEY, TOKEN, SECRET, PASSWORD or AUTH (rules.SECRET_NAME_PARTS), and secrets come from Secrets Manager"
+    )
 
 
 @dataclass(frozen=True)
@@ -70,7 +84,11 @@ class SonicService(Construct):
         gpu_placement: GpuPlacement | None = None,
         deployment_alarms: Sequence[cloudwatch.IAlarm] = (),
         volume: tuple[ecs.Volume, str] | None = None,
+        https_only_egress: bool = False,
     ) -> None:
+        """`https_only_egress` (air-gapped mode): out only HTTPS (see `https_only`) and the ports of the
+        peers it is wired to; otherwise (connected mode) egress is open, as the licence proxy must reach
+        Cartesia's cloud through NAT and Cartesia does not document where else its containers call."""
         super().__init__(scope, construct_id)
         self.discovery_name = discovery_name
         self.port = container.port
@@ -80,7 +98,10 @@ class SonicService(Construct):
             "SecurityGroup",
             vpc=cluster.vpc,
             description=f"{discovery_name}: ingress from named peers only",
+            allow_all_outbound=not https_only_egress,
         )
+        if https_only_egress:
+            https_only(self.security_group)
         self.log_group = logs.LogGroup(
             self, "Logs", encryption_key=log_key, retention=log_retention, removal_policy=KEEP_ONCE_CREATED
         )
@@ -119,11 +140,17 @@ class SonicService(Construct):
             if container.metrics_port
             else None,
         )
-        acknowledge(
+        if container.environment:
+            acknowledge(
+                self.task_definition,
+                "AwsSolutions-ECS2",
+                reason=plain_variables_reason(container.environment),
+            )
+        acknowledge_compliance(
             self.task_definition,
-            "AwsSolutions-ECS2",
-            reason="only non-secret settings are plain variables; secrets are injected by ECS from "
-            "Secrets Manager",
+            "IAMNoInlinePolicy",
+            reason="the task and execution roles' statements are the grants CDK writes for this task alone "
+            "(its image, log group, secrets, file system), in an inline policy that lives and goes with the role",
         )
         acknowledge(
             self.task_definition.obtain_execution_role(),
@@ -171,13 +198,21 @@ class SonicService(Construct):
                 placement_constraints=[ecs.PlacementConstraint.distinct_instances()],
                 **common,
             )
-        # The capacity provider must be associated with the cluster before the service names it.
+        # The capacity provider must be associated with the cluster before the service names it. On that
+        # resource only: the cluster and its namespace are already referenced (cfn-lint W3005).
         if gpu_placement is not None:
-            self.service.node.add_dependency(cluster)
+            self.service.node.add_dependency(
+                *(
+                    c
+                    for c in cluster.node.children
+                    if isinstance(c, ecs.CfnClusterCapacityProviderAssociations)
+                )
+            )
 
     def allow_from(
         self, peer: SonicService | ec2.ISecurityGroup, description: str, *, port: int | None = None
     ) -> None:
-        """Ingress from `peer` on the service's port (or another of its ports, e.g. for metrics)."""
+        """Ingress from `peer` on the service's port (or another of its ports, e.g. for metrics), and the
+        matching egress on the peer's group when its egress is restricted."""
         group = peer.security_group if isinstance(peer, SonicService) else peer
-        self.security_group.add_ingress_rule(group, ec2.Port.tcp(port or self.port), description)
+        self.security_group.connections.allow_from(group, ec2.Port.tcp(port or self.port), description)

@@ -117,6 +117,7 @@ class EcsStack(SonicStack):
             max_instances=cfg.max_workers,
             root_volume_gib=cfg.root_volume_gib,
             instance_warmup=Duration.seconds(cfg.instance_warmup_s),
+            https_only_egress=not connected,
         )
 
         metrics = SonicMetrics(
@@ -133,6 +134,7 @@ class EcsStack(SonicStack):
             worker_ttfa=WorkerTtfa(form=cfg.worker_ttfa.form, unit=cfg.worker_ttfa.unit),
             scraper_cpu=cfg.services["cloudwatch_agent"].cpu,
             scraper_memory_mib=cfg.services["cloudwatch_agent"].memory_mib,
+            https_only_egress=not connected,
         )
         registry.before_use("cloudwatch_agent", metrics.scraper)
         alerting = Alerting(self, "Alerting", key=key, emails=cfg.alarms.email)
@@ -176,6 +178,7 @@ class EcsStack(SonicStack):
             api_deployment_alarms=[alarms.unserviceable],
             worker_deployment_alarms=[alarms.ttfa, alarms.unserviceable],
             offline_licence=offline_licence,
+            https_only_egress=not connected,
         )
         if offline_licence is not None:
             CfnOutput(self, "LicenceProxyService", value=sonic.licence_proxy.service.service_name)

@@ -275,3 +275,38 @@ def test_dev_ships_with_tls_off_and_says_so(edit_config: EditConfig) -> None:
         80,
         False,
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "part"),
+    [
+        ("API_TOKEN", "TOKEN"),
+        ("CARTESIA_API_KEY", "KEY"),
+        ("DB_PASSWORD", "PASSWORD"),
+        ("AWS_SECRET_ACCESS_KEY", "SECRET"),
+        ("GOOGLE_APPLICATION_CREDENTIALS", "CREDENTIALS"),
+        ("PRIVATE_KEY_PEM", "PRIVATE"),
+        ("hfAuthToken", "AUTH"),
+        ("api-key", "KEY"),
+    ],
+)
+def test_secret_named_plain_variable(edit_config: EditConfig, name: str, part: str) -> None:
+    config = edit_config(
+        DEV, 'environment = { WORKER_REPLICAS = "1" }', f'environment = {{ {name} = "s3cr3t" }}'
+    )
+    message = error_for(config)
+    assert message == (
+        f"ecs.services.gpu_worker.environment.{name} = (value not shown): named like a secret ({part}), but a "
+        "plain variable is stored in the task definition, readable by anyone who may describe it. Fix: keep the "
+        f'value in Secrets Manager and write secrets = {{ {name} = "<name in [ecs.secrets]>" }} in '
+        "[ecs.services.gpu_worker] instead; or rename it if it is not a secret"
+    )
+    assert "s3cr3t" not in message
+
+
+@pytest.mark.parametrize(
+    "name", ["WORKER_REPLICAS", "KEYBOARD_LAYOUT", "MONKEY_PATCH", "TOKENIZER_PATH", "AUTHOR", "LOG_LEVEL"]
+)
+def test_setting_named_plain_variable(edit_config: EditConfig, name: str) -> None:
+    config = edit_config(DEV, 'environment = { WORKER_REPLICAS = "1" }', f'environment = {{ {name} = "1" }}')
+    assert load_settings(config, "dev").environment.ecs is not None

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 
-from tests.conftest import resources_of
+from tests.conftest import rendered, resources_of
 
 
 def _one(template: Template, type_name: str) -> dict[str, object]:
@@ -73,3 +76,72 @@ def test_capacity_provider_managed_scaling_and_draining(ecs_template: Template) 
 def test_no_context_lookups_needed(ecs_template: Template) -> None:
     # The AZ comes from config and the AMI from a deploy-time SSM parameter: synth stays offline.
     assert "dummy" not in str(ecs_template.to_json())
+
+
+def test_awsvpc_tasks_and_bridge_containers_cannot_reach_the_instance_role(ecs_template: Template) -> None:
+    data = _one(ecs_template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert isinstance(data, dict)
+    assert data["MetadataOptions"] == {"HttpPutResponseHopLimit": 1, "HttpTokens": "required"}
+    user_data = rendered(data["UserData"]["Fn::Base64"])
+    assert "echo ECS_AWSVPC_BLOCK_IMDS=true >> /etc/ecs/ecs.config\n" in user_data
+    assert "echo ECS_ENABLE_AWSLOGS_EXECUTIONROLE_OVERRIDE=true >> /etc/ecs/ecs.config\n" in user_data
+    # The workers are awsvpc tasks: the agent setting is the one that applies to them.
+    (worker,) = [
+        t["Properties"]
+        for t in resources_of(ecs_template, "AWS::ECS::TaskDefinition").values()
+        if t["Properties"]["RequiresCompatibilities"] == ["EC2"]
+    ]
+    assert worker["NetworkMode"] == "awsvpc"
+
+
+def _instance_statements(template: Template) -> list[dict[str, Any]]:
+    roles = [k for k in resources_of(template, "AWS::IAM::Role") if k.startswith("GpuCapacityInstanceRole")]
+    statements: list[dict[str, Any]] = []
+    for policy in [
+        *resources_of(template, "AWS::IAM::Policy").values(),
+        *resources_of(template, "AWS::IAM::ManagedPolicy").values(),
+    ]:
+        if {"Ref": roles[0]} in policy["Properties"].get("Roles", []):
+            statements += policy["Properties"]["PolicyDocument"]["Statement"]
+    return statements
+
+
+def test_instance_role_scoped_to_the_cluster_with_no_logs_or_image_access(ecs_template: Template) -> None:
+    statements = _instance_statements(ecs_template)
+    actions = [
+        a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    ]
+    assert not [a for a in actions if a.startswith(("logs:", "ecr:")) or "*" in a]
+    (cluster,) = resources_of(ecs_template, "AWS::ECS::Cluster")
+    by_sid = {s["Sid"]: s for s in statements}
+    assert by_sid["RegisterAndReportInThisCluster"]["Resource"] == {"Fn::GetAtt": [cluster, "Arn"]}
+    poll = by_sid["PollOnlyAsAContainerInstanceOfThisCluster"]
+    assert poll["Condition"] == {"ArnEquals": {"ecs:cluster": {"Fn::GetAtt": [cluster, "Arn"]}}}
+    # Every statement on "*" says why in its sid: its actions have no resource type.
+    on_any = {s["Sid"]: s["Action"] for s in statements if s["Resource"] == "*"}
+    assert on_any == {
+        "PollOnlyAsAContainerInstanceOfThisCluster": ["ecs:Poll", "ecs:StartTelemetrySession"],
+        "DiscoverPollEndpointHasNoResourceType": "ecs:DiscoverPollEndpoint",
+        "PutMetricDataHasNoResourceTypeHeldToTheGpuNamespace": "cloudwatch:PutMetricData",
+        "DescribeTagsHasNoResourceType": "ec2:DescribeTags",
+    }
+
+
+def test_each_acknowledged_wildcard_is_named(ecs_stack: Stack) -> None:
+    policy = ecs_stack.node.find_child("GpuCapacity").node.find_child("InstancePolicy")
+    reasons: dict[str, str] = {}
+    for entry in policy.node.metadata:
+        if entry.type == "aws:cdk:acknowledged-rules":
+            reasons |= entry.data  # the last acknowledgement of a rule is the one that counts
+    reason = reasons["AwsSolutions::AwsSolutions-IAM5[Resource::*]"]
+    for action in ("ecs:Poll", "ecs:DiscoverPollEndpoint", "cloudwatch:PutMetricData", "ec2:DescribeTags"):
+        assert action in reason
+    assert set(reasons) == {"AwsSolutions::AwsSolutions-IAM5[Resource::*]"}
+
+
+def test_instances_launch_once_the_agent_may_register(ecs_template: Template) -> None:
+    (policy,) = [
+        k for k in resources_of(ecs_template, "AWS::IAM::ManagedPolicy") if k.startswith("GpuCapacity")
+    ]
+    (launch_template,) = resources_of(ecs_template, "AWS::EC2::LaunchTemplate").values()
+    assert policy in launch_template["DependsOn"]

@@ -49,15 +49,22 @@ def test_gpu_metrics_come_from_an_agent_on_each_gpu_host(ecs_template: Template)
     assert "NVIDIA_VISIBLE_DEVICES" not in json.dumps(resources_of(ecs_template, "AWS::ECS::TaskDefinition"))
 
 
-def test_gpu_host_role_may_publish_metrics_and_read_its_group_tag(ecs_template: Template) -> None:
-    (role,) = [
-        r
-        for key, r in resources_of(ecs_template, "AWS::IAM::Role").items()
-        if key.startswith("GpuCapacityInstanceRole")
+def test_gpu_host_role_may_publish_gpu_metrics_and_read_its_group_tag(ecs_template: Template) -> None:
+    (policy,) = [
+        r["Properties"]
+        for key, r in resources_of(ecs_template, "AWS::IAM::ManagedPolicy").items()
+        if key.startswith("GpuCapacityInstancePolicy")
     ]
-    assert {
-        "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::aws:policy/CloudWatchAgentServerPolicy"]]
-    } in (role["Properties"]["ManagedPolicyArns"])
+    statements = {s["Sid"]: s for s in policy["PolicyDocument"]["Statement"]}
+    metrics = statements["PutMetricDataHasNoResourceTypeHeldToTheGpuNamespace"]
+    assert metrics["Action"] == "cloudwatch:PutMetricData"
+    assert metrics["Condition"] == {"StringEquals": {"cloudwatch:namespace": "CWAgent"}}
+    assert statements["DescribeTagsHasNoResourceType"]["Action"] == "ec2:DescribeTags"
+    # Not CloudWatchAgentServerPolicy: the host agent writes no logs, and that policy writes logs on "*".
+    (role,) = [
+        r for k, r in resources_of(ecs_template, "AWS::IAM::Role").items() if k.startswith("GpuCapacity")
+    ]
+    assert "ManagedPolicyArns" not in role["Properties"]
 
 
 def test_scraper_config_selects_worker_and_api_series() -> None:

@@ -6,9 +6,12 @@ import json
 from typing import Any
 
 import pytest
+from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
+from constructs import IConstruct
 
 from sonic_deploy.config import ConfigError, load_settings
+from sonic_deploy.constructs.sonic_service import plain_variables_reason
 from tests.conftest import EditConfig, resources_of, synthesize_from
 
 
@@ -262,3 +265,30 @@ def test_the_load_balancer_may_reach_only_the_api_server(ecs_template: Template)
     assert (rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) == ("tcp", 5000, 5000)
     assert rule["DestinationSecurityGroupId"]["Fn::GetAtt"][0].startswith("SonicApiServerSecurityGroup")
     assert "CidrIp" not in rule
+
+
+def _acknowledged(construct: IConstruct) -> dict[str, str]:
+    reasons: dict[str, str] = {}
+    for entry in construct.node.metadata:
+        if entry.type == "aws:cdk:acknowledged-rules":
+            reasons |= entry.data
+    return reasons
+
+
+def test_plain_variables_acknowledged_by_name_only_where_there_are_some(ecs_stack: Stack) -> None:
+    sonic = ecs_stack.node.find_child("Sonic")
+    worker = _acknowledged(sonic.node.find_child("GpuWorker").node.find_child("Task"))
+    assert worker["AwsSolutions::AwsSolutions-ECS2"].startswith(
+        "plain variables WORKER_REPLICAS (a replica count (workers per GPU)): not secrets;"
+    )
+    for bare in ("Nats", "ApiServer", "LicenceProxy"):
+        assert "AwsSolutions::AwsSolutions-ECS2" not in _acknowledged(
+            sonic.node.find_child(bare).node.find_child("Task")
+        )
+
+
+def test_plain_variables_reason_lists_each() -> None:
+    reason = plain_variables_reason({"WORKER_REPLICAS": "1", "LOG_LEVEL": "info"})
+    assert reason.startswith(
+        "plain variables LOG_LEVEL (a setting from config), WORKER_REPLICAS (a replica count (workers per GPU)):"
+    )
