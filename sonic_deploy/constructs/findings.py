@@ -57,7 +57,8 @@ def ignore_cfn_lint(stack: Stack, *rules: str, reason: str) -> None:
 
 # Actions IAM cannot scope to a resource (the Service Authorization Reference lists no resource type for them,
 # https://docs.aws.amazon.com/service-authorization/latest/reference/reference_policies_actions-resources-contextkeys.html):
-# the only ones a statement on Resource `*` may hold (tests/compliance/test_invariants.py).
+# the only ones a statement on Resource `*` may hold (tests/compliance/test_invariants.py), unless the
+# statement's condition holds it to a resource of the stack (ecs:cluster, ec2:FisTargetArns).
 RESOURCELESS_ACTIONS = {
     "ecr:GetAuthorizationToken": "a registry login token, for every repository the role may then pull or push",
     "ecr-public:GetAuthorizationToken": "the same for ECR Public (a public source image)",
@@ -73,6 +74,10 @@ RESOURCELESS_ACTIONS = {
     "ec2:DescribeTags": "EC2 Describe calls take no resource",
     "ecs:DescribeTaskDefinition": "task definitions are read by family, which IAM does not scope",
     "servicediscovery:DiscoverInstances": "Cloud Map discovery takes no resource",
+    "ec2:DescribeVpcEndpoints": "EC2 Describe calls take no resource",
+    "autoscaling:DescribeAutoScalingGroups": "Auto Scaling Describe calls take no resource",
+    "tag:GetResources": "the Resource Groups Tagging API takes no resource (FIS resolves its targets by tag)",
+    "logs:CreateLogDelivery": "log delivery set-up takes no resource (FIS's experiment logs)",
 }
 
 # ECS services that run one task, by the start of their logical id, and why (every other service on the

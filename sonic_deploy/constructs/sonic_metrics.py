@@ -239,17 +239,23 @@ class SonicMetrics(Construct):
         scraper_task.task_role.add_managed_policy(agent_policy)
         scraper_task.add_to_task_role_policy(
             iam.PolicyStatement(
-                # The tasks and hosts to scrape are found at run time, and DescribeTaskDefinition and
-                # DescribeInstances have no resource type: read-only calls, on "*".
+                # The tasks and hosts to scrape are found at run time: DescribeTaskDefinition and
+                # DescribeInstances have no resource type (read-only calls, on "*").
                 sid="DiscoverScrapeTargetsReadOnly",
-                actions=[
-                    "ecs:ListTasks",
-                    "ecs:DescribeTasks",
-                    "ecs:DescribeContainerInstances",
-                    "ecs:DescribeTaskDefinition",
-                    "ec2:DescribeInstances",
-                ],
+                actions=["ecs:DescribeTaskDefinition", "ec2:DescribeInstances"],
                 resources=["*"],
+            )
+        )
+        scraper_task.add_to_task_role_policy(
+            iam.PolicyStatement(
+                # The agent lists and describes the tasks and container instances of this cluster only: each
+                # call names the cluster, which the ecs:cluster condition key holds to this one (Service
+                # Authorization Reference, Amazon ECS; the Resource stays "*" because ListTasks is authorised
+                # against a container instance it does not name: awsdocs/amazon-ecs-developer-guide#211).
+                sid="ListAndDescribeThisClustersTasks",
+                actions=["ecs:ListTasks", "ecs:DescribeTasks", "ecs:DescribeContainerInstances"],
+                resources=["*"],
+                conditions={"ArnEquals": {"ecs:cluster": cluster.cluster_arn}},
             )
         )
         environment = {
