@@ -312,7 +312,10 @@ class SonicMetrics(Construct):
         acknowledge(
             scraper_task.task_role,
             "AwsSolutions-IAM5[Resource::*]",
-            reason="ECS service discovery lists and describes tasks; those calls are not resource-scoped",
+            reason="DiscoverScrapeTargetsReadOnly: DescribeTaskDefinition and DescribeInstances take no resource; "
+            "ListAndDescribeThisClustersTasks: ListTasks, DescribeTasks and DescribeContainerInstances on '*' but "
+            "held to this cluster by the ecs:cluster condition (ListTasks is authorised against a container "
+            "instance the call does not name)",
         )
         self.security_group = ec2.SecurityGroup(
             self,
