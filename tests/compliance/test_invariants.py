@@ -237,10 +237,10 @@ def test_no_wildcard_action(variant: Variant) -> None:
 
 
 def _held_to_the_stack(statement: dict[str, Any]) -> bool:
-    """A condition that names a resource of the stack (a Ref or GetAtt), e.g. ecs:cluster = this cluster."""
-    return bool(statement.get("Sid")) and re.search(
-        r'"(Ref|Fn::GetAtt)"', json.dumps(statement.get("Condition", {}))
-    )
+    """A Sid, and a condition that names a resource of the stack (a Ref, not of a pseudo parameter, or a
+    GetAtt), e.g. ecs:cluster = this cluster."""
+    condition = json.dumps(statement.get("Condition", {}))
+    return bool(statement.get("Sid")) and re.search(r'"Ref": "(?!AWS::)|"Fn::GetAtt"', condition) is not None
 
 
 @parametrized
