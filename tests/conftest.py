@@ -69,6 +69,17 @@ def ecs_template() -> Template:
 
 
 @pytest.fixture(scope="session")
+def air_gapped(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    """dev's ECS route in the air-gapped licence mode, with no NAT gateway."""
+    config = tmp_path_factory.mktemp("air-gapped") / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    dev = config / "environments/dev.toml"
+    text = dev.read_text().replace('licence_mode = "connected"', 'licence_mode = "air-gapped"')
+    dev.write_text(text.replace("nat_gateways = 1", "nat_gateways = 0"))
+    return Template.from_stack(synthesize_from(config)["ecs"])
+
+
+@pytest.fixture(scope="session")
 def ecs_stack() -> Stack:
     return synthesized("dev")[1]["ecs"]
 

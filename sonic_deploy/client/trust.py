@@ -36,12 +36,16 @@ def ca_context(path: str | Path) -> ssl.SSLContext:
         )
     try:
         # With a cafile, the default context loads that file alone, not the default store.
-        return ssl.create_default_context(cafile=str(path))
+        context = ssl.create_default_context(cafile=str(path))
     except ssl.SSLError as error:
         raise CaBundleError(
             f"{path}: OpenSSL cannot load its certificates ({error.reason or error}). Fix: give the CA "
             "certificate in PEM, as `openssl x509 -in FILE -noout -subject` reads it"
         ) from None
+    # A subordinate Private CA's certificate alone is a trust anchor too (Python 3.13 sets this by default;
+    # 3.11 and 3.12 would otherwise ask for the chain up to a self-signed root).
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    return context
 
 
 def ca_bundle_argument(text: str) -> str:

@@ -63,10 +63,10 @@ def table(results: list[VariantResult]) -> str:
     kept = [Counter(ack.tool for ack in result.acknowledged) for result in results]
     for tool, label in ROWS.items():
         cells = []
-        for counts, acks in zip(found, kept, strict=True):
+        for result, counts, acks in zip(results, found, kept, strict=True):
             cell = str(counts[tool])
             if tool == "cfn-lint":
-                rules = sorted({a.rule for r in results for a in r.acknowledged if a.tool == tool})
+                rules = sorted({ack.rule for ack in result.acknowledged if ack.tool == tool})
                 cell += f" (rules ignored: {', '.join(rules)})" if rules else ""
             elif acks[tool]:
                 cell += f" (+{acks[tool]} acknowledged)"

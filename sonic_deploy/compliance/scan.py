@@ -14,6 +14,7 @@ from aws_cdk import App, Validations
 
 from sonic_deploy.compliance.context import cli_context
 from sonic_deploy.config import load_settings
+from sonic_deploy.constructs.findings import CFN_LINT_REASONS
 from sonic_deploy.stacks import add_stacks
 
 # cdk-nag's packs, by the plugin name the validation report gives them.
@@ -50,6 +51,7 @@ class Synthesized:
     assembly: Path
     findings: list[Finding]
     acknowledged: list[Acknowledged]
+    reported: set[str]  # the tools the validation report has a section for
 
     @property
     def templates(self) -> list[Path]:
@@ -75,6 +77,7 @@ def synth_and_report(app: App) -> Synthesized:
             raise
     outdir = Path(app.outdir)
     report = json.loads((outdir / "validation-report.json").read_text())
+    reported = {_pack_of(plugin["pluginName"]) for plugin in report["pluginReports"]}
     findings: list[Finding] = []
     acknowledged: list[Acknowledged] = []
     for plugin in report["pluginReports"]:
@@ -89,14 +92,20 @@ def synth_and_report(app: App) -> Synthesized:
                 Acknowledged(tool, violation["ruleName"], construct["constructPath"], violation["reason"])
                 for construct in violation["violatingConstructs"]
             )
-    return Synthesized(outdir, findings, acknowledged)
+    return Synthesized(outdir, findings, acknowledged, reported)
 
 
 def synthesize(config_dir: Path, environment: str, outdir: Path) -> Synthesized:
     """The environment's stacks under every cdk-nag pack."""
     app = nag_app(outdir)
     add_stacks(app, load_settings(config_dir, environment))
-    return synth_and_report(app)
+    synthesized = synth_and_report(app)
+    # The report lists a plugin only when it found or was told to acknowledge something. Every stack here
+    # has findings each pack acknowledges (CDK's default policies, at least): a pack missing did not run.
+    if not set(NAG_PACKS) <= synthesized.reported:
+        missing = ", ".join(sorted(set(NAG_PACKS) - synthesized.reported))
+        raise RuntimeError(f"{outdir}: no report from {missing}: did the cdk-nag plugin run?")
+    return synthesized
 
 
 def _first_clause(violation: dict[str, Any]) -> str:
@@ -126,13 +135,19 @@ def cfn_lint(templates: list[Path], region: str) -> list[Finding]:
 
 
 def cfn_lint_ignored(templates: list[Path]) -> list[Acknowledged]:
-    """The rules each template ignores, with the reason sonic-deploy wrote beside them."""
+    """The rules each template, and each resource in it, ignores, with the reason sonic-deploy wrote beside
+    them."""
     ignored: list[Acknowledged] = []
     for path in templates:
-        metadata = json.loads(path.read_text()).get("Metadata", {})
-        reasons = metadata.get("sonic-deploy:cfn-lint-reasons", {})
-        for rule in metadata.get("cfn-lint", {}).get("config", {}).get("ignore_checks", []):
-            ignored.append(Acknowledged("cfn-lint", rule, path.name, reasons.get(rule, "")))
+        template = json.loads(path.read_text())
+        scopes = [(path.name, template.get("Metadata", {}))]
+        scopes += [
+            (f"{path.name}:{i}", r.get("Metadata", {})) for i, r in template.get("Resources", {}).items()
+        ]
+        for where, metadata in scopes:
+            reasons = metadata.get(CFN_LINT_REASONS, {})
+            for rule in metadata.get("cfn-lint", {}).get("config", {}).get("ignore_checks", []):
+                ignored.append(Acknowledged("cfn-lint", rule, where, reasons.get(rule, "")))
     return ignored
 
 
@@ -150,11 +165,18 @@ def checkov(assembly: Path, executable: Path) -> tuple[list[Finding], list[Ackno
     if done.returncode != 0:
         raise RuntimeError(f"checkov exited {done.returncode}: {done.stderr.strip()[-2000:]}")
     output: Any = json.loads(done.stdout) if done.stdout.strip() else []
-    reports = output if isinstance(output, list) else [output]
+    # A report per framework that found files; with none, checkov prints only a summary (no "results"). A
+    # template it cannot parse is listed, not failed: either way the gate would pass having read nothing.
+    reports = [report for report in (output if isinstance(output, list) else [output]) if "results" in report]
+    if not reports or not any(report.get("summary", {}).get("resource_count") for report in reports):
+        raise RuntimeError(f"checkov read no CloudFormation resource in {assembly}")
+    unparsed = [error for report in reports for error in report["results"].get("parsing_errors", [])]
+    if unparsed:
+        raise RuntimeError(f"checkov could not parse {', '.join(map(str, unparsed))}")
     findings: list[Finding] = []
     skipped: list[Acknowledged] = []
     for report in reports:
-        results = report.get("results", {})
+        results = report["results"]
         for check in results.get("failed_checks", []):
             where = f"{Path(check['file_path']).name}:{check['resource']}"
             findings.append(Finding("checkov", check["check_id"], where, check.get("check_name", "")))

@@ -10,6 +10,8 @@ from typing import NoReturn, Protocol
 from sonic_deploy.config.errors import MISSING, ConfigError
 from sonic_deploy.config.schema import (
     LOG_RETENTION_DAYS,
+    NATS_ROUTE_PORT,
+    SERVICE_NAMESPACE,
     EcsConfig,
     EnvironmentConfig,
     InstanceCatalogue,
@@ -375,22 +377,43 @@ FARGATE_SIZES = {
 }
 
 
-NATS_CLUSTER_COMMAND = '["--cluster_name", "sonic", "--cluster", "nats://0.0.0.0:6222", "--routes", "nats://nats.sonic.internal:6222"]'
+NATS_ROUTES = f"nats://nats.{SERVICE_NAMESPACE}:{NATS_ROUTE_PORT}"
+NATS_CLUSTER_COMMAND = f'["--cluster_name", "sonic", "--cluster", "nats://0.0.0.0:{NATS_ROUTE_PORT}", "--routes", "{NATS_ROUTES}"]'
+
+
+def _flag(command: list[str], name: str) -> str | None:
+    """The value of nats-server's `--name` (or `-name`) in `command`, written `--name value` or `--name=value`
+    (Go's flag syntax), or None."""
+    for index, argument in enumerate(command):
+        flag, equals, value = argument.lstrip("-").partition("=")
+        if argument.startswith("-") and flag == name:
+            if equals:
+                return value
+            return command[index + 1] if index + 1 < len(command) else ""
+    return None
 
 
 def _check_nats_cluster(fail: Fail, ecs: EcsConfig) -> None:
     """Every request crosses NATS: one server is a single point of failure, and several unclustered servers
-    behind one DNS name would split API servers from workers."""
+    behind one DNS name would split API servers from workers. The servers must listen for routes on the port
+    the security group opens between them, and dial each other through the service's DNS name."""
     if ecs.nats_tasks < 2:
         fail("ecs.nats_tasks", ecs.nats_tasks, "fewer than 2 NATS servers", "set ecs.nats_tasks to 3")
     nats = ecs.services.get("nats")
-    if nats is not None and ecs.nats_tasks > 1 and not {"--cluster", "--routes"} <= set(nats.command):
-        fail(
-            "ecs.services.nats.command",
-            nats.command,
-            f"{ecs.nats_tasks} NATS servers that do not form a cluster",
-            f"set command = {NATS_CLUSTER_COMMAND}",
+    if nats is None:
+        return
+    cluster, routes = _flag(nats.command, "cluster"), _flag(nats.command, "routes")
+    if cluster is None or routes is None:
+        problem = f"{ecs.nats_tasks} NATS servers that do not form a cluster"
+    elif not cluster.endswith(f":{NATS_ROUTE_PORT}"):
+        problem = (
+            f"--cluster {cluster}: the servers would listen for routes on another port than {NATS_ROUTE_PORT}"
         )
+    elif NATS_ROUTES not in routes.split(","):
+        problem = f"--routes {routes}: the servers would not dial each other through {NATS_ROUTES}"
+    else:
+        return
+    fail("ecs.services.nats.command", nats.command, problem, f"set command = {NATS_CLUSTER_COMMAND}")
 
 
 def _check_fargate_size(fail: Fail, field: str, cpu: int, memory_mib: int) -> None:
@@ -474,7 +497,7 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             )
         if name in FARGATE_SERVICES:
             _check_fargate_size(fail, f"ecs.services.{name}", spec.cpu, spec.memory_mib)
-        _check_plain_environment(fail, name, spec.environment)
+        _check_plain_environment(fail, name, spec.environment, spec.not_secrets)
     instance = catalogue.instance_types.get(ecs.instance_type)
     worker, agent = ecs.services.get("gpu_worker"), ecs.services.get("cloudwatch_agent")
     if instance and worker and agent:
@@ -652,17 +675,27 @@ class _NotShown:
         return "(value not shown)"
 
 
-def _check_plain_environment(fail: Fail, service: str, environment: dict[str, str]) -> None:
+def _check_plain_environment(
+    fail: Fail, service: str, environment: dict[str, str], not_secrets: list[str]
+) -> None:
     """ECS writes plain variables into the task definition, where anyone who may describe it reads them
     (and cdk-nag's AwsSolutions-ECS2 is acknowledged only because this check holds)."""
+    for variable in not_secrets:
+        if variable not in environment:
+            fail(
+                f"ecs.services.{service}.not_secrets",
+                variable,
+                "not a variable of this service's environment",
+                f"remove it from not_secrets, or add it to environment in [ecs.services.{service}]",
+            )
     for variable in environment:
         part = secret_name_part(variable)
-        if part is not None:
+        if part is not None and variable not in not_secrets:
             fail(
                 f"ecs.services.{service}.environment.{variable}",
                 _NotShown(),
                 f"named like a secret ({part}), but a plain variable is stored in the task definition, readable "
                 "by anyone who may describe it",
                 f'keep the value in Secrets Manager and write secrets = {{ {variable} = "<name in [ecs.secrets]>" }} '
-                f"in [ecs.services.{service}] instead; or rename it if it is not a secret",
+                f'in [ecs.services.{service}] instead; or, if it holds no secret, not_secrets = ["{variable}"]',
             )

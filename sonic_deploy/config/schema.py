@@ -153,7 +153,12 @@ class ServiceConfig(Strict):
     environment: dict[str, str] = Field(
         default={},
         description="plain settings, stored in the task definition; a name with a secret-like part (KEY, TOKEN, "
-        "SECRET, PASSWORD, AUTH, ...) is refused: put those in `secrets`",
+        "SECRET, PASSWORD, AUTH, ...) is refused: put those in `secrets`, or list it in `not_secrets`",
+    )
+    not_secrets: list[str] = Field(
+        default=[],
+        description="names in `environment` with a secret-like part that you have checked hold no secret (e.g. "
+        "AUTH_ENABLED): kept as plain variables, and named as such in the task definition's acknowledgement",
     )
     secrets: dict[str, SecretRef] = Field(
         default={}, description="environment variable -> which secret (api_key or registry_credentials)"
@@ -213,6 +218,12 @@ class ResilienceConfig(Strict):
     insufficient_capacity_percent: Annotated[int, Field(ge=1, le=100)] = Field(
         default=100, description="the share of the GPU group's launch requests refused in that experiment"
     )
+
+
+# Where the ECS route's services find each other (Cloud Map: <name>.SERVICE_NAMESPACE), and the port NATS
+# servers route to each other on.
+SERVICE_NAMESPACE = "sonic.internal"
+NATS_ROUTE_PORT = 6222
 
 
 class EcsApiConfig(Strict):

@@ -44,13 +44,25 @@ def skip_checkov(resource: IConstruct, *checks: str, reason: str) -> None:
     cfn.add_metadata("checkov", {"skip": skips})
 
 
+def ignore_cfn_lint_on(resource: IConstruct, *rules: str, reason: str) -> None:
+    """cfn-lint rules ignored on one resource (its `Metadata.cfn-lint.config.ignore_checks`, which cfn-lint
+    reads), with the reason beside them. `resource` is the L1 resource, or an L2 whose default child is one."""
+    cfn = resource if isinstance(resource, CfnResource) else resource.node.default_child
+    assert isinstance(cfn, CfnResource), f"{resource.node.path} has no CloudFormation resource"
+    cfn.add_metadata("cfn-lint", {"config": {"ignore_checks": sorted(rules)}})
+    cfn.add_metadata(CFN_LINT_REASONS, dict.fromkeys(rules, reason))
+
+
+CFN_LINT_REASONS = "sonic-deploy:cfn-lint-reasons"
+
+
 def ignore_cfn_lint(stack: Stack, *rules: str, reason: str) -> None:
     """cfn-lint rules ignored in the whole template (its `Metadata.cfn-lint.config.ignore_checks`). Only for
     rules about how CDK writes templates, never about what they deploy; `reason` says which."""
     metadata: dict[str, Any] = dict(stack.template_options.metadata or {})
     config = metadata.setdefault("cfn-lint", {"config": {"ignore_checks": []}})["config"]
     config["ignore_checks"] = sorted({*config["ignore_checks"], *rules})
-    reasons = metadata.setdefault("sonic-deploy:cfn-lint-reasons", {})
+    reasons = metadata.setdefault(CFN_LINT_REASONS, {})
     reasons.update(dict.fromkeys(rules, reason))
     stack.template_options.metadata = metadata
 

@@ -30,7 +30,8 @@ class Network(Construct):
     public subnets and NAT for routes whose containers must call out (the ECS route's licence check).
 
     Every endpoint has a policy: the S3 gateway endpoint lets through reads of this account's buckets and of
-    the AWS-owned objects in `s3_reads` and nothing else (nothing in either route writes to S3); each
+    the objects in `s3_reads` (and lists of the buckets in `s3_lists`) and nothing else (nothing in either
+    route writes to S3); each
     interface endpoint lets through only this account's principals, on this account's resources where the
     service's actions have resources (`interface_endpoint_policy`).
     """
@@ -51,6 +52,7 @@ class Network(Construct):
         endpoint_clients: Sequence[str] = (),
         endpoint_zones: Sequence[str] | None = None,
         s3_reads: Sequence[str] = (),
+        s3_lists: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         private_type = ec2.SubnetType.PRIVATE_WITH_EGRESS if egress else ec2.SubnetType.PRIVATE_ISOLATED
@@ -133,6 +135,16 @@ class Network(Construct):
                     principals=[iam.AnyPrincipal()],
                     actions=["s3:GetObject"],
                     resources=list(s3_reads),
+                )
+            )
+        if s3_lists:
+            # Listing the buckets of those reads (a download of a prefix lists it first).
+            self.s3_endpoint.add_to_policy(
+                iam.PolicyStatement(
+                    sid="ListAwsOwnedBuckets",
+                    principals=[iam.AnyPrincipal()],
+                    actions=["s3:ListBucket"],
+                    resources=list(s3_lists),
                 )
             )
 

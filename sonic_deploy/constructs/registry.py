@@ -17,7 +17,12 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance, skip_checkov
+from sonic_deploy.constructs.findings import (
+    acknowledge,
+    acknowledge_compliance,
+    ignore_cfn_lint_on,
+    skip_checkov,
+)
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
@@ -241,6 +246,12 @@ class ImageRegistry(Construct):
         )
         acknowledge_compliance(handler, "LambdaConcurrency", reason=no_reserved_concurrency)
         skip_checkov(function, "CKV_AWS_115", reason=no_reserved_concurrency)
+        ignore_cfn_lint_on(
+            function,
+            "W3005",
+            reason="cdk-ecr-deployment writes a DependsOn on the role beside the GetAtt of it: the extra edge "
+            "is the library's and orders nothing differently",
+        )
 
     def _scoped_statements(
         self, images: Mapping[str, ImageSource], secret: secretsmanager.ISecret, copy_logs: logs.ILogGroup

@@ -101,11 +101,12 @@ class ResilienceExperiments(Construct):
             policy,
             f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<{_ref_id(cluster)}>/*]",
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:instance/*]",
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:*]",
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:*]",
             reason="which task or instance FIS picks is decided at each run (COUNT(1)): the ARNs are this "
             "cluster's tasks (also held by the ecs:cluster condition) and instances "
-            "tagged with this group's name; the log-group wildcard is the form CloudWatch Logs requires for "
-            "vended-log delivery set-up (AWS-logs-infrastructure-CWL)",
+            "tagged with this group's name; the logs wildcard is the account's CloudWatch Logs, what the "
+            "vended-log delivery set-up (PutResourcePolicy, DescribeResourcePolicies, DescribeLogGroups: no "
+            "resource type) acts on, as AWS's policy for vended logs grants it",
         )
 
         stop_conditions = [
@@ -300,6 +301,9 @@ def _statements(cluster: ecs.ICluster, gpu_group: autoscaling.AutoScalingGroup) 
         iam.PolicyStatement(
             sid="AllowLogDeliveryToTheLogGroup",
             actions=["logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups"],
-            resources=[f"{arn}:logs:{here}:log-group:*"],
+            # Account-level calls (the Service Authorization Reference lists no resource type for them):
+            # the resource is the account's CloudWatch Logs, as AWS's vended-logs policy writes it
+            # (CloudWatch Logs User Guide, "Enable logging from AWS services", logs sent to CloudWatch Logs).
+            resources=[f"{arn}:logs:{here}:*"],
         ),
     ]

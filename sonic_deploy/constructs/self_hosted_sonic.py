@@ -12,6 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from sonic_deploy.config.schema import NATS_ROUTE_PORT
 from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.registry import ImageRegistry
@@ -26,9 +27,6 @@ class OfflineLicence:
     store: LicenceStore
     data_path: str
     content_type: str
-
-
-NATS_ROUTE_PORT = 6222
 
 
 class SelfHostedSonic(Construct):
@@ -91,7 +89,11 @@ class SelfHostedSonic(Construct):
             # The cluster's routes (nats-server's --cluster/--routes, in the container's command). A route
             # dials a random address of the DNS name and skips itself (nats-io/nats-server server.go,
             # getRandomIP; docs.nats.io "Clustering": self-routes are ignored, gossip completes the mesh).
-            self.nats.allow_from(self.nats, "NATS routes between the cluster's servers", port=NATS_ROUTE_PORT)
+            route = ec2.Port.tcp(NATS_ROUTE_PORT)
+            group = self.nats.security_group
+            group.add_ingress_rule(group, route, "NATS routes between the cluster's servers")
+            if not group.allow_all_outbound:  # air-gapped: egress is closed but for what each service needs
+                group.add_egress_rule(group, route, "NATS routes between the cluster's servers")
         licence_volume = (
             (offline_licence.store.volume, offline_licence.data_path) if offline_licence is not None else None
         )

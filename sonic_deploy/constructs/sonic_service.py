@@ -25,14 +25,19 @@ DEFAULT_START_PERIOD = Duration.seconds(60)
 KNOWN_SETTINGS = {"WORKER_REPLICAS": "a replica count (workers per GPU)"}
 
 
-def plain_variables_reason(environment: Mapping[str, str]) -> str:
+def plain_variables_reason(environment: Mapping[str, str], not_secrets: Sequence[str] = ()) -> str:
     """Why a task definition's plain variables are not secrets: each named, with what it is when known."""
-    listed = ", ".join(
-        f"{name} ({KNOWN_SETTINGS.get(name, 'a setting from config')})" for name in sorted(environment)
-    )
+
+    def what(name: str) -> str:
+        if name in not_secrets:
+            return "named like a secret, declared none in config (not_secrets)"
+        return KNOWN_SETTINGS.get(name, "a setting from config")
+
+    listed = ", ".join(f"{name} ({what(name)})" for name in sorted(environment))
     return (
         f"plain variables {listed}: not secrets; config load refuses a plain variable named with a part like "
-        "KEY, TOKEN, SECRET, PASSWORD or AUTH (rules.SECRET_NAME_PARTS), and secrets come from Secrets Manager"
+        "KEY, TOKEN, SECRET, PASSWORD or AUTH (rules.SECRET_NAME_PARTS) unless not_secrets lists it, and secrets "
+        "come from Secrets Manager"
     )
 
 
@@ -45,6 +50,7 @@ class ContainerSpec:
     cpu: int
     memory_mib: int
     environment: Mapping[str, str] = field(default_factory=dict)
+    not_secrets: Sequence[str] = ()  # names in `environment` that look like secrets and are not (config)
     secrets: Mapping[str, ecs.Secret] = field(default_factory=dict)
     command: Sequence[str] = ()
     health_check: Sequence[str] = ()
@@ -144,7 +150,7 @@ class SonicService(Construct):
             acknowledge(
                 self.task_definition,
                 "AwsSolutions-ECS2",
-                reason=plain_variables_reason(container.environment),
+                reason=plain_variables_reason(container.environment, container.not_secrets),
             )
         acknowledge_compliance(
             self.task_definition,

@@ -42,12 +42,6 @@ class SonicStack(Stack):
             reason="Availability Zones are named in config on purpose: synth stays offline (no lookup), and the "
             "ECS route pins its GPU instances, placement group and load balancer to one of them",
         )
-        ignore_cfn_lint(
-            self,
-            "W3005",
-            reason="CDK writes a DependsOn beside some Ref/GetAtt it also writes (custom resources, ECS services on "
-            "their cluster); the extra edge orders nothing differently and is CDK's, not this project's",
-        )
         acknowledge_compliance(
             self,
             "IAMNoInlinePolicy",

@@ -13,7 +13,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 
 from sonic_deploy.config import Settings
-from sonic_deploy.config.schema import EcsConfig
+from sonic_deploy.config.schema import SERVICE_NAMESPACE, EcsConfig
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.constructs.encryption import EncryptionKey
@@ -34,7 +34,6 @@ from sonic_deploy.constructs.worker_alarms import WorkerAlarms
 from sonic_deploy.constructs.worker_ttfa import WorkerTtfa
 from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
 
-NAMESPACE = "sonic.internal"
 # AWS service endpoints the tasks need without internet (and, in air-gapped mode, with no egress at all).
 ECS_ENDPOINTS = [
     ec2.InterfaceVpcEndpointAwsService.ECR,
@@ -70,8 +69,13 @@ class EcsStack(SonicStack):
             nat_gateways=cfg.nat_gateways,
             # Every task and instance of this route is in one AZ: endpoints elsewhere would be paid for idle.
             endpoint_zones=[cfg.availability_zone],
-            # Image layers, and the GPU hosts' CloudWatch agent package (SonicMetrics).
-            s3_reads=[ecr_image_layers(self), al2023_packages(self)],
+            # Image layers, and the GPU hosts' CloudWatch agent package (SonicMetrics). Connected, the gateway
+            # takes all of the Region's S3 traffic (its route is more specific than NAT's): reads of any
+            # object stay possible there, as Cartesia does not document what its containers fetch; writes
+            # to other accounts' buckets are refused in both modes.
+            s3_reads=[ecr_image_layers(self), al2023_packages(self)]
+            + ([f"arn:{self.partition}:s3:::*/*"] if connected else []),
+            s3_lists=[f"arn:{self.partition}:s3:::*"] if connected else [],
             **network_props(self, settings, "ecs"),
         )
         placement = SingleAzPlacement(
@@ -105,7 +109,7 @@ class EcsStack(SonicStack):
         cluster = ecs.Cluster(
             self, "Cluster", vpc=network.vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
         )
-        cluster.add_default_cloud_map_namespace(name=NAMESPACE, vpc=network.vpc)
+        cluster.add_default_cloud_map_namespace(name=SERVICE_NAMESPACE, vpc=network.vpc)
         capacity = GpuCapacity(
             self,
             "GpuCapacity",
@@ -292,6 +296,7 @@ def _containers(cfg: EcsConfig, registry: ImageRegistry, secrets: SonicSecrets) 
             cpu=spec.cpu,
             memory_mib=spec.memory_mib,
             environment=spec.environment,
+            not_secrets=spec.not_secrets,
             secrets={variable: secrets.for_task(ref) for variable, ref in spec.secrets.items()},
             command=spec.command,
             health_check=spec.health_check,

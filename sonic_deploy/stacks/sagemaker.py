@@ -42,6 +42,7 @@ class SageMakerStack(SonicStack):
             # SageMaker without the execution role (which has no S3 rights), and whether that download
             # crosses this VPC at all is not documented: objects of any bucket may be read, none written.
             s3_reads=[f"arn:{self.partition}:s3:::*/*"],
+            s3_lists=[f"arn:{self.partition}:s3:::*"],
             **network_props(self, settings, "sagemaker"),
         )
 

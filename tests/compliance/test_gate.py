@@ -22,6 +22,12 @@ def test_nothing_left(variant: Variant, tool: str) -> None:
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda variant: variant.slug)
+def test_no_finding_comes_from_a_tool_the_table_has_no_row_for(variant: Variant) -> None:
+    unknown = [str(finding) for finding in scanned(variant).findings if finding.tool not in ROWS]
+    assert unknown == [], "\n".join(unknown)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda variant: variant.slug)
 def test_every_acknowledgement_has_a_reason(variant: Variant) -> None:
     silent = [
         f"{ack.tool} {ack.rule} at {ack.where}"

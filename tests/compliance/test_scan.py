@@ -6,11 +6,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from aws_cdk import Stack
 from aws_cdk import aws_logs as logs
 
 from sonic_deploy.compliance.__main__ import DEFAULT_CHECKOV
-from sonic_deploy.compliance.scan import cfn_lint, cfn_lint_ignored, checkov, nag_app, synth_and_report
+from sonic_deploy.compliance.gate import VariantResult, table
+from sonic_deploy.compliance.scan import (
+    Acknowledged,
+    Finding,
+    cfn_lint,
+    cfn_lint_ignored,
+    checkov,
+    nag_app,
+    synth_and_report,
+)
+from sonic_deploy.compliance.variants import Variant
 from sonic_deploy.constructs.findings import acknowledge_compliance, ignore_cfn_lint, skip_checkov
 
 UNENCRYPTED_LOG_GROUP = {"Type": "AWS::Logs::LogGroup", "Properties": {"RetentionInDays": 7}}
@@ -87,3 +98,29 @@ def test_cfn_lint_warns_of_a_hardcoded_zone_unless_the_template_ignores_the_rule
     assert [(ack.rule, ack.reason) for ack in cfn_lint_ignored([ignored])] == [
         ("W3010", "a test of the ignore")
     ]
+
+
+def test_checkov_reading_nothing_is_an_error_not_a_pass(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(RuntimeError, match="read no CloudFormation resource"):
+        checkov(empty, DEFAULT_CHECKOV)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    text = json.dumps(
+        {"AWSTemplateFormatVersion": "2010-09-09", "Resources": {"Logs": UNENCRYPTED_LOG_GROUP}}
+    )
+    (broken / "Broken.template.json").write_text(text[:-3])
+    (broken / "Fine.template.json").write_text(json.dumps({"Resources": {"Logs": UNENCRYPTED_LOG_GROUP}}))
+    with pytest.raises(RuntimeError, match="could not parse"):
+        checkov(broken, DEFAULT_CHECKOV)
+
+
+def test_the_table_counts_each_variant_on_its_own() -> None:
+    dev = VariantResult(Variant("dev"), [Finding("checkov", "CKV_AWS_1", "a")], [])
+    dev.acknowledged.append(Acknowledged("cfn-lint", "W3005", "t:Fn", "why"))
+    prod = VariantResult(Variant("prod"), [], [Acknowledged("AwsSolutions", "AwsSolutions-S1", "b", "why")])
+    rows = {line.split(" | ")[0].strip("| "): line for line in table([dev, prod]).splitlines()[2:]}
+    assert rows["checkov (CloudFormation)"] == "| checkov (CloudFormation) | 1 | 0 |"
+    assert rows["cfn-lint"] == "| cfn-lint | 0 (rules ignored: W3005) | 0 |"
+    assert rows["cdk-nag AwsSolutions"] == "| cdk-nag AwsSolutions | 0 | 0 (+1 acknowledged) |"

@@ -299,9 +299,30 @@ def test_secret_named_plain_variable(edit_config: EditConfig, name: str, part: s
         f"ecs.services.gpu_worker.environment.{name} = (value not shown): named like a secret ({part}), but a "
         "plain variable is stored in the task definition, readable by anyone who may describe it. Fix: keep the "
         f'value in Secrets Manager and write secrets = {{ {name} = "<name in [ecs.secrets]>" }} in '
-        "[ecs.services.gpu_worker] instead; or rename it if it is not a secret"
+        f'[ecs.services.gpu_worker] instead; or, if it holds no secret, not_secrets = ["{name}"]'
     )
     assert "s3cr3t" not in message
+
+
+def test_a_secret_looking_name_declared_no_secret_is_kept_plain(edit_config: EditConfig) -> None:
+    config = edit_config(
+        DEV,
+        'environment = { WORKER_REPLICAS = "1" }',
+        'environment = { AUTH_ENABLED = "false" }\nnot_secrets = ["AUTH_ENABLED"]',
+    )
+    assert load_settings(config, "dev").environment.ecs.services["gpu_worker"].not_secrets == ["AUTH_ENABLED"]  # type: ignore[union-attr]
+
+
+def test_not_secrets_names_a_variable_of_the_environment(edit_config: EditConfig) -> None:
+    config = edit_config(
+        DEV,
+        'environment = { WORKER_REPLICAS = "1" }',
+        'environment = { WORKER_REPLICAS = "1" }\nnot_secrets = ["AUTH"]',
+    )
+    assert error_for(config) == (
+        "ecs.services.gpu_worker.not_secrets = 'AUTH': not a variable of this service's environment. Fix: remove it "
+        "from not_secrets, or add it to environment in [ecs.services.gpu_worker]"
+    )
 
 
 @pytest.mark.parametrize(
@@ -310,3 +331,35 @@ def test_secret_named_plain_variable(edit_config: EditConfig, name: str, part: s
 def test_setting_named_plain_variable(edit_config: EditConfig, name: str) -> None:
     config = edit_config(DEV, 'environment = { WORKER_REPLICAS = "1" }', f'environment = {{ {name} = "1" }}')
     assert load_settings(config, "dev").environment.ecs is not None
+
+
+NATS_COMMAND = '["--cluster_name", "sonic", "--cluster", "nats://0.0.0.0:6222", "--routes", "nats://nats.sonic.internal:6222"]'
+
+
+def test_nats_routes_on_another_port_than_the_security_group_opens(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, '"nats://0.0.0.0:6222"', '"nats://0.0.0.0:7222"')
+    assert error_for(config).startswith(
+        "ecs.services.nats.command = ['--cluster_name', 'sonic', '--cluster', 'nats://0.0.0.0:7222', "
+    )
+    assert "--cluster nats://0.0.0.0:7222: the servers would listen for routes on another port than 6222" in (
+        error_for(config)
+    )
+
+
+def test_nats_routes_to_another_host(edit_config: EditConfig) -> None:
+    config = edit_config(
+        DEV, '"--routes", "nats://nats.sonic.internal:6222"', '"--routes", "nats://nats:6222"'
+    )
+    assert error_for(config).endswith(
+        "--routes nats://nats:6222: the servers would not dial each other through "
+        f"nats://nats.sonic.internal:6222. Fix: set command = {NATS_COMMAND}"
+    )
+
+
+def test_nats_flags_in_gos_equals_form_are_read(edit_config: EditConfig) -> None:
+    config = edit_config(
+        DEV,
+        NATS_COMMAND,
+        '["-cluster_name=sonic", "--cluster=nats://0.0.0.0:6222", "-routes=nats://nats.sonic.internal:6222"]',
+    )
+    load_settings(config, "dev")

@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
-import pytest
 from aws_cdk.assertions import Template
 
-from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
-
-
-@pytest.fixture(scope="module")
-def air_gapped(tmp_path_factory: pytest.TempPathFactory) -> Template:
-    config = tmp_path_factory.mktemp("air-gapped") / "config"
-    shutil.copytree(CONFIG_DIR, config)
-    dev = config / "environments/dev.toml"
-    text = dev.read_text().replace('licence_mode = "connected"', 'licence_mode = "air-gapped"')
-    dev.write_text(text.replace("nat_gateways = 1", "nat_gateways = 0"))
-    return Template.from_stack(synthesize_from(config)["ecs"])
+from tests.conftest import resources_of
 
 
 def _file_system(template: Template) -> dict[str, Any]:

@@ -149,7 +149,7 @@ def _actions(statement: dict[str, Any]) -> list[str]:
 
 
 def test_s3_gateway_endpoint_lets_through_reads_only(
-    sagemaker_template: Template, ecs_template: Template
+    sagemaker_template: Template, ecs_template: Template, air_gapped: Template
 ) -> None:
     for template in (sagemaker_template, ecs_template):
         (endpoint,) = _endpoints(template, "Gateway")
@@ -159,12 +159,26 @@ def test_s3_gateway_endpoint_lets_through_reads_only(
         assert {a for s in statements.values() for a in _actions(s)} <= {"s3:GetObject", "s3:ListBucket"}
         own = statements["ReadThisAccountsBuckets"]
         assert own["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
-    (ecs_endpoint,) = _endpoints(ecs_template, "Gateway")
+    (ecs_endpoint,) = _endpoints(air_gapped, "Gateway")
     aws_owned = next(s for s in _statements(ecs_endpoint) if s["Sid"] == "ReadAwsOwnedObjects")
     assert sorted(aws_owned["Resource"]) == [
         "arn:aws:s3:::al2023-repos-us-east-2-de612dc2/*",  # the GPU hosts' CloudWatch agent package
         "arn:aws:s3:::prod-us-east-2-starport-layer-bucket/*",  # ECR's image layers
     ]
+    assert "ListAwsOwnedBuckets" not in {s["Sid"] for s in _statements(ecs_endpoint)}
+
+
+def test_where_s3_is_reached_through_the_gateway_anyway_any_object_may_be_read(
+    sagemaker_template: Template, ecs_template: Template
+) -> None:
+    """Connected ECS (the gateway's route beats NAT's for the Region's S3) and SageMaker (the model data's
+    bucket is not named): reads and lists of any bucket, still no write."""
+    for template in (sagemaker_template, ecs_template):
+        (endpoint,) = _endpoints(template, "Gateway")
+        statements = {s["Sid"]: s for s in _statements(endpoint)}
+        assert "arn:aws:s3:::*/*" in statements["ReadAwsOwnedObjects"]["Resource"]
+        assert statements["ListAwsOwnedBuckets"]["Resource"] == "arn:aws:s3:::*"
+        assert _actions(statements["ListAwsOwnedBuckets"]) == ["s3:ListBucket"]
 
 
 def test_interface_endpoints_let_through_this_accounts_principals_only(

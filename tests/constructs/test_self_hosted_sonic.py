@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_cdk.assertions import Template
 
-from sonic_deploy.constructs.self_hosted_sonic import NATS_ROUTE_PORT
+from sonic_deploy.config.schema import NATS_ROUTE_PORT
 from tests.conftest import resources_of
 
 

@@ -287,6 +287,11 @@ def test_plain_variables_acknowledged_by_name_only_where_there_are_some(ecs_stac
         )
 
 
+def test_plain_variables_reason_names_what_config_declares_no_secret() -> None:
+    reason = plain_variables_reason({"AUTH_ENABLED": "false"}, ["AUTH_ENABLED"])
+    assert reason.startswith("plain variables AUTH_ENABLED (named like a secret, declared none in config")
+
+
 def test_plain_variables_reason_lists_each() -> None:
     reason = plain_variables_reason({"WORKER_REPLICAS": "1", "LOG_LEVEL": "info"})
     assert reason.startswith(

@@ -43,12 +43,15 @@ def _certificate(
     )
 
 
-def make_private_ca(folder: Path) -> PrivateCa:
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("sonic-deploy test private CA")
-    ca = (
-        _certificate(ca_name, ca_name, ca_key)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+def _ca_certificate(
+    name: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: x509.Name,
+    issuer_key: ec.EllipticCurvePrivateKey,
+) -> x509.Certificate:
+    return (
+        _certificate(name, issuer, key)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
@@ -63,9 +66,25 @@ def make_private_ca(folder: Path) -> PrivateCa:
             ),
             critical=True,
         )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
+        )
+        .sign(issuer_key, hashes.SHA256())
     )
+
+
+def make_private_ca(folder: Path, *, subordinate: bool = False) -> PrivateCa:
+    """`subordinate`: the server's certificate is signed by a CA under a root, as AWS Private CA's subordinate
+    CAs are; the server presents it with that CA's certificate, and `ca` is that CA alone (not the root)."""
+    root_key = ec.generate_private_key(ec.SECP256R1())
+    root_name = _name("sonic-deploy test root CA" if subordinate else "sonic-deploy test private CA")
+    root = _ca_certificate(root_name, root_key, root_name, root_key)
+    ca, ca_key, ca_name = root, root_key, root_name
+    if subordinate:
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca_name = _name("sonic-deploy test subordinate CA")
+        ca = _ca_certificate(ca_name, ca_key, root_name, root_key)
     server_key = ec.generate_private_key(ec.SECP256R1())
     server = (
         _certificate(_name(HOST), ca_name, server_key)
@@ -82,7 +101,8 @@ def make_private_ca(folder: Path) -> PrivateCa:
     )
     files = PrivateCa(folder / "private-ca.pem", folder / "server.pem", folder / "server-key.pem")
     files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    files.cert.write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    chain = [server, ca] if subordinate else [server]
+    files.cert.write_bytes(b"".join(c.public_bytes(serialization.Encoding.PEM) for c in chain))
     files.key.write_bytes(
         server_key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()

@@ -85,6 +85,17 @@ def test_a_file_that_is_no_ca_bundle_is_one_error_line(
     assert "Fix: " in line and "Traceback" not in error
 
 
+def test_a_subordinate_cas_certificate_alone_is_enough(
+    tmp_path: Path, reference_server: ServerFactory, run_probe: Run
+) -> None:
+    """What `aws acm-pca get-certificate-authority-certificate --query Certificate` gives for a subordinate
+    Private CA: its own certificate, without the root above it."""
+    ca = make_private_ca(tmp_path, subordinate=True)
+    server = reference_server(*FAST, "--tls-cert", str(ca.cert), "--tls-key", str(ca.key), ca_file=ca.ca)
+    trusted = run_probe("ws", "--url", server.ws_url, "--ca-bundle", str(ca.ca), *LEVEL)
+    assert trusted.level()["ok"] == 4 and trusted.level()["errors"] == {}
+
+
 def test_the_context_trusts_the_bundle_alone(tmp_path: Path) -> None:
     ca = make_private_ca(tmp_path)
     context = ca_context(ca.ca)

@@ -18,7 +18,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.licence_store import loader_script
-from tests.conftest import CONFIG_DIR, EditConfig, rendered, resources_of, synthesize_from
+from tests.conftest import EditConfig, rendered, resources_of, synthesize_from
 from tests.snapshot import scrubbed
 
 
@@ -60,16 +60,6 @@ def test_model_id_and_api_version_come_from_config(edit_config: EditConfig) -> N
     outputs = Template.from_stack(synthesize_from(config)["ecs"]).to_json()["Outputs"]
     assert outputs["ModelId"]["Value"] == "sonic-3-selfhosted"
     assert outputs["CartesiaVersion"]["Value"] == "2026-03-01"
-
-
-@pytest.fixture(scope="module")
-def air_gapped(tmp_path_factory: pytest.TempPathFactory) -> Template:
-    config = tmp_path_factory.mktemp("air-gapped") / "config"
-    shutil.copytree(CONFIG_DIR, config)
-    dev = config / "environments/dev.toml"
-    text = dev.read_text().replace('licence_mode = "connected"', 'licence_mode = "air-gapped"')
-    dev.write_text(text.replace("nat_gateways = 1", "nat_gateways = 0"))
-    return Template.from_stack(synthesize_from(config)["ecs"])
 
 
 def test_air_gapped_has_no_egress_and_keeps_the_licence(air_gapped: Template) -> None:
