@@ -44,6 +44,28 @@ def skip_checkov(resource: IConstruct, *checks: str, reason: str) -> None:
     cfn.add_metadata("checkov", {"skip": skips})
 
 
+def acknowledge_custom_resource_handler(handler: IConstruct, *, outside_vpc: str) -> None:
+    """The Lambda rules of the compliance packs and checkov on a CloudFormation custom resource's handler,
+    each with its reason; `outside_vpc` says why this one runs outside the VPC."""
+    reasons = {
+        ("LambdaInsideVPC", "CKV_AWS_117"): outside_vpc,
+        ("LambdaDLQ", "CKV_AWS_116"): "a CloudFormation custom resource's handler, invoked asynchronously by "
+        "CloudFormation, which waits for its answer at a presigned URL: an error is answered FAILED, a lost "
+        "invocation fails the resource at CloudFormation's timeout, and either way the deploy fails and rolls "
+        "back, so a dead-letter queue would keep events (with their one-use response URLs) nobody replays",
+        (
+            "LambdaConcurrency",
+            "CKV_AWS_115",
+        ): "only CloudFormation invokes it, a few times per deploy, so its "
+        "concurrency is bounded already; a function may reserve only what leaves the account 100 unreserved "
+        "(Lambda Developer Guide, reserved concurrency), so reserving any fails the deploy in an account whose "
+        "quota is still a new account's 10",
+    }
+    for (rule, check), reason in reasons.items():
+        acknowledge_compliance(handler, rule, reason=reason)
+        skip_checkov(handler, check, reason=reason)
+
+
 def ignore_cfn_lint_on(resource: IConstruct, *rules: str, reason: str) -> None:
     """cfn-lint rules ignored on one resource (its `Metadata.cfn-lint.config.ignore_checks`, which cfn-lint
     reads), with the reason beside them. `resource` is the L1 resource, or an L2 whose default child is one."""

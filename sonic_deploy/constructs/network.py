@@ -12,7 +12,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.constructs.endpoint_policies import interface_endpoint_policy
-from sonic_deploy.constructs.findings import acknowledge_compliance, skip_checkov
+from sonic_deploy.constructs.findings import acknowledge_compliance, acknowledge_custom_resource_handler
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
@@ -238,21 +238,8 @@ def _skip_restrict_default_sg_provider(stack: Stack) -> None:
         # CDK's explicit DependsOn repeats what the function's GetAtt of the role already orders
         # (cfn-lint W3005).
         handler.remove_dependency(role)
-    skip_checkov(
+    acknowledge_custom_resource_handler(
         handler,
-        "CKV_AWS_115",
-        reason="runs once per deploy of the VPC, called by CloudFormation: there is no load to reserve "
-        "concurrency for",
-    )
-    skip_checkov(
-        handler,
-        "CKV_AWS_116",
-        reason="invoked synchronously by CloudFormation, which waits for its answer and fails the deploy "
-        "on an error: no asynchronous event to keep in a dead-letter queue",
-    )
-    skip_checkov(
-        handler,
-        "CKV_AWS_117",
-        reason="calls only EC2's API (RevokeSecurityGroupIngress/Egress) from the Lambda service's network "
-        "and needs nothing in the VPC; in an isolated VPC it would need an EC2 endpoint to work at all",
+        outside_vpc="it calls only EC2's API (RevokeSecurityGroupIngress/Egress) from the Lambda service's "
+        "network and needs nothing in the VPC; in an isolated VPC it would need an EC2 endpoint to work at all",
     )

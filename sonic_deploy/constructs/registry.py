@@ -19,7 +19,7 @@ from constructs import Construct
 
 from sonic_deploy.constructs.findings import (
     acknowledge,
-    acknowledge_compliance,
+    acknowledge_custom_resource_handler,
     ignore_cfn_lint_on,
     skip_checkov,
 )
@@ -223,29 +223,12 @@ class ImageRegistry(Construct):
         """What remains on the copying Lambda, and why."""
         function = handler.node.default_child
         assert isinstance(function, lambda_.CfnFunction)
-        outside_vpc = (
-            "it pulls from registries on the internet (Cartesia's, public.ecr.aws), which the VPC cannot "
-            "reach in air-gapped mode (no egress); outside the VPC it has the Lambda service's network, "
-            "never a path into the VPC, and it only runs while CloudFormation creates or updates a copy"
+        acknowledge_custom_resource_handler(
+            handler,
+            outside_vpc="it pulls from registries on the internet (Cartesia's, public.ecr.aws), which the VPC "
+            "cannot reach in air-gapped mode (no egress); outside the VPC it has the Lambda service's network, "
+            "never a path into the VPC, and it only runs while CloudFormation creates or updates a copy",
         )
-        acknowledge_compliance(handler, "LambdaInsideVPC", reason=outside_vpc)
-        skip_checkov(function, "CKV_AWS_117", reason=outside_vpc)
-        no_dlq = (
-            "a CloudFormation custom resource's handler: it answers FAILED to CloudFormation on an error or "
-            "a panic (aws-lambda-go cfn.LambdaWrap), and with no answer CloudFormation fails the resource "
-            "at its timeout; either way the deploy fails and rolls back, so a dead-letter queue would hold "
-            "events nobody reads"
-        )
-        acknowledge_compliance(handler, "LambdaDLQ", reason=no_dlq)
-        skip_checkov(function, "CKV_AWS_116", reason=no_dlq)
-        no_reserved_concurrency = (
-            "only CloudFormation invokes it, once per image copy (at most one per service), so its "
-            "concurrency is bounded already; a function may reserve only what leaves the account 100 "
-            "unreserved (Lambda Developer Guide, reserved concurrency), so reserving any fails the deploy in "
-            "an account whose quota is still a new account's 10"
-        )
-        acknowledge_compliance(handler, "LambdaConcurrency", reason=no_reserved_concurrency)
-        skip_checkov(function, "CKV_AWS_115", reason=no_reserved_concurrency)
         ignore_cfn_lint_on(
             function,
             "W3005",
