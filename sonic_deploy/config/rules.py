@@ -98,7 +98,7 @@ def check_packages(path: Path, packages: ModelPackages) -> None:
     for version, by_region in packages.versions.items():
         for region, arn in by_region.items():
             field = f'versions."{version}".{region}'
-            match = MODEL_PACKAGE_ARN.match(arn)
+            match = MODEL_PACKAGE_ARN.fullmatch(arn)  # `$` with match() lets a trailing newline through
             if match is None:
                 raise ConfigError(
                     file=path,
@@ -139,7 +139,7 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
             f"only the default environment ({DEFAULT_ENVIRONMENT}) may leave the account out",
             'add `account = "<12-digit AWS account id>"`',
         )
-    if not REGION.match(env.region):
+    if not REGION.fullmatch(env.region):  # not match(): `$` lets "us-east-2\n" through
         fail("region", env.region, "not an AWS Region name", 'write a Region such as "us-east-2"')
     if env.sonic_version not in catalogue.concurrency:
         fail(

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 Route = Literal["sagemaker", "ecs"]
@@ -59,10 +60,38 @@ LOG_RETENTION_DAYS = (
 )
 
 
-class Strict(BaseModel):
-    """Unknown keys are typos: refuse them."""
+def _takes_a_number(annotation: Any) -> bool:
+    """An int or float field (also inside Annotated, Optional or a union), not one that takes a boolean too."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    def bare(hint: Any) -> Any:
+        while get_origin(hint) is Annotated:
+            hint = get_args(hint)[0]
+        return hint
+
+    annotation = bare(annotation)
+    options = (
+        [bare(o) for o in get_args(annotation)]
+        if get_origin(annotation) in (Union, UnionType)
+        else [annotation]
+    )
+    return bool not in options and any(option in (int, float) for option in options)
+
+
+class Strict(BaseModel):
+    """Unknown keys are typos: refuse them. Numbers are finite (TOML's `inf` and `nan` are refused), and a
+    boolean is not a number (pydantic would take `true` for 1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, bool) and field is not None and _takes_a_number(field.annotation):
+            raise PydanticCustomError(
+                "bool_for_number", "a boolean where a number is needed (true and false are not 1 and 0)"
+            )
+        return value
 
 
 class ExistingVpc(Strict):

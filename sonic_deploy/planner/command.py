@@ -123,7 +123,7 @@ def run_plan(args: argparse.Namespace) -> int:
     require_config_dir(config_dir)
     settings = load_settings(config_dir, args.env)
     region = args.region or settings.environment.region
-    if not REGION.match(region):
+    if not REGION.fullmatch(region):
         raise ConfigError(
             file="command line",
             field="--region",

@@ -241,6 +241,7 @@ def test_plot_writes_a_png(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
             "--instance-types = 'p5.48xlarge': not in config/instance_types",
         ),
         (["--region", "ohio"], "command line: --region = 'ohio': not an AWS Region name"),
+        (["--region", "us-east-2\n"], "command line: --region = 'us-east-2\\n': not an AWS Region name"),
         (
             ["--probe", "x.json"],
             "--probe-instance-type = None: must name the instance type the probe measured",
