@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Template
 from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER  # type: ignore[import-untyped]
 
-from sonic_deploy.compliance.variants import config_for, variants
-from tests.conftest import CONFIG_DIR, synthesize_from
+from tests.compliance.conftest import VARIANTS
+from tests.compliance.conftest import templates as variant_templates
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = json.loads((REPO / "config/bootstrap/cloudformation-execution-policy.json").read_text())
@@ -73,16 +72,15 @@ IAM_RESOURCES = {
 
 
 @pytest.fixture(scope="module")
-def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def templates() -> dict[str, dict[str, Any]]:
     """Every variant the compliance gate scans (each environment, and the closed variant that turns on
-    air-gapped mode, TLS from a Private CA and the FIS experiments): every resource type either can make."""
-    found: dict[str, dict[str, Any]] = {}
-    workdir = tmp_path_factory.mktemp("variants")
-    for variant in variants(CONFIG_DIR):
-        config = config_for(variant, CONFIG_DIR, workdir)
-        for route, stack in synthesize_from(config, variant.environment).items():
-            found[f"{variant.slug}/{route}"] = dict(Template.from_stack(stack).to_json())
-    return found
+    air-gapped mode, TLS from a Private CA and the FIS experiments): every resource type either can make.
+    The gate's own synth of each, shared with tests/compliance/ (one synth per variant per session)."""
+    return {
+        f"{variant.slug}/{stack}": body
+        for variant in VARIANTS
+        for stack, body in variant_templates(variant).items()
+    }
 
 
 def statements() -> list[dict[str, Any]]:

@@ -120,6 +120,7 @@ def test_inference_runs_only_in_private_subnets(variant: Variant) -> None:
 @parametrized
 def test_sagemaker_models_are_network_isolated(variant: Variant) -> None:
     models = list(of_type(variant, "AWS::SageMaker::Model"))
+    assert models, "every variant deploys the SageMaker route"
     assert all(props(r).get("EnableNetworkIsolation") is True for _, _, r in models)
 
 
@@ -149,7 +150,11 @@ def test_customer_managed_keys_encrypt_what_is_stored(variant: Variant) -> None:
 
 @parametrized
 def test_gpu_hosts_require_imdsv2_and_block_it_for_tasks(variant: Variant) -> None:
-    for stack, logical_id, resource in of_type(variant, "AWS::EC2::LaunchTemplate"):
+    hosts = list(of_type(variant, "AWS::EC2::LaunchTemplate"))
+    assert bool(hosts) == ("SonicEcs" in templates(variant)), (
+        "a launch template where, and only where, ECS is"
+    )
+    for stack, logical_id, resource in hosts:
         data = props(resource)["LaunchTemplateData"]
         assert data["MetadataOptions"]["HttpTokens"] == "required", f"{stack}/{logical_id}"
         assert "ECS_AWSVPC_BLOCK_IMDS=true" in json.dumps(data["UserData"]), f"{stack}/{logical_id}"
