@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from functools import cache
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
+from hypothesis import HealthCheck, settings
 
 from sonic_deploy.compliance.variants import DEPLOYABLE_ACCOUNT as DEPLOYABLE_ACCOUNT
 from sonic_deploy.compliance.variants import fill_placeholders
@@ -21,6 +23,19 @@ from tests.cdk_context import ROOT, cli_context
 
 CONFIG_DIR = ROOT / "config"
 pytest_plugins = ["tests.pipecat_frames"]
+
+# Property-based tests (tests/fuzz/ holds the generators): the same examples on every run, so main stays
+# green or fails the same way everywhere; no deadline, since a busy laptop is slow, not wrong; no example
+# database left in the work tree. HYPOTHESIS_PROFILE=explore draws new examples, more of them.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("explore", deadline=None, database=None, max_examples=2000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @cache

@@ -1,0 +1,1 @@
+"""Generators for property-based tests: hostile config values and command-line arguments."""
