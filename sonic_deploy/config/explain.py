@@ -51,13 +51,49 @@ def explain(path: Path, model: type[BaseModel], error: ValidationError) -> Confi
             problem="required key is missing",
             fix=f"add `{loc[-1]} = ...` to {path.name}",
         )
+    kind = EXPECTED.get(first["type"], "a value that satisfies this")
     return ConfigError(
         file=path,
-        field=field,
+        field=field or "(file)",
         value=first["input"],
         problem=first["msg"].rstrip("."),
-        fix=f"write a value for {field} that satisfies this ({describe(model, loc)})",
+        fix=f"write {kind} for {field or 'the file'} ({describe(model, loc)})",
     )
+
+
+# What to write instead, by pydantic's error type (a wrong type says which type goes there).
+EXPECTED = {
+    "string_type": "a quoted string",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "bool_for_number": "a number",
+    "number_too_large": "a number in the range the comment in the shipped file gives",
+    "list_type": "a list, [...]",
+    "dict_type": "a table, [name] or { ... }",
+    "model_type": "a table, [name] or { ... }",
+    "model_attributes_type": "a table, [name] or { ... }",
+    "literal_error": "one of those",
+    "enum": "one of those",
+    "greater_than": "a number in that range",
+    "greater_than_equal": "a number in that range",
+    "less_than": "a number in that range",
+    "less_than_equal": "a number in that range",
+    "string_pattern_mismatch": "text of that form",
+    "string_too_short": "text of that length",
+    "string_too_long": "text of that length",
+    "too_short": "that many entries",
+    "too_long": "that many entries",
+    "image_name": "the image's name, e.g. public.ecr.aws/docker/library/nats",
+    "image_digest": "sha256: and the 64 hex digits `docker buildx imagetools inspect` prints",
+    "control_character": "the value without it",
+    "template_syntax": "plain text (CloudFormation syntax is not config)",
+}
 
 
 def toml_path(loc: list[str]) -> str:

@@ -213,6 +213,23 @@ def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            file=path,
+            field="(encoding)",
+            value=error.object[error.start : error.start + 4],
+            problem=f"not UTF-8 text: the bytes at line {line} are not UTF-8 (TOML files are UTF-8)",
+            fix="save the file as UTF-8, or retype the characters on that line",
+        ) from None
+    except RecursionError:
+        raise ConfigError(
+            file=path,
+            field="(syntax)",
+            value=MISSING,
+            problem="arrays or inline tables nested too deeply to read",
+            fix="nest at most a few levels: no config value needs more than a table of lists",
+        ) from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(
             file=path,
@@ -229,6 +246,14 @@ def _parse(path: Path, model: type[M]) -> M:
         return model.model_validate(data)
     except ValidationError as error:
         raise explain(path, model, error) from None
+    except RecursionError:
+        raise ConfigError(
+            file=path,
+            field="(nesting)",
+            value=MISSING,
+            problem="tables or arrays nested too deeply to check",
+            fix="nest at most a few levels: no config value needs more than a table of lists",
+        ) from None
 
 
 def _model_package_arn(

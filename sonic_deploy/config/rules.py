@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from pathlib import Path
 from typing import NoReturn, Protocol
 
@@ -17,6 +18,7 @@ from sonic_deploy.config.schema import (
     InstanceCatalogue,
     ModelPackages,
 )
+from sonic_deploy.config.zones import REFRESH_COMMAND, known_zones
 
 DEFAULT_ENVIRONMENT = "dev"
 # The first CloudWatch agent release that merges CW_OTEL_CONFIG_CONTENT (the histogram form of worker TTFA).
@@ -98,6 +100,14 @@ def check_packages(path: Path, packages: ModelPackages) -> None:
     for version, by_region in packages.versions.items():
         for region, arn in by_region.items():
             field = f'versions."{version}".{region}'
+            if region not in known_zones():
+                raise ConfigError(
+                    file=path,
+                    field=field,
+                    value=region,
+                    problem="not a Region AWS has (sonic_deploy/config/aws_zones.json lists them)",
+                    fix=f"correct the Region name; if AWS has opened it since, run `{REFRESH_COMMAND}`",
+                )
             match = MODEL_PACKAGE_ARN.fullmatch(arn)  # `$` with match() lets a trailing newline through
             if match is None:
                 raise ConfigError(
@@ -141,6 +151,14 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
         )
     if not REGION.fullmatch(env.region):  # not match(): `$` lets "us-east-2\n" through
         fail("region", env.region, "not an AWS Region name", 'write a Region such as "us-east-2"')
+    if env.region not in known_zones():
+        fail(
+            "region",
+            env.region,
+            "not a Region AWS has (sonic_deploy/config/aws_zones.json lists them)",
+            f"use one of {', '.join(sorted(known_zones()))}; if AWS has opened it since, run `{REFRESH_COMMAND}`",
+        )
+    _check_tags(fail, env.tags)
     if env.sonic_version not in catalogue.concurrency:
         fail(
             "sonic_version",
@@ -178,13 +196,14 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
             "fewer than two distinct Availability Zones (SageMaker's VpcConfig needs subnets in two AZs)",
             f'name two or more, e.g. ["{env.region}a", "{env.region}b"]',
         )
+    region_zones = known_zones()[env.region]
     for zone in zones:
-        if not (zone.startswith(env.region) and len(zone) == len(env.region) + 1):
+        if zone not in region_zones:
             fail(
                 zones_field,
                 zone,
                 f"not an Availability Zone of {env.region}",
-                f'use zones named like "{env.region}a"',
+                f"use {', '.join(region_zones)}; if AWS has added it since, run `{REFRESH_COMMAND}`",
             )
     if net.existing_vpc and len(net.existing_vpc.private_subnet_ids) != len(
         net.existing_vpc.availability_zones
@@ -217,6 +236,82 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
         _check_ecs_api(fail, name, env)
     if name != DEFAULT_ENVIRONMENT:
         _check_alarms_reach_someone(fail, env)
+
+
+# Tags, as every AWS service documents them ("Tag restrictions", e.g. the Amazon ECS API Reference, Tag):
+# at most 50 per resource, keys of 1 to 128 and values of up to 256 Unicode characters, letters, numbers,
+# spaces and + - = . _ : / @ only, and no key or value that starts with aws: in any case (reserved for AWS).
+MAX_TAGS_PER_RESOURCE = 50
+# The stacks add tags of their own to some resources, and config's tags reach every resource (Tags.of(stack)
+# in sonic_deploy/stacks): CDK's subnets carry Name, aws-cdk:subnet-name and aws-cdk:subnet-type, the FIS
+# experiment templates Name and sonic-deploy:experiment. (CloudFormation's own aws:cloudformation:* tags do
+# not count against the 50.)
+APP_TAGS_PER_RESOURCE = 3
+TAG_PUNCTUATION = frozenset("+-=._:/@")
+
+
+def _tag_text_problem(text: str, longest: int) -> str | None:
+    if len(text) > longest:
+        return f"longer than {longest} characters ({len(text)})"
+    bad = next(
+        (c for c in text if not (c.isalnum() or c in TAG_PUNCTUATION or unicodedata.category(c) == "Zs")),
+        None,
+    )
+    if bad is not None:
+        return f"{bad!r} is not a character AWS takes in a tag (letters, digits, spaces and + - = . _ : / @)"
+    if text.lower().startswith("aws:"):
+        return "starts with aws:, a prefix AWS reserves for its own tags"
+    return None
+
+
+def _check_tags(fail: Fail, tags: dict[str, str]) -> None:
+    room = MAX_TAGS_PER_RESOURCE - APP_TAGS_PER_RESOURCE
+    if len(tags) > room:
+        fail(
+            "tags",
+            f"({len(tags)} tags)",
+            f"more than {room}: with the {APP_TAGS_PER_RESOURCE} the stacks add to some resources they would "
+            f"pass AWS's {MAX_TAGS_PER_RESOURCE} per resource",
+            f"keep {room} or fewer",
+        )
+    for key, value in tags.items():
+        field = f'tags."{key}"'
+        problem = "an empty key" if not key else _tag_text_problem(key, 128)
+        if problem is not None:
+            fail(field, key, f"the key: {problem}", "rename the tag")
+        problem = _tag_text_problem(value, 256)
+        if problem is not None:
+            fail(field, value, problem, "write a value of letters, digits, spaces and + - = . _ : / @")
+
+
+# Secrets Manager names (CreateSecret, Name): 1 to 512 ASCII letters, digits and /_+=.@- . (Its advice not
+# to end a name in a hyphen and six characters is about lookups by partial ARN, which the stacks do not make:
+# a name such as prod/db-secret is left alone.)
+SECRET_NAME = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
+
+
+def _check_secret_name(fail: Fail, field: str, name: str) -> None:
+    if not SECRET_NAME.fullmatch(name):
+        fail(
+            field,
+            name,
+            "not a Secrets Manager secret name (1 to 512 ASCII letters, digits and / _ + = . @ -)",
+            'write the secret\'s name, not its ARN, e.g. "sonic/prod/cartesia-api-key"',
+        )
+
+
+# A path inside a container, as ECS takes it in a mount point: absolute, no `..` that could leave the volume.
+CONTAINER_PATH = re.compile(r"/(?:[A-Za-z0-9._@+=-]+/?)*")
+
+
+def _check_container_path(fail: Fail, field: str, path: str) -> None:
+    if not CONTAINER_PATH.fullmatch(path) or ".." in path.split("/") or len(path) > 4096:
+        fail(
+            field,
+            path,
+            "not an absolute path inside the container (starts with /; letters, digits and . _ - @ + = ; no ..)",
+            'write one such as "/data"',
+        )
 
 
 def _check_alarms_reach_someone(fail: Fail, env: EnvironmentConfig) -> None:
@@ -274,16 +369,57 @@ def _check_room(
         )
 
 
-def _ipv4_network(fail: Fail, field: str, cidr: str, example: str = "10.60.0.0/16") -> ipaddress.IPv4Network:
+# "The smallest VPC you can create uses a /28 netmask (16 IPv4 addresses), and the largest uses a /16 netmask
+# (65,536 IPv4 addresses)" (Amazon EC2 API Reference, CreateVpc).
+VPC_PREFIXES = range(16, 29)
+CIDR = re.compile(r"(?:[0-9]{1,3}\.){3}[0-9]{1,3}/[0-9]{1,2}")
+
+
+def _ipv4_network(
+    fail: Fail, field: str, cidr: str, example: str = "10.60.0.0/16", *, vpc: bool = False
+) -> ipaddress.IPv4Network:
+    """`cidr` as a network: address/prefix in full (CloudFormation takes nothing shorter), host bits zero
+    (the fix names the network meant), and for a VPC a /16 to /28."""
+    if not CIDR.fullmatch(cidr):
+        fail(
+            field,
+            cidr,
+            "not an IPv4 network in CIDR notation (four numbers, a slash, a prefix length)",
+            f'write one such as "{example}"',
+        )
     try:
-        return ipaddress.IPv4Network(cidr)
+        network = ipaddress.IPv4Network(cidr)
     except ValueError as error:
+        if "host bits set" in str(error):
+            meant = ipaddress.IPv4Network(cidr, strict=False)
+            fail(
+                field,
+                cidr,
+                f"host bits set: the range /{meant.prefixlen} starts at {meant.network_address}",
+                f'write "{meant}"',
+            )
         fail(field, cidr, f"not an IPv4 network ({error})", f'write one such as "{example}"')
+    if vpc and network.prefixlen not in VPC_PREFIXES:
+        fail(
+            field,
+            cidr,
+            "a VPC's range must be a /16 to a /28 (CreateVpc refuses any other size)",
+            f'write one such as "{example}"',
+        )
+    return network
 
 
 def _check_cidr(fail: Fail, cidr: str, zones: list[str], *, public_subnets: bool) -> None:
-    # Each route gets half (both halves the same size, though only the ECS route has public subnets).
+    # Each route gets half (both halves the same size, though only the ECS route has public subnets). The
+    # halves are the VPCs, so the whole may be a /15 (two /16 halves) down to a /27.
     network = _ipv4_network(fail, "network.cidr", cidr)
+    if network.prefixlen + 1 not in VPC_PREFIXES:
+        fail(
+            "network.cidr",
+            cidr,
+            "each route's VPC takes half of this range, and a VPC must be a /16 to a /28",
+            'write a /15 to a /27, e.g. "10.60.0.0/16"',
+        )
     _check_room(fail, "network.cidr", cidr, network, zones, public=public_subnets, share=2)
 
 
@@ -294,7 +430,7 @@ def _check_route_cidrs(fail: Fail, env: EnvironmentConfig, zones: list[str]) -> 
     ranges = {route: ipaddress.IPv4Network(cidr) for route, cidr in route_cidrs(net.cidr).items()}
     for route, cidr in net.route_cidrs.items():
         field = f"network.route_cidrs.{route}"
-        ranges[route] = _ipv4_network(fail, field, cidr)
+        ranges[route] = _ipv4_network(fail, field, cidr, vpc=True)
         public = route == "ecs" and env.ecs is not None and env.ecs.nat_gateways > 0
         _check_room(fail, field, cidr, ranges[route], zones, public=public, share=1)
     used = [route for route in ROUTE_HALVES if route in env.routes]
@@ -310,6 +446,9 @@ def _check_route_cidrs(fail: Fail, env: EnvironmentConfig, zones: list[str]) -> 
 
 def _check_client_cidrs(fail: Fail, env: EnvironmentConfig) -> None:
     net = env.network
+    if net.existing_vpc:
+        # An existing VPC's range is AWS's already: valid, but say so here rather than in a construct.
+        _ipv4_network(fail, "network.existing_vpc.vpc_cidr", net.existing_vpc.vpc_cidr, vpc=True)
     own = [net.existing_vpc.vpc_cidr] if net.existing_vpc else [net.cidr, *net.route_cidrs.values()]
     workload = [ipaddress.IPv4Network(cidr) for cidr in own]
     for client in net.client_cidrs:
@@ -479,6 +618,11 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             "set ecs.api_server_tasks to 2 or more",
         )
     _check_nats_cluster(fail, ecs)
+    _check_secret_name(fail, "ecs.secrets.api_key", ecs.secrets.api_key)
+    _check_secret_name(fail, "ecs.secrets.registry_credentials", ecs.secrets.registry_credentials)
+    if ecs.secrets.licence is not None:
+        _check_secret_name(fail, "ecs.secrets.licence", ecs.secrets.licence)
+    _check_container_path(fail, "ecs.licence_data_path", ecs.licence_data_path)
     for service in SERVICES:
         if service not in ecs.services:
             fail(

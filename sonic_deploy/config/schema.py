@@ -7,17 +7,42 @@ error can name the exact field and file.
 
 from __future__ import annotations
 
+import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 Route = Literal["sagemaker", "ecs"]
 Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
+# The OCI distribution reference grammar (github.com/distribution/reference, reference.go), which ECR and
+# every registry apply: tag := /[\w][\w.-]{0,127}/ (ASCII \w here: pydantic's \w would take any letter).
 ImageTag = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")]
+# name := [domain '/'] remote-name, domain := host [':' port-number], domain-component :=
+# /([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])/, path-component := alpha-numeric [separator
+# alpha-numeric]*, alpha-numeric := /[a-z0-9]+/, separator := /[_.]|__|[-]*/; a name is at most 255 characters.
+_DOMAIN_COMPONENT = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*"
+IMAGE_NAME = re.compile(
+    rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+)
+
+
+def _image_name(value: str) -> str:
+    if len(value) > 255 or IMAGE_NAME.fullmatch(value) is None:
+        raise PydanticCustomError(
+            "image_name",
+            "not an image name a registry takes (registry host, then lower-case path parts separated by /; "
+            "no tag, digest, space or upper case after the host; at most 255 characters)",
+        )
+    return value
+
+
+ImageName = Annotated[str, AfterValidator(_image_name)]
 
 
 def _manifest_digest(value: str) -> str:
@@ -77,31 +102,106 @@ def _takes_a_number(annotation: Any) -> bool:
     return bool not in options and any(option in (int, float) for option in options)
 
 
+# CloudFormation takes integer properties as 32-bit signed integers ("Type: Integer" in its resource
+# reference); no setting here needs more, and a larger number is a typo.
+INT32_MAX = 2**31 - 1
+# Text CloudFormation or CDK would read as something else than itself, wherever the string lands in a
+# template: a dynamic reference ("you can use a dynamic reference for a secret in any resource property",
+# AWS CloudFormation User Guide, "Get values stored in other services using dynamic references"), the
+# pseudo parameters and intrinsic functions Fn::Sub and the JSON form spell (${AWS::Region}, Fn::GetAtt),
+# and a CDK token's string form (${Token[...]}), which CDK substitutes at synth.
+TEMPLATE_SYNTAX = re.compile(r"\{\{resolve:|\$\{AWS::|Fn::|\$\{Token\[", re.IGNORECASE)
+_NESTING_CHECKED = 64  # deeper values are refused by their type anyway; do not walk them
+
+
+def _strings_in(value: Any) -> Any:
+    """Every string in `value` (and in the keys of its tables), down to _NESTING_CHECKED levels."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif depth < _NESTING_CHECKED and isinstance(item, dict):
+            stack.extend((part, depth + 1) for pair in item.items() for part in pair)
+        elif depth < _NESTING_CHECKED and isinstance(item, list):
+            stack.extend((part, depth + 1) for part in item)
+
+
+def _holds_models(annotation: Any) -> bool:
+    """The field's type is, or holds (in a list, a table or a union), a model."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_holds_models(arg) for arg in get_args(annotation))
+
+
+def _keys(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, dict) else []
+
+
+# Control and format characters (zero-width ones among them) and line and paragraph separators.
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def _control_character(text: str, allowed: str) -> str | None:
+    if text.isprintable():
+        return None
+    return next((c for c in text if unicodedata.category(c) in _INVISIBLE and c not in allowed), None)
+
+
 class Strict(BaseModel):
-    """Unknown keys are typos: refuse them. Numbers are finite (TOML's `inf` and `nan` are refused), and a
-    boolean is not a number (pydantic would take `true` for 1)."""
+    """Unknown keys are typos: refuse them. Numbers are finite (TOML's `inf` and `nan` are refused) and
+    within CloudFormation's 32-bit integers, and a boolean is not a number (pydantic would take `true` for
+    1). No string holds a control character (but a tab or newline in the fields listed in
+    `_multiline`: a container's shell command may have them) or CloudFormation's own syntax."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    _multiline: ClassVar[frozenset[str]] = frozenset()
 
     @field_validator("*", mode="before")
     @classmethod
-    def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+    def _plain_values(cls, value: Any, info: ValidationInfo) -> Any:
         field = cls.model_fields.get(info.field_name or "")
-        if isinstance(value, bool) and field is not None and _takes_a_number(field.annotation):
-            raise PydanticCustomError(
-                "bool_for_number", "a boolean where a number is needed (true and false are not 1 and 0)"
-            )
+        if field is not None and _takes_a_number(field.annotation):
+            if isinstance(value, bool):
+                raise PydanticCustomError(
+                    "bool_for_number", "a boolean where a number is needed (true and false are not 1 and 0)"
+                )
+            if isinstance(value, int | float) and math.isfinite(value) and abs(value) > INT32_MAX:
+                raise PydanticCustomError(
+                    "number_too_large",
+                    "beyond what any setting here takes (CloudFormation's integers stop at 2147483647)",
+                )
+        # A table of models is checked by the models, so the error names the field in it; here only its keys.
+        checked = value if field is None or not _holds_models(field.annotation) else _keys(value)
+        # A shell command may hold a tab or a newline (in its text, not in a variable's name).
+        multiline = info.field_name in cls._multiline
+        for text in _strings_in(checked):
+            allowed = "\t\n" if multiline and not (isinstance(value, dict) and text in value) else ""
+            bad = _control_character(text, allowed)
+            if bad is not None:
+                raise PydanticCustomError(
+                    "control_character",
+                    "holds the control character {character} (a pasted newline, tab or terminal escape?)",
+                    {"character": repr(bad)},
+                )
+            syntax = TEMPLATE_SYNTAX.search(text)
+            if syntax is not None:
+                raise PydanticCustomError(
+                    "template_syntax",
+                    "holds {syntax}, which CloudFormation or CDK would resolve instead of keeping as text",
+                    {"syntax": repr(syntax.group())},
+                )
         return value
 
 
 class ExistingVpc(Strict):
     """Use a VPC you already have instead of creating one (no lookup at synth: name its parts)."""
 
-    vpc_id: str
+    vpc_id: Annotated[str, Field(pattern=r"^vpc-[0-9a-f]{8,17}$")]
     vpc_cidr: str
-    private_subnet_ids: list[str]
+    private_subnet_ids: list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")]]
     availability_zones: list[str]
-    private_route_table_ids: list[str] = []
+    private_route_table_ids: list[Annotated[str, Field(pattern=r"^rtb-[0-9a-f]{8,17}$")]] = []
 
 
 class NetworkConfig(Strict):
@@ -134,26 +234,27 @@ class NetworkConfig(Strict):
 
 class AlarmConfig(Strict):
     email: list[Email] = []
-    errors_5xx_per_5min: Annotated[int, Field(ge=1)] = 1
-    errors_4xx_per_5min: Annotated[int, Field(ge=1)] = 5
-    model_latency_p95_ms: Annotated[float, Field(gt=0)] = 500.0
+    errors_5xx_per_5min: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    errors_4xx_per_5min: Annotated[int, Field(ge=1, le=1_000_000)] = 5
+    # SageMaker gives an invocation 60 s to answer; a threshold past it never fires.
+    model_latency_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = 500.0
     gpu_pinned_percent: Percent = 95.0
     gpu_pinned_minutes: Annotated[int, Field(ge=1, le=1440)] = 15
 
 
 class SageMakerConfig(Strict):
     instance_type: str = "ml.g6e.xlarge"
-    min_instances: Annotated[int, Field(ge=0)] = 2
-    max_instances: Annotated[int, Field(ge=0)] = 4
-    streams_per_instance: Annotated[int, Field(ge=1)] | None = Field(
+    min_instances: Annotated[int, Field(ge=0, le=1000)] = 2
+    max_instances: Annotated[int, Field(ge=0, le=1000)] = 4
+    streams_per_instance: Annotated[int, Field(ge=1, le=10_000)] | None = Field(
         default=None, description="Concurrent streams one instance serves; default: the instance catalogue's."
     )
     target_utilisation: Ratio = 0.8
     startup_health_check_timeout_s: Annotated[int, Field(ge=60, le=3600)] = 900
     model_data_download_timeout_s: Annotated[int, Field(ge=60, le=3600)] = 1200
     endpoint_name: str | None = None
-    scale_out_cooldown_s: Annotated[int, Field(ge=0)] = 30
-    scale_in_cooldown_s: Annotated[int, Field(ge=0)] = 900
+    scale_out_cooldown_s: Annotated[int, Field(ge=0, le=86_400)] = 30
+    scale_in_cooldown_s: Annotated[int, Field(ge=0, le=86_400)] = 900
     alarms: AlarmConfig = AlarmConfig()
 
 
@@ -167,7 +268,9 @@ class ServiceConfig(Strict):
     """One container of the self-hosted product. Image names, tags and most settings are Cartesia's and
     are not public: they come from your deployment bundle, into config, never into code."""
 
-    source: str = Field(description="image to copy from, without tag, e.g. <registry>/<path>/<name>")
+    _multiline: ClassVar[frozenset[str]] = frozenset({"command", "health_check", "environment"})
+
+    source: ImageName = Field(description="image to copy from, without tag, e.g. <registry>/<path>/<name>")
     tag: ImageTag = Field(description="the tag it gets in your ECR (and the source's, without a digest)")
     digest: ImageDigest | None = Field(
         default=None,
@@ -177,8 +280,9 @@ class ServiceConfig(Strict):
     port: Annotated[int, Field(ge=1, le=65535)] | None = Field(
         default=None, description="the port it serves on (every service but cloudwatch_agent)"
     )
-    cpu: Annotated[int, Field(ge=128)] = 1024
-    memory_mib: Annotated[int, Field(ge=256)] = 2048
+    # The largest GPU instance the ECS route could use (g6e.48xlarge: 192 vCPUs, 1,536 GiB).
+    cpu: Annotated[int, Field(ge=128, le=196_608)] = 1024
+    memory_mib: Annotated[int, Field(ge=256, le=1_572_864)] = 2048
     environment: dict[str, str] = Field(
         default={},
         description="plain settings, stored in the task definition; a name with a secret-like part (KEY, TOKEN, "
@@ -221,7 +325,7 @@ class SecretsConfig(Strict):
 
 class EcsAlarmConfig(Strict):
     email: list[Email] = []
-    worker_ttfa_p95_ms: Annotated[float, Field(gt=0)] = 200.0
+    worker_ttfa_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = 200.0
     gpu_pinned_percent: Percent = 95.0
     gpu_pinned_minutes: Annotated[int, Field(ge=1, le=1440)] = 15
 
@@ -295,16 +399,16 @@ class EcsConfig(Strict):
     availability_zone: str = Field(description="the one AZ of the GPU instances, placement group and NLB")
     licence_mode: Literal["connected", "air-gapped"] = "connected"
     nat_gateways: Annotated[int, Field(ge=0, le=1)] = 1
-    min_workers: Annotated[int, Field(ge=0)] = 2
-    max_workers: Annotated[int, Field(ge=0)] = 6
-    api_server_tasks: Annotated[int, Field(ge=0)] = 2
+    min_workers: Annotated[int, Field(ge=0, le=1000)] = 2
+    max_workers: Annotated[int, Field(ge=0, le=1000)] = 6
+    api_server_tasks: Annotated[int, Field(ge=0, le=1000)] = 2
     nats_tasks: Annotated[int, Field(ge=0, le=5)] = Field(
         default=3,
         description="NATS servers, clustered (their routes in ecs.services.nats.command): every request crosses NATS",
     )
     target_utilisation: Ratio = 0.8
-    scale_out_cooldown_s: Annotated[int, Field(ge=0)] = 30
-    scale_in_cooldown_s: Annotated[int, Field(ge=0)] = 900
+    scale_out_cooldown_s: Annotated[int, Field(ge=0, le=86_400)] = 30
+    scale_in_cooldown_s: Annotated[int, Field(ge=0, le=86_400)] = 900
     instance_warmup_s: Annotated[int, Field(ge=0, le=10000)] = 300
     root_volume_gib: Annotated[int, Field(ge=30, le=16384)] = 200
     worker_start_period_s: Annotated[int, Field(ge=0, le=300)] = 300
@@ -351,7 +455,7 @@ class EcsConfig(Strict):
     # 2026-03-01` (pinned; its `cartesia_version` argument is deprecated), LiveKit's Cartesia plugin 1.8.9
     # `?cartesia_version=2025-04-16` (its `api_version` argument), the official SDK 4.2.0 `2026-08-14`.
     # 2025-04-16 is the one Cartesia's self-hosted API pages show (domain.md, section 2).
-    cartesia_version: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")] = Field(
+    cartesia_version: Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")] = Field(
         default="2025-04-16",
         description="the Cartesia API version agents send (`sonic-deploy connect` prints it; stack output "
         "CartesiaVersion): the one your self-hosted release documents",
@@ -367,7 +471,7 @@ class EcsConfig(Strict):
 class EnvironmentConfig(Strict):
     """One file in config/environments/: where and how to deploy."""
 
-    account: Annotated[str, Field(pattern=r"^\d{12}$")] | None = None
+    account: Annotated[str, Field(pattern=r"^[0-9]{12}$")] | None = None  # not \d: that takes any digit
     region: str
     routes: list[Route] = Field(min_length=1)
     sonic_version: str
@@ -381,21 +485,21 @@ class EnvironmentConfig(Strict):
 class InstanceType(Strict):
     """One row of config/instance_types.toml."""
 
-    gpus: Annotated[int, Field(ge=1)]
+    gpus: Annotated[int, Field(ge=1, le=64)]
     gpu: str
-    vcpus: Annotated[int, Field(ge=1)]
-    memory_gib: Annotated[float, Field(gt=0)]
+    vcpus: Annotated[int, Field(ge=1, le=1024)]
+    memory_gib: Annotated[float, Field(gt=0, le=32_768)]
     local_storage: bool = Field(description="local NVMe instance storage (SageMaker then refuses a KmsKeyId)")
 
 
 class GpuModel(Strict):
-    memory_gib: Annotated[float, Field(gt=0)]
+    memory_gib: Annotated[float, Field(gt=0, le=1024)]
 
 
 class PublishedFigure(Strict):
     """A concurrency figure someone published, and where: the catalogue keeps no number without its source."""
 
-    streams: Annotated[int, Field(ge=1)] = Field(description="concurrent Sonic streams")
+    streams: Annotated[int, Field(ge=1, le=10_000)] = Field(description="concurrent Sonic streams")
     source: Annotated[str, Field(min_length=1)] = Field(description="who says so, and where")
 
 

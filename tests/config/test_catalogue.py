@@ -169,6 +169,6 @@ def test_a_zero_figure(edit_config: EditConfig) -> None:
     config = edit_config(CATALOGUE, "streams = 16", "streams = 0")
     assert error_for(config) == (
         'concurrency."sonic-3".per_gpu.H100.streams = 0: Input should be greater than or equal to 1. Fix: write '
-        'a value for concurrency."sonic-3".per_gpu.H100.streams that satisfies this (required; concurrent Sonic '
+        'a number in that range for concurrency."sonic-3".per_gpu.H100.streams (required; concurrent Sonic '
         "streams)"
     )

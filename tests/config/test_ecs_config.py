@@ -206,7 +206,7 @@ def test_tls_needs_the_name_agents_dial(edit_config: EditConfig) -> None:
 @pytest.mark.parametrize(
     ("field", "value", "problem"),
     [
-        ("certificate_arn", CERT + "\\n", "not an ACM certificate ARN in us-east-2 (partition aws)"),
+        ("certificate_arn", CERT + "\\n", "holds the control character '\\n'"),  # a pasted newline
         (
             "certificate_arn",
             CERT.replace("us-east-2", "eu-west-1"),
@@ -214,7 +214,7 @@ def test_tls_needs_the_name_agents_dial(edit_config: EditConfig) -> None:
         ),
         ("certificate_arn", CERT.replace(":aws:", ":aws-cn:"), "not an ACM certificate ARN in us-east-2"),
         ("certificate_arn", CA, "not an ACM certificate ARN in us-east-2"),
-        ("private_ca_arn", CA + "\\n", "not an AWS Private CA ARN in us-east-2 (partition aws)"),
+        ("private_ca_arn", CA + "\\n", "holds the control character '\\n'"),
         ("private_ca_arn", CERT, "not an AWS Private CA ARN in us-east-2"),
         ("private_ca_arn", CA.replace("acm-pca", "acm"), "not an AWS Private CA ARN in us-east-2"),
     ],

@@ -141,7 +141,7 @@ def test_wrong_type_names_field_and_value(edit_config: EditConfig) -> None:
     config = edit_config(DEV, "target_utilisation = 0.8", "target_utilisation = 1.5")
     assert error_for(config) == (
         f"{config}/environments/dev.toml: sagemaker.target_utilisation = 1.5: Input should be less than or "
-        "equal to 1. Fix: write a value for sagemaker.target_utilisation that satisfies this (default 0.8)"
+        "equal to 1. Fix: write a number in that range for sagemaker.target_utilisation (default 0.8)"
     )
 
 
@@ -228,7 +228,10 @@ def test_a_client_range_that_overlaps_the_routes_is_refused(edit_config: EditCon
         "range outside network.cidr, or move network.cidr"
     )
     config = edit_config(DEV, '["10.60.200.0/24"]', '["10.20.0.1/16"]')
-    assert "network.client_cidrs = '10.20.0.1/16': not an IPv4 network" in error_for(config)
+    assert (
+        "network.client_cidrs = '10.20.0.1/16': host bits set: the range /16 starts at 10.20.0.0. Fix: write "
+        '"10.20.0.0/16"' in error_for(config)
+    )
 
 
 def test_cidr_not_a_network(edit_config: EditConfig) -> None:
