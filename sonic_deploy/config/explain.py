@@ -52,10 +52,13 @@ def explain(path: Path, model: type[BaseModel], error: ValidationError) -> Confi
             fix=f"add `{loc[-1]} = ...` to {path.name}",
         )
     kind = EXPECTED.get(first["type"], "a value that satisfies this")
+    value = first["input"]
+    if first["type"] in ("control_character", "template_syntax"):
+        field, value = _offending_entry(field, value, str(first.get("ctx", {}).get("text", "")))
     return ConfigError(
         file=path,
         field=field or "(file)",
-        value=first["input"],
+        value=value,
         problem=first["msg"].rstrip("."),
         fix=f"write {kind} for {field or 'the file'} ({describe(model, loc)})",
     )
@@ -94,6 +97,17 @@ EXPECTED = {
     "control_character": "the value without it",
     "template_syntax": "plain text (CloudFormation syntax is not config)",
 }
+
+
+def _offending_entry(field: str, value: object, text: str) -> tuple[str, object]:
+    """In a table or list, the entry that holds `text` (the string refused), so the error names it."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if text in (key, item):
+                return f"{field}.{toml_path([str(key)])}", item if text == item else key
+    if isinstance(value, list) and text in value:
+        return f"{field}.{value.index(text)}", text
+    return field, value
 
 
 def toml_path(loc: list[str]) -> str:

@@ -85,14 +85,15 @@ LOG_RETENTION_DAYS = (
 )
 
 
+def _bare(hint: Any) -> Any:
+    while get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return hint
+
+
 def _takes_a_number(annotation: Any) -> bool:
     """An int or float field (also inside Annotated, Optional or a union), not one that takes a boolean too."""
-
-    def bare(hint: Any) -> Any:
-        while get_origin(hint) is Annotated:
-            hint = get_args(hint)[0]
-        return hint
-
+    bare = _bare
     annotation = bare(annotation)
     options = (
         [bare(o) for o in get_args(annotation)]
@@ -171,8 +172,11 @@ class Strict(BaseModel):
                     "number_too_large",
                     "beyond what any setting here takes (CloudFormation's integers stop at 2147483647)",
                 )
-        # A table of models is checked by the models, so the error names the field in it; here only its keys.
-        checked = value if field is None or not _holds_models(field.annotation) else _keys(value)
+        # A model checks its own fields, so the error names the field in it (an unknown key is refused as
+        # one); of a table of models, only the names are checked here.
+        checked = value
+        if field is not None and _holds_models(field.annotation):
+            checked = _keys(value) if get_origin(_bare(field.annotation)) is dict else []
         # A shell command may hold a tab or a newline (in its text, not in a variable's name).
         multiline = info.field_name in cls._multiline
         for text in _strings_in(checked):
@@ -182,14 +186,14 @@ class Strict(BaseModel):
                 raise PydanticCustomError(
                     "control_character",
                     "holds the control character {character} (a pasted newline, tab or terminal escape?)",
-                    {"character": repr(bad)},
+                    {"character": repr(bad), "text": text},
                 )
             syntax = TEMPLATE_SYNTAX.search(text)
             if syntax is not None:
                 raise PydanticCustomError(
                     "template_syntax",
                     "holds {syntax}, which CloudFormation or CDK would resolve instead of keeping as text",
-                    {"syntax": repr(syntax.group())},
+                    {"syntax": repr(syntax.group()), "text": text},
                 )
         return value
 

@@ -41,9 +41,10 @@ def availability_zones(ec2: Any) -> list[str]:
     return sorted(zone["ZoneName"] for zone in reply["AvailabilityZones"])
 
 
-def refresh(session: Any, today: date | None = None) -> dict[str, list[str]]:
-    """Ask EC2 for every Region and, where the account may call it, its AZs; write aws_zones.json. A Region
-    the account has not opted into keeps the zones the file listed (its name is still known to exist)."""
+def refresh(session: Any, target: Path = ZONES_FILE, today: date | None = None) -> dict[str, list[str]]:
+    """Ask EC2 (through a boto3 Session) for every Region and, where the account may call it, its AZs; write
+    them to `target`. A Region the account has not opted into keeps the zones the file listed (its name is
+    still known to exist)."""
     regions = session.client("ec2", region_name="us-east-1").describe_regions(AllRegions=True)["Regions"]
     previous = known_zones()
     zones: dict[str, list[str]] = {}
@@ -57,9 +58,7 @@ def refresh(session: Any, today: date | None = None) -> dict[str, list[str]]:
         f"EC2 DescribeRegions and DescribeAvailabilityZones, {(today or date.today()).isoformat()}; "
         f"refresh with `{REFRESH_COMMAND}`"
     )
-    ZONES_FILE.write_text(
-        json.dumps({"_source": source, "regions": zones}, indent=2) + "\n", encoding="utf-8"
-    )
+    target.write_text(json.dumps({"_source": source, "regions": zones}, indent=2) + "\n", encoding="utf-8")
     known_zones.cache_clear()
     return zones
 

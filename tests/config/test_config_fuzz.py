@@ -1,0 +1,74 @@
+"""Property: whatever a user writes into the shipped config files (tests/fuzz/config.py walks the schema, so a
+field added later is mutated too), loading ends in one clean ConfigError line that names the field and the
+fix, or in valid settings, and never in any other exception. A few of the valid ones are built into stacks
+(add_stacks, no synth), so a value the loader passes but a construct refuses shows up here too."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aws_cdk import App
+from hypothesis import given, settings
+
+from sonic_deploy.config import ConfigError, Settings, load_settings
+from sonic_deploy.stacks import add_stacks
+from tests.cdk_context import cli_context
+from tests.fuzz import config as fuzz
+
+CONSTRUCTED_AT_MOST = 3  # each add_stacks takes about a second
+_constructed: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    copy = tmp_path_factory.mktemp("fuzz") / "config"
+    shutil.copytree(fuzz.CONFIG_DIR, copy)
+    yield copy
+
+
+def check_clean(error: ConfigError) -> None:
+    message = str(error)
+    assert message.isprintable(), f"not one printable line: {message!r}"
+    assert error.field.strip() and error.fix.strip(), message
+    assert "known keys here: " not in message or not message.endswith("known keys here: "), message
+    assert "a value that satisfies this" not in error.fix, f"a fix that says nothing: {message}"
+
+
+@settings(max_examples=300)
+@given(mutation=fuzz.mutations())
+def test_any_edit_loads_or_fails_in_one_clean_line(scratch: Path, mutation: fuzz.Mutation) -> None:
+    fuzz.apply(mutation, scratch)
+    try:
+        loaded = load_settings(scratch, "prod" if mutation.file.endswith("prod.toml") else "dev")
+    except ConfigError as error:
+        check_clean(error)
+    else:
+        construct(loaded, mutation)
+    finally:
+        shutil.copyfile(fuzz.CONFIG_DIR / mutation.file, scratch / mutation.file)
+
+
+def construct(loaded: Settings, mutation: fuzz.Mutation) -> None:
+    if len(_constructed) >= CONSTRUCTED_AT_MOST or mutation.kind == "delete":
+        return
+    _constructed.append(mutation.describe())
+    add_stacks(App(context=cli_context()), loaded)  # raises (a jsii error) if a construct refuses a value
+
+
+def test_the_generators_reach_fields_absent_from_the_files() -> None:
+    """The walk is over the schema, not the files: a field no shipped file sets is mutated too."""
+    paths = fuzz.PATHS["environments/dev.toml"]
+    assert ("network", "existing_vpc", "vpc_cidr") in paths
+    assert ("ecs", "services", "api_server", "digest") in paths
+    assert ("sagemaker", "streams_per_instance") in paths
+
+
+def test_the_writer_round_trips() -> None:
+    import tomllib
+
+    for file in fuzz.FILES:
+        data = fuzz.shipped(file)
+        assert tomllib.loads(fuzz.dumps(data)) == data
