@@ -8,9 +8,10 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from sonic_deploy.config import ConfigError
+from sonic_deploy.config.schema import Strict
 
 PRICES_FILE = "prices.toml"
 
@@ -19,21 +20,19 @@ NetworkItem = Literal["nat_gateway_hour", "nat_gateway_gb", "nlb_hour", "nlcu_ho
 CloudWatchItem = Literal["custom_metric_month", "alarm_month", "logs_ingest_gb"]
 
 
-class PriceRow(BaseModel):
-    """One price, with where it came from and when it was valid."""
+class PriceRow(Strict):
+    """One price, with where it came from and when it was valid. Strict: finite, not a boolean, no control
+    character or CloudFormation syntax in the text."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    usd: Annotated[float, Field(ge=0)]
+    # The dearest GPU instance-hour AWS lists is a few hundred dollars: a price past this is a typo.
+    usd: Annotated[float, Field(ge=0, le=100_000)]
     unit: str
     taken_on: date
     source: str = Field(min_length=1)
     unverified: bool = False
 
 
-class RegionPrices(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class RegionPrices(Strict):
     sagemaker_hosting: dict[str, PriceRow] = {}
     ec2_on_demand: dict[str, PriceRow] = {}
     ec2_spot: dict[str, PriceRow] = {}
@@ -42,9 +41,7 @@ class RegionPrices(BaseModel):
     cloudwatch: dict[CloudWatchItem, PriceRow] = {}
 
 
-class PriceTable(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class PriceTable(Strict):
     regions: dict[str, RegionPrices] = {}
     marketplace: dict[str, dict[str, PriceRow]] = {}
 
@@ -87,16 +84,31 @@ def load_price_table(config_dir: Path) -> PriceTable:
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as error:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
+        problem = (
+            "not UTF-8 text"
+            if isinstance(error, UnicodeDecodeError)
+            else "nested too deeply to read"
+            if isinstance(error, RecursionError)
+            else f"not valid TOML: {error}"
+        )
         raise ConfigError(
             file=path,
             field="(syntax)",
             value="(unreadable)",
-            problem=f"not valid TOML: {error}",
+            problem=problem,
             fix="correct the syntax at that line",
         ) from None
     try:
         return PriceTable.model_validate(data)
+    except RecursionError:
+        raise ConfigError(
+            file=path,
+            field="(nesting)",
+            value="(unreadable)",
+            problem="tables nested too deeply to check",
+            fix='keep the layout [regions."<region>".<kind>."<item>"]',
+        ) from None
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
