@@ -33,17 +33,17 @@ class PriceRow(Strict):
 
 
 class RegionPrices(Strict):
-    sagemaker_hosting: dict[str, PriceRow] = {}
-    ec2_on_demand: dict[str, PriceRow] = {}
-    ec2_spot: dict[str, PriceRow] = {}
-    ec2_savings_plan_1y: dict[str, PriceRow] = {}
-    network: dict[NetworkItem, PriceRow] = {}
-    cloudwatch: dict[CloudWatchItem, PriceRow] = {}
+    sagemaker_hosting: dict[str, PriceRow] = Field(default_factory=dict)
+    ec2_on_demand: dict[str, PriceRow] = Field(default_factory=dict)
+    ec2_spot: dict[str, PriceRow] = Field(default_factory=dict)
+    ec2_savings_plan_1y: dict[str, PriceRow] = Field(default_factory=dict)
+    network: dict[NetworkItem, PriceRow] = Field(default_factory=dict)
+    cloudwatch: dict[CloudWatchItem, PriceRow] = Field(default_factory=dict)
 
 
 class PriceTable(Strict):
-    regions: dict[str, RegionPrices] = {}
-    marketplace: dict[str, dict[str, PriceRow]] = {}
+    regions: dict[str, RegionPrices] = Field(default_factory=dict)
+    marketplace: dict[str, dict[str, PriceRow]] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
