@@ -117,6 +117,7 @@ def main() -> int:
     parser.add_argument("--per-path", type=int, default=6)
     parser.add_argument("--construct", type=int, default=0)
     parser.add_argument("--show", type=int, default=3, help="examples shown per outcome")
+    parser.add_argument("--dump", type=Path, help="write each case's outcome here, one line a case (to diff)")
     args = parser.parse_args()
     rng = random.Random(16)
     cases: list[fuzz.Mutation] = []
@@ -130,6 +131,7 @@ def main() -> int:
     counts: collections.Counter[str] = collections.Counter()
     examples: dict[str, list[str]] = collections.defaultdict(list)
     valid: list[Settings] = []
+    dump: list[str] = []
     with tempfile.TemporaryDirectory() as scratch:
         for case in cases:
             copy = Path(scratch) / "config"
@@ -141,6 +143,7 @@ def main() -> int:
             if outcome == "valid" and isinstance(detail, Settings):
                 valid.append(detail)
             counts[outcome] += 1
+            dump.append(f"{case.describe()!r} -> {outcome}: {str(detail)[:160]!r}")
             if len(examples[outcome]) < args.show:
                 examples[outcome].append(f"{case.describe()} -> {str(detail)[:200]}")
             shutil.copyfile(fuzz.CONFIG_DIR / case.file, copy / case.file)
@@ -150,6 +153,8 @@ def main() -> int:
                 counts["valid"] -= 1
                 counts["traceback (constructs)"] += 1
                 examples["traceback (constructs)"].append(problem[:300])
+    if args.dump:
+        args.dump.write_text("\n".join(dump) + "\n")
     print(f"{len(cases)} mutations:", dict(counts))
     for outcome, shown in examples.items():
         print(f"== {outcome}")
@@ -181,7 +186,7 @@ def classify(config_dir: Path, env: str) -> tuple[str, object]:
             return "not one line", error
         if not error.field or not error.fix or error.field in ("", "()"):
             return "no field or fix", error
-        if "a value that satisfies this" in error.fix:
+        if "that satisfies this" in error.fix:  # says to fix it, not what to write
             return "clean error, generic fix", error
         return "clean error", error
     except BaseException as error:
