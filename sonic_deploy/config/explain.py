@@ -29,7 +29,8 @@ def explain(path: Path, model: type[BaseModel], error: ValidationError) -> Confi
             field=field,
             value=first["input"],
             problem="unknown key",
-            fix=f"{hint}remove or rename it; known keys here: {', '.join(known)}",
+            fix=f"{hint}remove or rename it; "
+            + (f"known keys here: {', '.join(known)}" if known else "see the comments in the shipped file"),
         )
     if loc[-1] == "[key]":  # a table keyed by fixed names (e.g. ecs.services): the name is the typo
         field = toml_path(loc[:-1])
