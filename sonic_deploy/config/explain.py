@@ -77,6 +77,7 @@ EXPECTED = {
     "bool_type": "true or false",
     "bool_parsing": "true or false",
     "bool_for_number": "a number",
+    "string_for_number": "the number without quotes",
     "number_too_large": "a number in the range the comment in the shipped file gives",
     "list_type": "a list, [...]",
     "dict_type": "a table, [name] or { ... }",

@@ -151,11 +151,12 @@ def _control_character(text: str, allowed: str) -> str | None:
 
 class Strict(BaseModel):
     """Unknown keys are typos: refuse them. Numbers are finite (TOML's `inf` and `nan` are refused) and
-    within CloudFormation's 32-bit integers, and a boolean is not a number (pydantic would take `true` for
-    1). No string holds a control character (but a tab or newline in the fields listed in
+    within CloudFormation's 32-bit integers, a boolean is not a number (pydantic would take `true` for 1),
+    and neither is a quoted string (`min_instances = "2"`: strict mode, so a number in a table or list is
+    not converted either, and a string number never slips past the int32 check below). No string holds a control character (but a tab or newline in the fields listed in
     `_multiline`: a container's shell command may have them) or CloudFormation's own syntax."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
     _multiline: ClassVar[frozenset[str]] = frozenset()
 
     @field_validator("*", mode="before")
@@ -166,6 +167,10 @@ class Strict(BaseModel):
             if isinstance(value, bool):
                 raise PydanticCustomError(
                     "bool_for_number", "a boolean where a number is needed (true and false are not 1 and 0)"
+                )
+            if isinstance(value, str):
+                raise PydanticCustomError(
+                    "string_for_number", 'a quoted string where a number is needed (TOML reads "2" as text)'
                 )
             if isinstance(value, int | float) and math.isfinite(value) and abs(value) > INT32_MAX:
                 raise PydanticCustomError(

@@ -145,6 +145,32 @@ def test_an_absurd_number(edit_config: EditConfig, old: str, new: str, start: st
     assert error_for(edit_config(DEV, old, new)).startswith(start)
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "start"),
+    [
+        ("min_instances = 2", 'min_instances = "2"', "sagemaker.min_instances = '2': a quoted string"),
+        ("max_workers = 6", 'max_workers = "2147483648"', "ecs.max_workers = '2147483648': a quoted string"),
+        (
+            "model_latency_p95_ms = 500",
+            'model_latency_p95_ms = "500"',
+            "sagemaker.alarms.model_latency_p95_ms",
+        ),
+    ],
+)
+def test_a_number_written_as_a_string(edit_config: EditConfig, old: str, new: str, start: str) -> None:
+    """pydantic's lax mode would read "2" as 2 and skip the int32 check: a number field takes a number."""
+    message = error_for(edit_config(DEV, old, new))
+    assert message.startswith(start), message
+    assert "Fix: write the number without quotes" in message
+
+
+def test_a_number_written_as_a_string_in_a_table(edit_config: EditConfig) -> None:
+    config = edit_config("instance_types.toml", "memory_gib = 48", 'memory_gib = "48"')
+    with pytest.raises(ConfigError) as caught:
+        loads(config)
+    assert caught.value.field == "gpus.L40S.memory_gib"
+
+
 def test_an_absurd_number_in_the_catalogue(edit_config: EditConfig) -> None:
     config = edit_config("instance_types.toml", "memory_gib = 48", "memory_gib = 1e308")
     with pytest.raises(ConfigError) as caught:
