@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import get_origin
 
@@ -112,10 +113,18 @@ def _offending_entry(field: str, value: object, text: str) -> tuple[str, object]
     return field, value
 
 
-def toml_path(loc: list[str]) -> str:
-    """A dotted key as TOML spells it: a name with a dot or hyphen in it (a Sonic version, an instance
-    type) is quoted, e.g. concurrency."sonic-3.5".per_instance."ml.g6e.xlarge"."""
-    return ".".join(f'"{part}"' if re.search(r"[.-]", part) else part for part in loc)
+def toml_path(loc: Sequence[object]) -> str:
+    """A dotted key as TOML spells it, the one spelling every error uses (schema and rules alike): a name
+    with anything but letters, digits and _ in it (a Sonic version, an instance type, a tag key such as
+    aws:team, an empty key) is quoted, with " and \\ escaped, e.g.
+    concurrency."sonic-3.5".per_instance."ml.g6e.xlarge"; a list index stays a number."""
+    return ".".join(_toml_key(str(part)) for part in loc)
+
+
+def _toml_key(part: str) -> str:
+    if re.fullmatch(r"[A-Za-z0-9_]+", part):
+        return part
+    return '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def field_model(model: type[BaseModel], loc: list[str]) -> type[BaseModel] | None:

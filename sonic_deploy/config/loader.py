@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from sonic_deploy.config.errors import MISSING, ConfigError
-from sonic_deploy.config.explain import explain
+from sonic_deploy.config.explain import explain, toml_path
 from sonic_deploy.config.placeholders import find_placeholders
 from sonic_deploy.config.rules import (
     DEFAULT_ENVIRONMENT,
@@ -275,7 +275,7 @@ def _model_package_arn(
     if arn is None:
         raise ConfigError(
             file=packages_file,
-            field=f'versions."{env.sonic_version}".{env.region}',
+            field=toml_path(["versions", env.sonic_version, env.region]),
             value=MISSING,
             problem=f"no model-package ARN for {env.sonic_version} in {env.region} (needed by {env_file})",
             fix=f'subscribe on AWS Marketplace, then add `{env.region} = "<ARN from SageMaker AI > Model '

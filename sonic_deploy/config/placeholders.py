@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from sonic_deploy.config.errors import ConfigError
+from sonic_deploy.config.explain import toml_path
 from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
 
 PLACEHOLDER_MARK = "REPLACE-ME"
@@ -56,7 +57,7 @@ def _placeholders(
         if model_package_arn is not None and model_package_arn in packages.unconfirmed:
             yield ConfigError(
                 file=packages_file,
-                field=f'versions."{env.sonic_version}".{env.region}',
+                field=toml_path(["versions", env.sonic_version, env.region]),
                 value=model_package_arn,
                 problem="an ARN seen in public samples, not confirmed against a subscription",
                 fix="compare it with SageMaker AI > Model packages > My subscriptions in this Region, then "

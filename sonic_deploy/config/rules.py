@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import NoReturn, Protocol
 
 from sonic_deploy.config.errors import MISSING, ConfigError
+from sonic_deploy.config.explain import toml_path
 from sonic_deploy.config.schema import (
     LOG_RETENTION_DAYS,
     NATS_ROUTE_PORT,
@@ -58,7 +59,7 @@ def check_catalogue(path: Path, catalogue: InstanceCatalogue) -> None:
         if row.gpu not in catalogue.gpus:
             raise ConfigError(
                 file=path,
-                field=f"instance_types.{name}.gpu",
+                field=toml_path(["instance_types", name, "gpu"]),
                 value=row.gpu,
                 problem="GPU model not described under [gpus]",
                 fix=f"add a [gpus.{row.gpu}] table or use one of {', '.join(catalogue.gpus)}",
@@ -66,12 +67,12 @@ def check_catalogue(path: Path, catalogue: InstanceCatalogue) -> None:
     # GPU -> the first instance type that uses it (named when a version has no figure for that GPU).
     used_gpus = {row.gpu: name for name, row in reversed(catalogue.instance_types.items())}
     for version, figures in catalogue.concurrency.items():
-        table = f'concurrency."{version}"'
+        table = toml_path(["concurrency", version])
         for gpu in figures.per_gpu:
             if gpu not in catalogue.gpus:
                 raise ConfigError(
                     file=path,
-                    field=f"{table}.per_gpu.{gpu}",
+                    field=f"{table}.{toml_path(['per_gpu', gpu])}",
                     value=gpu,
                     problem="GPU model not described under [gpus]",
                     fix=f"add a [gpus.{gpu}] table or use one of {', '.join(catalogue.gpus)}",
@@ -80,7 +81,7 @@ def check_catalogue(path: Path, catalogue: InstanceCatalogue) -> None:
             if instance_type not in catalogue.instance_types:
                 raise ConfigError(
                     file=path,
-                    field=f'{table}.per_instance."{instance_type}"',
+                    field=f"{table}.{toml_path(['per_instance', instance_type])}",
                     value=instance_type,
                     problem="instance type not described under [instance_types]",
                     fix=f'add an [instance_types."{instance_type}"] table, or correct the name',
@@ -89,7 +90,7 @@ def check_catalogue(path: Path, catalogue: InstanceCatalogue) -> None:
             if gpu not in figures.per_gpu:
                 raise ConfigError(
                     file=path,
-                    field=f"{table}.per_gpu.{gpu}",
+                    field=f"{table}.{toml_path(['per_gpu', gpu])}",
                     value=MISSING,
                     problem=f"no concurrency figure for {gpu} (used by {instance_type}) under {version}",
                     fix=f"add a [{table}.per_gpu.{gpu}] table with streams and source",
@@ -99,7 +100,7 @@ def check_catalogue(path: Path, catalogue: InstanceCatalogue) -> None:
 def check_packages(path: Path, packages: ModelPackages) -> None:
     for version, by_region in packages.versions.items():
         for region, arn in by_region.items():
-            field = f'versions."{version}".{region}'
+            field = toml_path(["versions", version, region])
             if region not in known_zones():
                 raise ConfigError(
                     file=path,
@@ -275,7 +276,7 @@ def _check_tags(fail: Fail, tags: dict[str, str]) -> None:
             f"keep {room} or fewer",
         )
     for key, value in tags.items():
-        field = f'tags."{key}"'
+        field = toml_path(["tags", key])
         problem = "an empty key" if not key else _tag_text_problem(key, 128)
         if problem is not None:
             fail(field, key, f"the key: {problem}", "rename the tag")
@@ -836,7 +837,7 @@ def _check_plain_environment(
         part = secret_name_part(variable)
         if part is not None and variable not in not_secrets:
             fail(
-                f"ecs.services.{service}.environment.{variable}",
+                toml_path(["ecs", "services", service, "environment", variable]),
                 _NotShown(),
                 f"named like a secret ({part}), but a plain variable is stored in the task definition, readable "
                 "by anyone who may describe it",

@@ -40,16 +40,29 @@ def with_tags(edit_config: EditConfig, lines: str) -> Path:
     [
         ('"aws:team" = "x"', "tags.\"aws:team\" = 'aws:team': the key: starts with aws:"),
         ('"AWS:team" = "x"', "tags.\"AWS:team\" = 'AWS:team': the key: starts with aws:"),
-        ('team = "aws:x"', "tags.\"team\" = 'aws:x': starts with aws:"),
-        (f'"{"k" * 129}" = "x"', 'tags."kkkk'),
-        (f'team = "{"v" * 257}"', 'tags."team" = \'vvvv'),
-        ('team = "a#b"', "tags.\"team\" = 'a#b': '#' is not a character AWS takes in a tag"),
+        ('team = "aws:x"', "tags.team = 'aws:x': starts with aws:"),
+        (f'"{"k" * 129}" = "x"', "tags.kkkk"),
+        (f'team = "{"v" * 257}"', "tags.team = 'vvvv"),
+        ('team = "a#b"', "tags.team = 'a#b': '#' is not a character AWS takes in a tag"),
         ('"a,b" = "x"', "tags.\"a,b\" = 'a,b': the key: ',' is not a character AWS takes in a tag"),
         ('"" = "x"', "tags.\"\" = '': the key: an empty key"),
     ],
 )
 def test_a_tag_aws_refuses(edit_config: EditConfig, line: str, start: str) -> None:
     assert error_for(with_tags(edit_config, line)).startswith(start)
+
+
+@pytest.mark.parametrize(("key", "field"), [("team", "tags.team"), ("cost-centre", 'tags."cost-centre"')])
+def test_a_tag_is_spelt_the_same_by_schema_and_rules(edit_config: EditConfig, key: str, field: str) -> None:
+    """A control character is refused by the schema, a '#' by the rules: the field reads the same."""
+    fields = []
+    with pytest.raises(ConfigError) as caught:
+        loads(with_tags(edit_config, f'"{key}" = "a\\u0007b"'))
+    fields.append(caught.value.field)
+    with pytest.raises(ConfigError) as caught:
+        loads(edit_config(DEV, "a\\u0007b", "a#b"))
+    fields.append(caught.value.field)
+    assert fields == [field, field]
 
 
 def test_tags_aws_takes(edit_config: EditConfig) -> None:
@@ -249,7 +262,7 @@ def test_a_model_package_region_that_does_not_exist(edit_config: EditConfig) -> 
     config = edit_config(
         "model_packages.toml", '[versions."sonic-3"]\n', '[versions."sonic-3"]\nmars-1 = "x"\n'
     )
-    assert error_for(config).startswith("versions.\"sonic-3\".mars-1 = 'mars-1': not a Region AWS has")
+    assert error_for(config).startswith('versions."sonic-3"."mars-1" = \'mars-1\': not a Region AWS has')
 
 
 # ------------------------------------------------------------------------------------ free text ----
@@ -327,7 +340,7 @@ def test_a_key_with_a_newline_is_shown_escaped(edit_config: EditConfig) -> None:
     config = edit_config(DEV, "[sagemaker.alarms]\n", '[sagemaker.alarms]\n"bad\\nkey" = 1\n')
     message = error_for(config)
     assert message.startswith(
-        "sagemaker.alarms.bad\\nkey = 1: unknown key. Fix: remove or rename it; known keys "
+        'sagemaker.alarms."bad\\nkey" = 1: unknown key. Fix: remove or rename it; known keys '
     )
     assert "known keys here: email, errors_4xx_per_5min," in message
 

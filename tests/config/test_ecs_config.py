@@ -295,8 +295,9 @@ def test_secret_named_plain_variable(edit_config: EditConfig, name: str, part: s
         DEV, 'environment = { WORKER_REPLICAS = "1" }', f'environment = {{ {name} = "s3cr3t" }}'
     )
     message = error_for(config)
+    key = f'"{name}"' if "-" in name else name  # TOML quotes a key with a hyphen in it, as toml_path does
     assert message == (
-        f"ecs.services.gpu_worker.environment.{name} = (value not shown): named like a secret ({part}), but a "
+        f"ecs.services.gpu_worker.environment.{key} = (value not shown): named like a secret ({part}), but a "
         "plain variable is stored in the task definition, readable by anyone who may describe it. Fix: keep the "
         f'value in Secrets Manager and write secrets = {{ {name} = "<name in [ecs.secrets]>" }} in '
         f'[ecs.services.gpu_worker] instead; or, if it holds no secret, not_secrets = ["{name}"]'

@@ -44,7 +44,7 @@ def test_region_without_model_package(edit_config: EditConfig) -> None:
     config = edit_config(DEV, '["us-east-2a", "us-east-2b"]', '["eu-west-1a", "eu-west-1b"]')
     config = edit_config(DEV, 'availability_zone = "us-east-2a"', 'availability_zone = "eu-west-1a"')
     assert error_for(config) == (
-        f'{config}/model_packages.toml: versions."sonic-3".eu-west-1 = (missing): no model-package ARN for '
+        f'{config}/model_packages.toml: versions."sonic-3"."eu-west-1" = (missing): no model-package ARN for '
         f"sonic-3 in eu-west-1 (needed by {config}/environments/dev.toml). Fix: subscribe on AWS Marketplace, "
         'then add `eu-west-1 = "<ARN from SageMaker AI > Model packages > My subscriptions>"`, or deploy to '
         "one of: us-east-2"
@@ -101,7 +101,7 @@ def test_malformed_arn(edit_config: EditConfig) -> None:
         SHIPPED_LINE.replace("model-package/Sonic3-Sagemaker-V5", "modelpackage/Sonic3"),
     )
     assert error_for(config) == (
-        f'{config}/model_packages.toml: versions."sonic-3".us-east-2 = '
+        f'{config}/model_packages.toml: versions."sonic-3"."us-east-2" = '
         "'arn:aws:sagemaker:us-east-2:570011132906:modelpackage/Sonic3': not a SageMaker model-package ARN. "
         "Fix: copy the ARN from SageMaker AI > Model packages > My subscriptions; it looks like "
         "arn:aws:sagemaker:<region>:<12-digit account>:model-package/<name>"
@@ -265,7 +265,7 @@ def test_an_unconfirmed_arn_must_be_one_of_those_listed(edit_config: EditConfig)
 def test_shipped_placeholders_are_found_per_route() -> None:
     dev = load_settings(CONFIG_DIR, "dev")
     sagemaker = [(p.field, p.value) for p in dev.placeholders["sagemaker"]]
-    assert sagemaker == [('versions."sonic-3".us-east-2', SHIPPED_ARN)]
+    assert sagemaker == [('versions."sonic-3"."us-east-2"', SHIPPED_ARN)]
     ecs = {p.field for p in dev.placeholders["ecs"]}
     assert ecs == {
         f"ecs.services.{service}.{field}"
@@ -275,7 +275,7 @@ def test_shipped_placeholders_are_found_per_route() -> None:
     prod = load_settings(CONFIG_DIR, "prod")
     assert [(p.field, p.value) for p in prod.placeholders["sagemaker"]] == [
         ("account", "123456789012"),
-        ('versions."sonic-3".us-east-2', SHIPPED_ARN),
+        ('versions."sonic-3"."us-east-2"', SHIPPED_ARN),
         ("sagemaker.alarms.email", "oncall@example.com"),
     ]
 
