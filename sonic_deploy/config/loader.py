@@ -178,7 +178,7 @@ def load_settings(config_dir: Path, environment_name: str | None = None) -> Sett
             fix="use lower-case letters, digits and hyphens, starting with a letter, e.g. staging-eu",
         )
     env_file = config_dir / ENVIRONMENTS_DIR / f"{name}.toml"
-    if not env_file.is_file():
+    if not env_file.exists():
         known = environment_names(config_dir)
         raise ConfigError(
             file=config_dir / ENVIRONMENTS_DIR,
@@ -201,14 +201,33 @@ def load_settings(config_dir: Path, environment_name: str | None = None) -> Sett
     return Settings(config_dir, name, environment, arn, catalogue, placeholders)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path, missing_fix: str | None = None) -> dict[str, Any]:
+    """A config file's tables, or a ConfigError naming what is wrong: missing, a folder (or anything else
+    that is not a plain file) where the file should be, not UTF-8, nested too deeply, not TOML. The one
+    reader of config/ (the loader's files and the planner's prices.toml)."""
+    if path.is_dir():
+        raise ConfigError(
+            file=path,
+            field="(file)",
+            value=MISSING,
+            problem="a folder, where a TOML file should be",
+            fix=f"remove or rename the folder and put the file {path.name} there",
+        )
+    if path.exists() and not path.is_file():
+        raise ConfigError(
+            file=path,
+            field="(file)",
+            value=MISSING,
+            problem="not a regular file (a pipe, socket or device?), where a TOML file should be",
+            fix=f"replace it with the file {path.name}",
+        )
     if not path.is_file():
         raise ConfigError(
             file=path,
             field="(file)",
             value=MISSING,
             problem="file not found",
-            fix=f"restore {path.name} from the repository",
+            fix=missing_fix or f"restore {path.name} from the repository",
         )
     try:
         with path.open("rb") as handle:
@@ -241,7 +260,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _parse(path: Path, model: type[M]) -> M:
-    data = _read_toml(path)
+    data = read_toml(path)
     try:
         return model.model_validate(data)
     except ValidationError as error:

@@ -39,6 +39,19 @@ def test_unknown_environment() -> None:
     )
 
 
+@pytest.mark.parametrize("file", ["environments/dev.toml", "instance_types.toml", "model_packages.toml"])
+def test_a_folder_where_a_file_should_be(edit_config: EditConfig, file: str) -> None:
+    """Not 'unknown environment ... or create dev.toml' (it exists) nor 'file not found' (it is there)."""
+    config = edit_config(file, "", "")
+    (config / file).unlink()
+    (config / file).mkdir()
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config, "dev")
+    assert caught.value.file == str(config / file)
+    assert caught.value.problem == "a folder, where a TOML file should be"
+    assert "remove or rename the folder" in caught.value.fix
+
+
 def test_region_without_model_package(edit_config: EditConfig) -> None:
     config = edit_config(DEV, 'region = "us-east-2"', 'region = "eu-west-1"')
     config = edit_config(DEV, '["us-east-2a", "us-east-2b"]', '["eu-west-1a", "eu-west-1b"]')
