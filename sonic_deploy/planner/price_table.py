@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError
 
 from sonic_deploy.config import ConfigError
+from sonic_deploy.config.loader import read_toml
 from sonic_deploy.config.schema import Strict
 
 PRICES_FILE = "prices.toml"
@@ -73,32 +73,9 @@ class PriceLookup:
 
 def load_price_table(config_dir: Path) -> PriceTable:
     path = config_dir / PRICES_FILE
-    if not path.is_file():
-        raise ConfigError(
-            file=path,
-            field="(file)",
-            value="(missing)",
-            problem="price table not found",
-            fix=f"restore {PRICES_FILE} from the repository, or pass --config-dir",
-        )
-    try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
-        problem = (
-            "not UTF-8 text"
-            if isinstance(error, UnicodeDecodeError)
-            else "nested too deeply to read"
-            if isinstance(error, RecursionError)
-            else f"not valid TOML: {error}"
-        )
-        raise ConfigError(
-            file=path,
-            field="(syntax)",
-            value="(unreadable)",
-            problem=problem,
-            fix="correct the syntax at that line",
-        ) from None
+    # config's own reader: the same errors for a folder, bytes that are not UTF-8, nesting too deep to read
+    # and a syntax error (with its line) as every other file in config/.
+    data = read_toml(path, missing_fix=f"restore {PRICES_FILE} from the repository, or pass --config-dir")
     try:
         return PriceTable.model_validate(data)
     except RecursionError:
