@@ -25,18 +25,26 @@ ImageTag = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")]
 # name := [domain '/'] remote-name, domain := host [':' port-number], domain-component :=
 # /([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])/, path-component := alpha-numeric [separator
 # alpha-numeric]*, alpha-numeric := /[a-z0-9]+/, separator := /[_.]|__|[-]*/; a name is at most 255 characters.
+# Which of the two the first component is, the grammar alone leaves open; distribution's normalisation
+# (normalize.go, splitDockerDomain) decides: a registry host only if it holds a '.' or a ':' or is
+# `localhost`, otherwise it is the first path component (Docker Hub's namespace) and must be lower case.
+# So "Myregistry/api-server" is refused, "myregistry/api-server" taken. An IPv6 registry ("[::1]:5000/x",
+# allowed by newer versions of the grammar) stays refused: no registry Cartesia's bundle names is one.
 _DOMAIN_COMPONENT = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
-_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*"
-IMAGE_NAME = re.compile(
-    rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+_PORT = r"(?::[0-9]+)"
+_DOMAIN = (
+    rf"(?:localhost{_PORT}?|{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})+{_PORT}?|{_DOMAIN_COMPONENT}{_PORT})"
 )
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*"
+IMAGE_NAME = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*")
 
 
 def _image_name(value: str) -> str:
     if len(value) > 255 or IMAGE_NAME.fullmatch(value) is None:
         raise PydanticCustomError(
             "image_name",
-            "not an image name a registry takes (registry host, then lower-case path parts separated by /; "
+            "not an image name a registry takes (registry host, with a . or : in it or localhost, then "
+            "lower-case path parts separated by /; "
             "no tag, digest, space or upper case after the host; at most 255 characters)",
         )
     return value

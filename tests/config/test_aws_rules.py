@@ -104,6 +104,9 @@ def test_a_secret_name_secrets_manager_refuses(edit_config: EditConfig, name: st
         "-registry.example.com/nats",
         "public.ecr.aws/" + "n" * 250,
         "",
+        "Myregistry/api-server",  # no '.', ':' or localhost: a path component, so lower case
+        "Team/nats",
+        "[::1]:5000/nats",  # IPv6 registries stay refused
     ],
 )
 def test_an_image_name_a_registry_refuses(edit_config: EditConfig, source: str) -> None:
@@ -115,7 +118,15 @@ def test_an_image_name_a_registry_refuses(edit_config: EditConfig, source: str) 
 
 @pytest.mark.parametrize(
     "source",
-    ["nats", "localhost:5000/team/nats", "REPLACE-ME.pkg.dev/a/b", "registry.example.com/a__b/c-d.e_f"],
+    [
+        "nats",
+        "localhost:5000/team/nats",
+        "localhost/nats",
+        "myregistry/api-server",  # a Docker Hub namespace
+        "Registry:5000/nats",  # a ':' makes it a host, which may be upper case
+        "REPLACE-ME.pkg.dev/a/b",
+        "registry.example.com/a__b/c-d.e_f",
+    ],
 )
 def test_image_names_a_registry_takes(edit_config: EditConfig, source: str) -> None:
     loads(edit_config(DEV, 'source = "public.ecr.aws/docker/library/nats"', f'source = "{source}"'))
