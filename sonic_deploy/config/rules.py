@@ -26,10 +26,14 @@ DEFAULT_ENVIRONMENT = "dev"
 OTEL_MERGE_AGENT_VERSION = (1, 300066, 0)
 INSTANCE_TYPES_FILE = "instance_types.toml"
 MODEL_PACKAGE_ARN = re.compile(
-    r"^arn:aws(?:-[a-z]+)*:sagemaker:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d):(?P<account>\d{12}):"
+    r"^arn:aws(?:-[a-z]+)*:sagemaker:(?P<region>[a-z]{2,4}(?:-[a-z]+)+-\d{1,2}):(?P<account>\d{12}):"
     r"model-package/[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:/\d+)?$"
 )
-REGION = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d$")
+# A Region code: partition prefix, geography, number (botocore's endpoints.json regionRegex of each
+# partition, e.g. ^(us|eu|ap|sa|ca|me|af|il|mx)-\w+-\d+$ for aws, ^eusc-(de)-\w+-\d+$ for aws-eusc, the
+# AWS European Sovereign Cloud, whose eusc-de-east-1 is a real Region; a four-letter prefix and a number
+# past 9 are allowed). Whether the Region exists is the zone list's to say.
+REGION = re.compile(r"[a-z]{2,4}(?:-[a-z]+)+-\d{1,2}")
 # Region prefix -> partition, longest first; any other Region is in `aws`.
 PARTITIONS = (
     ("us-isob-", "aws-iso-b"),
@@ -204,7 +208,8 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
                 zones_field,
                 zone,
                 f"not an Availability Zone of {env.region}",
-                f"use {', '.join(region_zones)}; if AWS has added it since, run `{REFRESH_COMMAND}`",
+                f"use {', '.join(region_zones)}; if your account lists it (aws ec2 describe-availability-zones), "
+                f"run `{REFRESH_COMMAND}` to add it",
             )
     if net.existing_vpc and len(net.existing_vpc.private_subnet_ids) != len(
         net.existing_vpc.availability_zones

@@ -269,6 +269,23 @@ def test_an_az_the_region_does_not_have(edit_config: EditConfig) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("region", "zones"),
+    [
+        ("ap-northeast-1", '["ap-northeast-1a", "ap-northeast-1b"]'),  # b: older accounts only
+        ("eusc-de-east-1", '["eusc-de-east-1a", "eusc-de-east-1b"]'),  # the AWS European Sovereign Cloud
+    ],
+)
+def test_a_region_and_zones_some_accounts_have(edit_config: EditConfig, region: str, zones: str) -> None:
+    config = edit_config(DEV, 'region = "us-east-2"', f'region = "{region}"')
+    config = edit_config(DEV, '["us-east-2a", "us-east-2b"]', zones)
+    with pytest.raises(
+        ConfigError
+    ) as caught:  # dev's ECS zone is still us-east-2a: the region and AZs passed
+        loads(config)
+    assert caught.value.field == "ecs.availability_zone", str(caught.value)
+
+
 def test_a_model_package_region_that_does_not_exist(edit_config: EditConfig) -> None:
     config = edit_config(
         "model_packages.toml", '[versions."sonic-3"]\n', '[versions."sonic-3"]\nmars-1 = "x"\n'
