@@ -167,7 +167,7 @@ def test_deploy_refuses_placeholders_before_any_cdk_call(tmp_path: Path) -> None
     sagemaker = make("deploy", "ENV=dev", "ROUTE=sagemaker", "APPROVAL=never")
     assert sagemaker.returncode == 2 and "Traceback" not in sagemaker.stderr
     assert "1 placeholder(s) to replace before a deploy" in sagemaker.stderr
-    assert f'{make.config}/model_packages.toml: versions."sonic-3".us-east-2 = ' in sagemaker.stderr
+    assert f'{make.config}/model_packages.toml: versions."sonic-3"."us-east-2" = ' in sagemaker.stderr
     assert "remove it from `unconfirmed`" in sagemaker.stderr
     ecs = make("deploy", "ENV=dev", "ROUTE=ecs")
     assert ecs.returncode == 2
