@@ -178,7 +178,8 @@ class Strict(BaseModel):
                 )
             if isinstance(value, str):
                 raise PydanticCustomError(
-                    "string_for_number", 'a quoted string where a number is needed (TOML reads "2" as text)'
+                    "string_for_number",
+                    "a quoted string where a number is needed (in TOML a quoted number is text)",
                 )
             if isinstance(value, int | float) and math.isfinite(value) and abs(value) > INT32_MAX:
                 raise PydanticCustomError(
