@@ -29,9 +29,11 @@ from sonic_deploy.config import ConfigError, Settings, load_settings
 from tests.fuzz import config as fuzz
 
 TAG = re.compile(r"[\w .:/=+\-@]*")
-# The OCI distribution reference grammar (distribution/reference), without tag or digest.
+# The OCI distribution reference grammar (distribution/reference), without tag or digest; the first part
+# is a registry host only with a '.' or ':' in it or as localhost (normalize.go), else lower case.
 IMAGE = re.compile(
-    r"(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*)(?::[0-9]+)?/)?"
+    r"(?:(?:localhost(?::[0-9]+)?|[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+    r"(?:(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)+(?::[0-9]+)?|:[0-9]+))/)?"
     r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
 )
 SECRET_NAME = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
