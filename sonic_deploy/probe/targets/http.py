@@ -12,7 +12,7 @@ import aiohttp
 
 from sonic_deploy.client.cartesia_api import status_kind
 from sonic_deploy.client.http import pooled_session, stamped_body
-from sonic_deploy.probe.metrics import StreamRecorder
+from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 
 
 def traced_start(trace: Mapping[str, float], recorder: StreamRecorder) -> None:
@@ -71,6 +71,10 @@ class HttpBytesTarget:
                         detail = (await response.text())[:200]
                         recorder.fail(status_kind("status", response.status), detail)
                         return
-                    async for at, data in stamped_body(response):
-                        recorder.audio_bytes(data, at)
+                    try:
+                        async for at, data in stamped_body(response):
+                            recorder.audio_bytes(data, at)
+                    except MalformedEventError as error:
+                        recorder.fail("malformed", str(error))
+                        return
                     recorder.done()
