@@ -15,9 +15,11 @@ from sonic_deploy.client import (
     AccessError,
     EndpointUnreachableError,
     RequestTimeoutError,
+    StreamError,
     ThrottledError,
     WebSocketClient,
 )
+from tests.probe.fault_server import fault_server
 from tests.probe.harness import ReferenceServer, ServerFactory
 from tests.probe.private_ca import make_private_ca
 from tests.probe.real_clients import FAST, KEY, PACED, stream_bytes, wait_for_stats
@@ -134,3 +136,23 @@ def test_an_untrusted_certificate_is_named_and_not_retried(
     assert "ssl_context=" in raised.value.message
     trusted = _client(server, ssl_context=ssl.create_default_context(cafile=ca.ca))
     assert asyncio.run(_audio(trusted.speak("Trusted.", voice=VOICE))) == stream_bytes("Trusted.")
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind"), [("wrong_context_id", "unattributed"), ("truncated_json", "malformed")]
+)
+def test_a_message_no_utterance_can_own_is_a_stream_error_at_once_not_a_timeout(
+    fault: str, kind: str
+) -> None:
+    """The server answers with a context id nobody sent, or a message that is not JSON: the utterance
+    ends with a StreamError naming it, long before its 60 s timeout (the server sends nothing more)."""
+
+    async def speak() -> None:
+        async with fault_server() as base:
+            url = f"{base.replace('http://', 'ws://')}/tts/websocket?fault={fault}"
+            async with WebSocketClient(url, api_key=KEY, model_id="sonic-3", timeout_s=60) as client:
+                await _audio(client.speak("Whose audio?", voice=VOICE))
+
+    with pytest.raises(StreamError) as raised:
+        asyncio.run(speak())
+    assert (raised.value.kind, raised.value.retryable) == (kind, True)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from sonic_deploy.client.cartesia_ws import CartesiaSocket, SocketClosedError
+from sonic_deploy.client.cartesia_ws import CartesiaSocket, SocketClosedError, UnattributableMessageError
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.requests import AgentTraffic, AudioFormat, RequestTemplate
 from sonic_deploy.probe.targets.ws import WebSocketTarget
@@ -157,8 +157,7 @@ def test_a_context_without_a_callback_yields_its_messages_until_done_or_the_clos
         await connection.send(chunk(first["context_id"]))
         await connection.send(chunk(second["context_id"]))
         await connection.send(done(first["context_id"]))
-        # No context is waiting for its first message any more: this error belongs to none of them.
-        await connection.send(json.dumps({"type": "error", "done": False, "status_code": 500}))
+        await connection.send(chunk(first["context_id"]))  # late, for a context that has ended: dropped
         await connection.close(1013, "try again later")
 
     async def read() -> tuple[list[str], SocketClosedError | None, int]:
@@ -180,5 +179,51 @@ def test_a_context_without_a_callback_yields_its_messages_until_done_or_the_clos
 
     kinds, closed, unattributed = asyncio.run(read())
     assert kinds == ["chunk", "done"]
-    assert unattributed == 1
+    assert unattributed == 0
     assert closed is not None and closed.code == 1013 and closed.over_capacity
+
+
+@pytest.mark.parametrize(
+    ("unowned", "kind"),
+    [
+        (json.dumps({"type": "error", "done": False, "status_code": 500}), "unattributed"),
+        (chunk("never-opened"), "unattributed"),
+        (json.dumps({"type": "chunk", "data": AUDIO, "done": False}), "unattributed"),
+        ('{"type": "chunk", "data": "AAAA', "malformed"),
+    ],
+)
+def test_a_message_no_context_can_own_ends_every_context_on_the_socket_at_once(
+    unowned: str, kind: str
+) -> None:
+    """Both contexts have had audio (so an error naming none is no waiting context's): whose the message
+    was cannot be known, so both end at once with its kind, and the socket takes no new context; the
+    server then says nothing more, so only this ends them before their timeout."""
+
+    async def unattributable(connection: ServerConnection) -> None:
+        first, second = await requests(connection, 2)
+        await connection.send(chunk(first["context_id"]))
+        await connection.send(chunk(second["context_id"]))
+        await connection.send(unowned)
+        await connection.wait_closed()
+
+    async def read() -> tuple[list[str], bool, str, int]:
+        async with serve(unattributable, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            socket = await CartesiaSocket.connect(f"ws://127.0.0.1:{port}", {}, timeout_s=10.0)
+            contexts = [socket.context("a"), socket.context("b")]
+            for context in contexts:
+                await context.send({"transcript": "Hi."})
+            kinds = []
+            for context in contexts:
+                with pytest.raises(UnattributableMessageError) as lost:
+                    async with asyncio.timeout(10):
+                        async for _message in context.messages():
+                            pass
+                kinds.append(lost.value.kind)
+            late = socket.context("c")
+            assert late.lost is not None
+            usable = socket.open
+            await socket.close()
+        return kinds, usable, late.lost.kind, socket.unattributed
+
+    assert asyncio.run(read()) == ([kind, kind], False, kind, 1)

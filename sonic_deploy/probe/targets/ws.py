@@ -144,6 +144,8 @@ def _account_for_end(context: Context, recorder: StreamRecorder) -> None:
     """What ended a context other than its own `done` or `error`, as an error kind."""
     if context.failure is not None:
         recorder.fail("unexpected", repr(context.failure))
+    elif context.lost is not None:  # a message no context could own: `malformed` or `unattributed`
+        recorder.fail(context.lost.kind, str(context.lost))
     elif context.closed is not None:
         recorder.fail(closed_kind(context.closed), str(context.closed))
     elif recorder.end_at is None:
