@@ -11,6 +11,8 @@ import pybase64
 from sonic_deploy.probe.audio import AudibleDetector
 from sonic_deploy.probe.requests import BYTES_PER_SAMPLE, AudioFormat
 
+_WAV_HEADER_BYTES = 12  # "RIFF", the file's length, "WAVE"
+
 
 class MalformedEventError(Exception):
     """An event that cannot be understood (bad JSON, bad base64, missing fields)."""
@@ -58,6 +60,7 @@ class StreamRecorder:
         self._detector = AudibleDetector(audio, threshold_db) if threshold_db is not None else None
         self._playback_delay = playback_delay_ms / 1000
         self._buffer_ends_at = 0.0
+        self._head = b""  # the audio's first bytes, until there are enough to tell a WAV header
 
     def connected(self, seconds: float) -> None:
         self.connect_ms = round(seconds * 1000, 3)
@@ -89,8 +92,12 @@ class StreamRecorder:
         and a header counted as audio would be heard as a click and inflate the audio's length."""
         if not data:
             return
-        if self.chunks == 0 and data[:4] == b"RIFF" and data[8:12] == b"WAVE":
-            raise MalformedEventError("the audio begins with a WAV header where raw samples were asked for")
+        if self.bytes < _WAV_HEADER_BYTES:  # however the first chunks cut it (an HTTP body may, anywhere)
+            self._head += data[: _WAV_HEADER_BYTES - self.bytes]
+            if self._head[:4] == b"RIFF" and self._head[8:12] == b"WAVE":
+                raise MalformedEventError(
+                    "the audio begins with a WAV header where raw samples were asked for"
+                )
         duration = len(data) / self.audio.bytes_per_second
         if self.first_byte_at is None:
             self.first_byte_at = at
