@@ -5,7 +5,8 @@
 SageMaker), so that one target is built per fault and every request it sends meets the same fault. A
 fault that must stop a request by its deadline leaves the request waiting ("slow_*"): the client's timeout
 bounds it, never a timer here. `MULTIPLEXED` are the WebSocket faults for a socket carrying several
-contexts: the server waits until `CONTEXTS` have arrived, then sends what no context can own.
+contexts: the server waits until `CONTEXTS` have arrived, then sends what no context can own. A client that
+builds the WebSocket path itself (the SDK) takes `http://HOST:PORT/fault/NAME` as its base URL.
 """
 
 from __future__ import annotations
@@ -47,10 +48,14 @@ WS_FAULTS: dict[str, str | None] = {
     "partial_sample": "malformed",
     "wrong_context_id": "unattributed",
     "no_context_id": "unattributed",
+    # The SDK drops the stranger's chunk and plays the rest; the probe ends the request at once (see
+    # CartesiaSocket._unattributable): a server that misroutes one message cannot be trusted with the rest.
+    "foreign_then_own": "unattributed",
     "error_429": "error_event_429",
     "error_422": "error_event_422",
     "error_500": "error_event_5xx",
     "error_without_status": "error_event",
+    "error_status_true": "error_event",
     "error_after_audio": "error_event_5xx",
     "error_without_context_id": "error_event_429",  # the one waiting context's (docs/probe.md)
     "close_1000": "cut",
@@ -86,6 +91,7 @@ HTTP_FAULTS: dict[str, str | None] = {
     "many_small_chunks": None,
     "empty_200": "no_audio",
     "wav_header": "malformed",
+    "wav_header_in_pieces": "malformed",
     "partial_sample": "malformed",
     "truncated_body": "cut",
     "reset_mid_body": "cut",
@@ -186,10 +192,12 @@ def _events(fault: str, context_id: str) -> list[str | bytes] | None:
         "partial_sample": [chunk(context_id, _b64(PCM + b"\x01")), done(context_id)],
         "wrong_context_id": [chunk("someone-else"), done("someone-else")],
         "no_context_id": [chunk(None), done(None)],
+        "foreign_then_own": [chunk("someone-else"), chunk(context_id), done(context_id)],
         "error_429": [error(context_id, 429)],
         "error_422": [error(context_id, 422)],
         "error_500": [error(context_id, 500)],
         "error_without_status": [error(context_id, None)],
+        "error_status_true": [error(context_id, True)],
         "error_after_audio": [chunk(context_id), error(context_id, 500)],
         "error_without_context_id": [error(None, 429)],
     }
@@ -197,7 +205,7 @@ def _events(fault: str, context_id: str) -> list[str | bytes] | None:
 
 
 async def _websocket(request: web.Request) -> web.StreamResponse:
-    fault = request.query.get("fault", "none")
+    fault = request.match_info.get("fault") or request.query.get("fault", "none")
     if fault.startswith("handshake_"):
         status = _STATUS[fault.split("_")[1]]
         text = None if fault.endswith("_empty") else json.dumps({"error": "injected", "status": status})
@@ -207,13 +215,16 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
     if request.query.get("multiplexed"):
         await _multiplexed(socket, fault)
         return socket
+    answered: set[str] = set()
     async for message in socket:
         if message.type is not WSMsgType.TEXT:
             break
         body = json.loads(message.data)
-        if body.get("cancel"):
-            continue
-        if not await _answer(request, socket, fault, str(body["context_id"])):
+        context_id = str(body["context_id"])
+        if body.get("cancel") or context_id in answered:
+            continue  # a context is answered at its first piece (an agent sends several)
+        answered.add(context_id)
+        if not await _answer(request, socket, fault, context_id):
             break
     return socket
 
@@ -295,6 +306,9 @@ async def _bytes(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     if fault == "wav_header":
         await response.write(WAV)
+    elif fault == "wav_header_in_pieces":  # the header cut over chunks of the body
+        for offset in range(0, len(WAV), 5):
+            await response.write(WAV[offset : offset + 5])
     elif fault == "partial_sample":
         await response.write(PCM + b"\x01")
     elif fault == "many_small_chunks":  # chunks that cut samples in two are fine: only the total counts
@@ -361,6 +375,7 @@ async def fault_server() -> AsyncIterator[str]:
     """The server on a free port of 127.0.0.1, as `http://127.0.0.1:PORT`."""
     app = web.Application()
     app.router.add_get("/tts/websocket", _websocket)
+    app.router.add_get("/fault/{fault}/tts/websocket", _websocket)  # for clients that build the path
     app.router.add_post("/tts/bytes", _bytes)
     app.router.add_post("/endpoints/{name}/invocations-response-stream", _sagemaker)
     runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1)

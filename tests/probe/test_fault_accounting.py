@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sonic_deploy.probe.metrics import StreamRecorder
-from sonic_deploy.probe.requests import AudioFormat, RequestTemplate, new_context_id
+from sonic_deploy.probe.requests import AgentTraffic, AudioFormat, RequestTemplate, new_context_id
 from sonic_deploy.probe.stats import LevelStats
 from sonic_deploy.probe.targets import Target
 from sonic_deploy.probe.targets.http import HttpBytesTarget
@@ -37,7 +37,8 @@ def _target(route: str, base: str, fault: str, client: str) -> Target:
         url = f"{ws}/tts/websocket?multiplexed=1&fault={fault}"
         return WebSocketTarget(url, {}, CONTEXTS, _timeout(fault))
     if route == "ws":
-        return WebSocketTarget(f"{ws}/tts/websocket?fault={fault}", {}, 1, _timeout(fault))
+        agent = AgentTraffic(interval_s=0.0) if client == "agent" else None
+        return WebSocketTarget(f"{ws}/tts/websocket?fault={fault}", {}, 1, _timeout(fault), agent)
     if route == "http":
         return HttpBytesTarget(f"{base}/tts/bytes?fault={fault}", {}, _timeout(fault))
     kind = SageMakerTarget if client == "boto3" else AsyncSageMakerTarget
@@ -46,7 +47,7 @@ def _target(route: str, base: str, fault: str, client: str) -> Target:
 
 async def _one(target: Target, route: str) -> dict[str, Any]:
     recorder = StreamRecorder(audio=AudioFormat(), scheduled_at=0.0, open_loop=False)
-    body = RequestTemplate().body("Hello there.", new_context_id(), route)
+    body = RequestTemplate().body("Hello there. How are you?", new_context_id(), route)
     await target.request(body, recorder)
     return recorder.record()
 
@@ -71,8 +72,9 @@ async def _run(route: str, client: str) -> dict[str, list[dict[str, Any]]]:
     return dict(zip(faults, results, strict=True))
 
 
-CASES = [("ws", "dedicated"), ("ws", "multiplexed"), ("http", "aiohttp"), ("sagemaker", "async")]
-CASES += [("sagemaker", "boto3")]
+# "agent": a call's turns, each in pieces, on one pooled socket reused turn after turn.
+CASES = [("ws", "dedicated"), ("ws", "agent"), ("ws", "multiplexed"), ("http", "aiohttp")]
+CASES += [("sagemaker", "async"), ("sagemaker", "boto3")]
 
 
 @pytest.mark.parametrize(("route", "client"), CASES)
