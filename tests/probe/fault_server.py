@@ -93,6 +93,8 @@ HTTP_FAULTS: dict[str, str | None] = {
     "wav_header": "malformed",
     "wav_header_in_pieces": "malformed",
     "partial_sample": "malformed",
+    "json_200": "malformed",
+    "html_200": "malformed",
     "truncated_body": "cut",
     "reset_mid_body": "cut",
     "reset_at_once": "cut",
@@ -289,6 +291,10 @@ async def _bytes(request: web.Request) -> web.StreamResponse:
         if status == 204 or fault.endswith("_empty"):
             return web.Response(status=int(fault.split("_")[1]))
         return web.json_response({"error": "injected", "status": status}, status=status)
+    if fault == "json_200":
+        return web.json_response({"type": "error", "message": "an error said with a 200"})
+    if fault == "html_200":
+        return web.Response(text="<html>Sign in to the proxy</html>", content_type="text/html")
     if fault == "reset_at_once":
         assert request.transport is not None
         request.transport.abort()

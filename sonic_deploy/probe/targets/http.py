@@ -40,6 +40,12 @@ def counted_failures(recorder: StreamRecorder, timeout_s: float) -> Iterator[Non
         recorder.fail("connect" if recorder.sent_at is None else "cut", repr(error))
 
 
+def _not_audio(content_type: str) -> bool:
+    """Text or JSON is never audio, whatever the API names its audio types (aiohttp reads a missing
+    Content-Type as application/octet-stream)."""
+    return content_type.startswith("text/") or content_type.split(";")[0].endswith(("/json", "+json"))
+
+
 class HttpBytesTarget:
     route = "http"
 
@@ -70,6 +76,10 @@ class HttpBytesTarget:
                     if response.status != 200:
                         detail = (await response.text())[:200]
                         recorder.fail(status_kind("status", response.status), detail)
+                        return
+                    if _not_audio(response.content_type):  # a proxy's page, an error said with a 200
+                        text = (await response.text(errors="replace"))[:120]
+                        recorder.fail("malformed", f"a 200 of {response.content_type}, not audio: {text!r}")
                         return
                     try:
                         async for at, data in stamped_body(response):
