@@ -9,9 +9,11 @@ What the API does, this code relies on (cartesia_api names the sources): several
 `context_id` with `continue: true` are one audio stream; `{"context_id", "cancel": true}` stops it; `done`
 or `error` ends it. An `error` without a `context_id` goes to the context sent last of those still waiting
 for their first message (the one the server most likely refused; see `CartesiaSocket._route`). A socket closed with 1013 ("try again later") means the
-server is over capacity. A message that no context can own (not JSON, or naming a context never opened on
-the socket) ends every context on it at once (UnattributableMessageError) rather than leaving them to
-time out, and the socket takes no more.
+server is over capacity. A message for a context never opened on the socket is dropped on a dedicated
+socket (one context at a time), as the official SDK drops it, and counted (`Context.foreign`); on a
+multiplexed socket, where it could be any open context's audio, it ends every context on it at once
+(UnattributableMessageError) rather than leaving them to time out, and the socket takes no more. So does a
+message that is not JSON, on either.
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ class MalformedMessageError(Exception):
 
 
 class UnattributableMessageError(Exception):
-    """A message on the socket that no context can own: `kind` is `malformed` (not a JSON object) or
-    `unattributed` (naming a context never opened on the socket, or none). Whose audio it was cannot be
-    known, so no context on the socket can be trusted to be whole; each one open is ended with it."""
+    """A message on the socket that no context can own: `kind` is `malformed` (not a JSON object) or, on a
+    multiplexed socket, `unattributed` (naming a context never opened on the socket, or none). Whose audio
+    it was cannot be known, so no context on the socket can be trusted to be whole; each one open is ended
+    with it."""
 
     def __init__(self, kind: str, reason: str) -> None:
         super().__init__(reason)
@@ -136,6 +139,8 @@ class Context:
         self.closed: SocketClosedError | None = None
         self.lost: UnattributableMessageError | None = None
         self.failure: Exception | None = None
+        # Messages for another context dropped while this one was open on its dedicated socket.
+        self.foreign = 0
         # None marks the end in the queue, so that `messages()` waits on one thing only.
         self._queue: asyncio.Queue[tuple[dict[str, Any], float] | None] | None = None
         if deliver is None:
@@ -192,17 +197,19 @@ class Context:
 
 
 class CartesiaSocket:
-    """One socket carrying any number of contexts, read by a single task."""
+    """One socket carrying any number of contexts, read by a single task; `multiplexed=False`: one
+    context at a time (a message for another is then dropped, not the end of the socket's contexts)."""
 
-    def __init__(self, connection: StampedConnection):
+    def __init__(self, connection: StampedConnection, *, multiplexed: bool = True):
         self.connection = connection
+        self.multiplexed = multiplexed
         self.opened_at = self.used_at = time.monotonic()
         self._usable = True
         self.reserved = 0
         self._sends = 0
         # Told when a context leaves: a pool closes a socket it retired once its last context has left.
         self.on_room: Callable[[CartesiaSocket], None] | None = None
-        self.unattributed = 0  # messages that no context could own
+        self.unattributed = 0  # messages that no context could own (dropped or ending the socket's contexts)
         self._contexts: dict[str, Context] = {}
         # Contexts that have ended here, the newest last: what the server still sends for them (audio after
         # a cancel, a second `done`) is dropped, as the SDK drops events of contexts it no longer waits for.
@@ -212,9 +219,15 @@ class CartesiaSocket:
 
     @classmethod
     async def connect(
-        cls, url: str, headers: dict[str, str], timeout_s: float, ssl_context: ssl.SSLContext | None = None
+        cls,
+        url: str,
+        headers: dict[str, str],
+        timeout_s: float,
+        ssl_context: ssl.SSLContext | None = None,
+        *,
+        multiplexed: bool = True,
     ) -> CartesiaSocket:
-        return cls(await open_connection(url, headers, timeout_s, ssl_context))
+        return cls(await open_connection(url, headers, timeout_s, ssl_context), multiplexed=multiplexed)
 
     @property
     def open(self) -> bool:
@@ -272,6 +285,9 @@ class CartesiaSocket:
                 if context is not None:
                     context.receive(message, at)
                 elif (named := message.get("context_id")) is None or str(named) not in self._ended:
+                    if not self.multiplexed:
+                        self._foreign()
+                        continue
                     kind = str(message.get("type"))[:40]
                     whose = "no context" if named is None else f"context {str(named)[:60]!r}, not opened here"
                     self._unattributable("unattributed", f"a {kind!r} message for {whose}")
@@ -282,6 +298,14 @@ class CartesiaSocket:
             closed = SocketClosedError(self._close_code(), self._close_reason())
             for context in list(self._contexts.values()):
                 context.finish(closed)
+
+    def _foreign(self) -> None:
+        """A message for another context (or none) on a dedicated socket: not this context's audio, and,
+        one context being open at a time, no other's either, so it is dropped, as the SDK drops it
+        (`AsyncWebSocket._process_responses` in cartesia/lib/_tts.py), and counted on the open context."""
+        self.unattributed += 1
+        for context in self._contexts.values():
+            context.foreign += 1
 
     def _unattributable(self, kind: str, reason: str) -> None:
         """A message no context can own: every context open on the socket ends with it, at once (the one
@@ -300,7 +324,8 @@ class CartesiaSocket:
         """The message's context; for an `error` that names none, the context sent last of those still
         waiting for their first message: a refusal comes back at once, while an admitted stream's first
         audio takes its time, so the waiting contexts sent earlier are the likelier to be admitted ones.
-        None if no context is waiting (the error is then no context's: see `_unattributable`)."""
+        None if no context is waiting (the error is then no context's: see `_foreign` and
+        `_unattributable`)."""
         named = message.get("context_id")
         if named is not None:
             return self._contexts.get(str(named))
@@ -416,7 +441,13 @@ class SocketPool:
 
     async def _connect(self, on_connect: Callable[[float], None] | None) -> CartesiaSocket:
         began = time.perf_counter()
-        socket = await CartesiaSocket.connect(self.url, self.headers, self.timeout_s, self.ssl_context)
+        socket = await CartesiaSocket.connect(
+            self.url,
+            self.headers,
+            self.timeout_s,
+            self.ssl_context,
+            multiplexed=self.contexts_per_socket > 1,
+        )
         if on_connect is not None:
             on_connect(time.perf_counter() - began)
         socket.reserved += 1

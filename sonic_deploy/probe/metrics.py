@@ -54,6 +54,8 @@ class StreamRecorder:
         self.underrun_time = 0.0
         # Messages of a type the probe does not know (a newer API version's), skipped.
         self.ignored_events = 0
+        # WebSocket: messages for another context (or none) on this request's dedicated socket, dropped.
+        self.foreign_messages = 0
         self.ok = False
         self.error: str | None = None
         self.detail: str | None = None
@@ -166,4 +168,5 @@ class StreamRecorder:
             "chunks": self.chunks,
             "bytes": self.bytes,
             "ignored_events": self.ignored_events,
+            "foreign_messages": self.foreign_messages,
         }

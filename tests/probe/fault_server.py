@@ -4,7 +4,8 @@
 `ok`). The fault travels in the URL (`?fault=NAME` on the WebSocket and HTTP routes, the endpoint's name on
 SageMaker), so that one target is built per fault and every request it sends meets the same fault. A
 fault that must stop a request by its deadline leaves the request waiting ("slow_*"): the client's timeout
-bounds it, never a timer here. `MULTIPLEXED` are the WebSocket faults for a socket carrying several
+bounds it, never a timer here (so do the faults whose request never gets a message of its own,
+expected as `timeout`). `MULTIPLEXED` are the WebSocket faults for a socket carrying several
 contexts: the server waits until `CONTEXTS` have arrived, then sends what no context can own. A client that
 builds the WebSocket path itself (the SDK) takes `http://HOST:PORT/fault/NAME` as its base URL.
 """
@@ -46,11 +47,11 @@ WS_FAULTS: dict[str, str | None] = {
     "chunk_without_data": "malformed",
     "wav_header": "malformed",
     "partial_sample": "malformed",
-    "wrong_context_id": "unattributed",
-    "no_context_id": "unattributed",
-    # The SDK drops the stranger's chunk and plays the rest; the probe ends the request at once (see
-    # CartesiaSocket._unattributable): a server that misroutes one message cannot be trusted with the rest.
-    "foreign_then_own": "unattributed",
+    # On a dedicated socket, a message for another context (or none) is dropped, as the SDK drops it, and
+    # counted (`foreign_messages`): the request ends on its own messages, or by its deadline without them.
+    "wrong_context_id": "timeout",
+    "no_context_id": "timeout",
+    "foreign_then_own": None,
     "error_429": "error_event_429",
     "error_422": "error_event_422",
     "error_500": "error_event_5xx",

@@ -412,7 +412,8 @@ def _sdk_on_fault(fault: str) -> list[WebsocketResponse]:
 def test_the_sdk_credits_a_context_with_its_own_messages_only() -> None:
     """What `not credited` rests on: the SDK routes by `context_id` and drops a message for a context it
     never opened (cartesia/lib/_tts.py, AsyncWebSocket._process_responses), so the stranger's chunk is no
-    part of this context's audio. (The probe goes further and ends the request as `unattributed`.)"""
+    part of this context's audio. The probe and the client do the same on a dedicated socket (on a
+    multiplexed one, they end the socket's contexts as `unattributed`: see CartesiaSocket._unattributable)."""
     events = _sdk_on_fault("foreign_then_own")
     assert _types(events) == ["chunk", "done"]
     assert {event.context_id for event in events} == {"mine"}

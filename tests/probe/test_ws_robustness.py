@@ -227,3 +227,32 @@ def test_a_message_no_context_can_own_ends_every_context_on_the_socket_at_once(
         return kinds, usable, late.lost.kind, socket.unattributed
 
     assert asyncio.run(read()) == ([kind, kind], False, kind, 1)
+
+
+def test_on_a_dedicated_socket_a_message_for_another_context_is_dropped_and_counted() -> None:
+    """One context at a time: a message naming another context, or none, is no part of this one's audio
+    and no other's (the SDK drops it too); the context ends whole on its own messages, the drop counted on
+    it, and the socket stays usable."""
+
+    async def misrouting(connection: ServerConnection) -> None:
+        (request,) = await requests(connection, 1)
+        await connection.send(chunk("someone-else"))
+        await connection.send(json.dumps({"type": "chunk", "data": AUDIO, "done": False}))
+        await connection.send(chunk(request["context_id"]))
+        await connection.send(done(request["context_id"]))
+        await connection.wait_closed()
+
+    async def read() -> tuple[list[str], int, int, bool]:
+        async with serve(misrouting, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            url = f"ws://127.0.0.1:{port}"
+            socket = await CartesiaSocket.connect(url, {}, timeout_s=10.0, multiplexed=False)
+            context = socket.context("mine")
+            await context.send({"transcript": "Hi."})
+            async with asyncio.timeout(10):
+                kinds = [message["type"] async for message, _ in context.messages()]
+            usable = socket.open
+            await socket.close()
+        return kinds, context.foreign, socket.unattributed, usable
+
+    assert asyncio.run(read()) == (["chunk", "done"], 2, 2, True)
