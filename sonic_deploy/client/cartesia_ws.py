@@ -7,8 +7,9 @@ accounts for each chunk on the spot, and `Context.messages()` gives an agent the
 
 What the API does, this code relies on (cartesia_api names the sources): several messages on one
 `context_id` with `continue: true` are one audio stream; `{"context_id", "cancel": true}` stops it; `done`
-or `error` ends it. An `error` without a `context_id` goes to the context sent last of those still waiting
-for their first message (the one the server most likely refused; see `CartesiaSocket._route`). A socket closed with 1013 ("try again later") means the
+or `error` ends it. An `error` without a `context_id` goes to the socket's one open context, or, with
+several open, to the one sent last of those still waiting for their first message (the one the server
+most likely refused; see `CartesiaSocket._route`). A socket closed with 1013 ("try again later") means the
 server is over capacity. A message for a context never opened on the socket is dropped on a dedicated
 socket (one context at a time), as the official SDK drops it, and counted (`Context.foreign`); on a
 multiplexed socket, where it could be any open context's audio, it ends every context on it at once
@@ -321,15 +322,18 @@ class CartesiaSocket:
             context.finish(lost=self._lost)
 
     def _route(self, message: dict[str, Any]) -> Context | None:
-        """The message's context; for an `error` that names none, the context sent last of those still
-        waiting for their first message: a refusal comes back at once, while an admitted stream's first
-        audio takes its time, so the waiting contexts sent earlier are the likelier to be admitted ones.
-        None if no context is waiting (the error is then no context's: see `_foreign` and
+        """The message's context; for an `error` that names none, the one context open (with its status:
+        a 429 after some audio is still a 429), or, with several, the one sent last of those still waiting
+        for their first message: a refusal comes back at once, while an admitted stream's first audio takes
+        its time, so the waiting contexts sent earlier are the likelier to be admitted ones. None if no
+        context is open, or several and none waits (the error is then no context's: see `_foreign` and
         `_unattributable`)."""
         named = message.get("context_id")
         if named is not None:
             return self._contexts.get(str(named))
         if message.get("type") == "error":
+            if len(self._contexts) == 1:
+                return next(iter(self._contexts.values()))
             waiting = [c for c in self._contexts.values() if c.sent and not c.answered]
             return max(waiting, key=lambda c: c.sent, default=None)
         return None

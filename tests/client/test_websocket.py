@@ -172,3 +172,20 @@ def test_on_its_own_socket_an_utterance_plays_its_audio_and_drops_another_contex
                 return await _audio(client.speak("Whose audio?", voice=VOICE))
 
     assert asyncio.run(speak()) == len(PCM)
+
+
+def test_an_error_naming_no_context_after_audio_is_the_one_utterances_429() -> None:
+    """Mid-stream, a 429 without a `context_id` on a socket with one utterance open is that utterance's,
+    status kept: a ThrottledError to back off on, not a stream that cannot be attributed."""
+
+    async def speak() -> int:
+        async with fault_server() as base:
+            url = (
+                f"{base.replace('http://', 'ws://')}/tts/websocket?fault=error_without_context_id_after_audio"
+            )
+            async with WebSocketClient(url, api_key=KEY, model_id="sonic-3", timeout_s=60) as client:
+                return await _audio(client.speak("Busy?", voice=VOICE))
+
+    with pytest.raises(ThrottledError) as raised:
+        asyncio.run(speak())
+    assert (raised.value.kind, raised.value.status) == ("error_event_429", 429)

@@ -59,6 +59,7 @@ WS_FAULTS: dict[str, str | None] = {
     "error_status_true": "error_event",
     "error_after_audio": "error_event_5xx",
     "error_without_context_id": "error_event_429",  # the one waiting context's (docs/probe.md)
+    "error_without_context_id_after_audio": "error_event_429",  # the one open context's, status kept
     "close_1000": "cut",
     "close_1001": "cut",
     "close_1011": "cut",
@@ -203,6 +204,7 @@ def _events(fault: str, context_id: str) -> list[str | bytes] | None:
         "error_status_true": [error(context_id, True)],
         "error_after_audio": [chunk(context_id), error(context_id, 500)],
         "error_without_context_id": [error(None, 429)],
+        "error_without_context_id_after_audio": [chunk(context_id), error(None, 429)],
     }
     return scripts.get(fault)
 
