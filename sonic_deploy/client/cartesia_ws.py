@@ -128,8 +128,8 @@ async def open_connection(
 
 class Context:
     """One context on a socket. `deliver` gets every message for it, with its arrival time; `ended` is set
-    by `done`, `error`, cancel, the socket's close (then `closed` holds why), a message on the socket no
-    context can own (then `lost` holds it), or when `deliver` raised (then `failure` holds what it
+    by `done`, `error`, cancel, the socket's close or its loss before the context was opened (then
+    `closed` holds why), a message on the socket no context can own (then `lost` holds it), or when `deliver` raised (then `failure` holds what it
     raised)."""
 
     def __init__(self, socket: CartesiaSocket, context_id: str, deliver: Deliver | None) -> None:
@@ -253,10 +253,11 @@ class CartesiaSocket:
         self._contexts[context_id] = context
         self._ended.pop(context_id, None)
         self.used_at = time.monotonic()
-        if self._lost is not None:
-            context.finish(lost=self._lost)
-        elif not self.open:
-            context.finish(SocketClosedError(self._close_code(), "the socket closed before the request"))
+        if not self.open:
+            # Never sent: the socket was lost before it (closed, or given up over a message no context could
+            # own, which was other contexts' failure, not this one's), as a request meeting a cut socket is.
+            why = "closed" if self._lost is None else f"given up ({self._lost})"
+            context.finish(SocketClosedError(self._close_code(), f"the socket was {why} before the request"))
         return context
 
     def forget(self, context: Context) -> None:
