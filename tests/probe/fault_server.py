@@ -97,6 +97,7 @@ HTTP_FAULTS: dict[str, str | None] = {
     "partial_sample": "malformed",
     "json_200": "malformed",
     "html_200": "malformed",
+    "html_200_endless": "malformed",  # only the start of a body that is not audio is read
     "truncated_body": "cut",
     "reset_mid_body": "cut",
     "reset_at_once": "cut",
@@ -108,6 +109,7 @@ HTTP_FAULTS: dict[str, str | None] = {
     "status_404_empty": "status_4xx",
     "status_500": "status_5xx",
     "status_503_empty": "status_5xx",
+    "status_503_endless": "status_5xx",
     "status_204": "status_2xx",
     "slow_first_byte": "timeout",
     "slow_after_audio": "timeout",
@@ -286,9 +288,26 @@ async def _multiplexed(socket: web.WebSocketResponse, fault: str) -> None:
             await socket.send_str(done(context_id))
 
 
+async def _endless(request: web.Request, status: int) -> web.StreamResponse:
+    """A page far longer than anyone should read (16 MB), then silence: a client that reads it all waits
+    for its deadline."""
+    response = web.StreamResponse(status=status, headers={"Content-Type": "text/html"})
+    await response.prepare(request)
+    try:
+        for _ in range(16 * 1024):
+            await response.write(b"<p>" + b"x" * 1017 + b"</p>")
+            await asyncio.sleep(0)  # the client shares this event loop
+        await _forever()
+    except ConnectionResetError:  # the client read what it wanted and closed the connection
+        pass
+    return response
+
+
 async def _bytes(request: web.Request) -> web.StreamResponse:
     fault = request.query.get("fault", "none")
     await request.read()
+    if fault.endswith("_endless"):
+        return await _endless(request, 200 if fault.startswith("html_200") else _STATUS["503"])
     if fault.startswith("status_"):
         status = _STATUS.get(fault.split("_")[1], 204)
         if status == 204 or fault.endswith("_empty"):

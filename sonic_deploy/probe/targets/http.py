@@ -46,6 +46,16 @@ def _not_audio(content_type: str) -> bool:
     return content_type.startswith("text/") or content_type.split(";")[0].endswith(("/json", "+json"))
 
 
+async def _body_start(response: aiohttp.ClientResponse, limit: int) -> str:
+    """The first `limit` bytes of a body that is not audio, as text for the error's detail: a proxy's
+    page or an error may be of any size, or have no end, so no more is read (the connection, its body
+    unread, is then closed rather than reused)."""
+    start = b""
+    while len(start) < limit and (piece := await response.content.read(limit - len(start))):
+        start += piece
+    return start.decode("utf-8", errors="replace")
+
+
 class HttpBytesTarget:
     route = "http"
 
@@ -74,11 +84,11 @@ class HttpBytesTarget:
                 ) as response:
                     traced_start(trace, recorder)
                     if response.status != 200:
-                        detail = (await response.text())[:200]
+                        detail = await _body_start(response, 200)
                         recorder.fail(status_kind("status", response.status), detail)
                         return
                     if _not_audio(response.content_type):  # a proxy's page, an error said with a 200
-                        text = (await response.text(errors="replace"))[:120]
+                        text = await _body_start(response, 120)
                         recorder.fail("malformed", f"a 200 of {response.content_type}, not audio: {text!r}")
                         return
                     try:
