@@ -68,7 +68,7 @@ def check_output_format(output: object, containers: tuple[str, ...] = ("raw",)) 
 
 def status_kind(prefix: str, status: object) -> str:
     """`status_429`, `status_422`, `status_5xx`, `status_4xx`... so that runs compare by kind."""
-    if not isinstance(status, int):
+    if not isinstance(status, int) or isinstance(status, bool):  # JSON's true is no status code
         return prefix
     if status in (429, 422):
         return f"{prefix}_{status}"

@@ -7,9 +7,14 @@ accounts for each chunk on the spot, and `Context.messages()` gives an agent the
 
 What the API does, this code relies on (cartesia_api names the sources): several messages on one
 `context_id` with `continue: true` are one audio stream; `{"context_id", "cancel": true}` stops it; `done`
-or `error` ends it. An `error` without a `context_id` goes to the context sent last of those still waiting
-for their first message (the one the server most likely refused; see `CartesiaSocket._route`). A socket closed with 1013 ("try again later") means the
-server is over capacity.
+or `error` ends it. An `error` without a `context_id` goes to the socket's one open context, or, with
+several open, to the one sent last of those still waiting for their first message (the one the server
+most likely refused; see `CartesiaSocket._route`). A socket closed with 1013 ("try again later") means the
+server is over capacity. A message for a context never opened on the socket is dropped on a dedicated
+socket (one context at a time), as the official SDK drops it, and counted (`Context.foreign`); on a
+multiplexed socket, where it could be any open context's audio, it ends every context on it at once
+(UnattributableMessageError) rather than leaving them to time out, and the socket takes no more. So does a
+message that is not JSON, on either.
 """
 
 from __future__ import annotations
@@ -32,10 +37,22 @@ from websockets.protocol import Event, State
 from sonic_deploy.client import cartesia_api
 
 Deliver = Callable[[dict[str, Any], float], None]
+_ENDED_KEPT = 4096  # ended context ids remembered per socket, for the late messages of each
 
 
 class MalformedMessageError(Exception):
     """A message that is not a JSON object."""
+
+
+class UnattributableMessageError(Exception):
+    """A message on the socket that no context can own: `kind` is `malformed` (not a JSON object) or, on a
+    multiplexed socket, `unattributed` (naming a context never opened on the socket, or none). Whose audio
+    it was cannot be known, so no context on the socket can be trusted to be whole; each one open is ended
+    with it."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
 
 
 class SocketClosedError(Exception):
@@ -111,8 +128,9 @@ async def open_connection(
 
 class Context:
     """One context on a socket. `deliver` gets every message for it, with its arrival time; `ended` is set
-    by `done`, `error`, cancel, or the socket's close (then `closed` holds why), or when `deliver` raised
-    (then `failure` holds what it raised)."""
+    by `done`, `error`, cancel, the socket's close or its loss before the context was opened (then
+    `closed` holds why), a message on the socket no context can own (then `lost` holds it), or when `deliver` raised (then `failure` holds what it
+    raised)."""
 
     def __init__(self, socket: CartesiaSocket, context_id: str, deliver: Deliver | None) -> None:
         self.socket, self.id = socket, context_id
@@ -120,7 +138,10 @@ class Context:
         self.sent = 0  # the socket's count of first sends when this context first sent (0: not yet)
         self.ended = asyncio.Event()
         self.closed: SocketClosedError | None = None
+        self.lost: UnattributableMessageError | None = None
         self.failure: Exception | None = None
+        # Messages for another context dropped while this one was open on its dedicated socket.
+        self.foreign = 0
         # None marks the end in the queue, so that `messages()` waits on one thing only.
         self._queue: asyncio.Queue[tuple[dict[str, Any], float] | None] | None = None
         if deliver is None:
@@ -139,9 +160,11 @@ class Context:
         if message.get("type") in ("done", "error") or message.get("done") is True:
             self.finish()
 
-    def finish(self, closed: SocketClosedError | None = None) -> None:
+    def finish(
+        self, closed: SocketClosedError | None = None, lost: UnattributableMessageError | None = None
+    ) -> None:
         if not self.ended.is_set():
-            self.closed = closed
+            self.closed, self.lost = closed, lost
             self.ended.set()
             self.socket.forget(self)
             if self._queue is not None:
@@ -163,34 +186,49 @@ class Context:
 
     async def messages(self) -> AsyncGenerator[tuple[dict[str, Any], float]]:
         """The context's messages as they arrive, until `done` or `error`; SocketClosedError if the socket
-        closes first. Only for a context opened without a `deliver` callback."""
+        closes first, UnattributableMessageError if a message no context can own ends it. Only for a
+        context opened without a `deliver` callback."""
         assert self._queue is not None, "this context delivers to a callback"
         while (item := await self._queue.get()) is not None:
             yield item
         if self.closed is not None:
             raise self.closed
+        if self.lost is not None:
+            raise self.lost
 
 
 class CartesiaSocket:
-    """One socket carrying any number of contexts, read by a single task."""
+    """One socket carrying any number of contexts, read by a single task; `multiplexed=False`: one
+    context at a time (a message for another is then dropped, not the end of the socket's contexts)."""
 
-    def __init__(self, connection: StampedConnection):
+    def __init__(self, connection: StampedConnection, *, multiplexed: bool = True):
         self.connection = connection
+        self.multiplexed = multiplexed
         self.opened_at = self.used_at = time.monotonic()
         self._usable = True
         self.reserved = 0
         self._sends = 0
         # Told when a context leaves: a pool closes a socket it retired once its last context has left.
         self.on_room: Callable[[CartesiaSocket], None] | None = None
-        self.unattributed = 0  # errors that named no context and that no waiting context could own
+        self.unattributed = 0  # messages that no context could own (dropped or ending the socket's contexts)
         self._contexts: dict[str, Context] = {}
+        # Contexts that have ended here, the newest last: what the server still sends for them (audio after
+        # a cancel, a second `done`) is dropped, as the SDK drops events of contexts it no longer waits for.
+        self._ended: dict[str, None] = {}
+        self._lost: UnattributableMessageError | None = None
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
     async def connect(
-        cls, url: str, headers: dict[str, str], timeout_s: float, ssl_context: ssl.SSLContext | None = None
+        cls,
+        url: str,
+        headers: dict[str, str],
+        timeout_s: float,
+        ssl_context: ssl.SSLContext | None = None,
+        *,
+        multiplexed: bool = True,
     ) -> CartesiaSocket:
-        return cls(await open_connection(url, headers, timeout_s, ssl_context))
+        return cls(await open_connection(url, headers, timeout_s, ssl_context), multiplexed=multiplexed)
 
     @property
     def open(self) -> bool:
@@ -213,14 +251,21 @@ class CartesiaSocket:
             self.reserved -= 1
         context = Context(self, context_id, deliver)
         self._contexts[context_id] = context
+        self._ended.pop(context_id, None)
         self.used_at = time.monotonic()
         if not self.open:
-            context.finish(SocketClosedError(self._close_code(), "the socket closed before the request"))
+            # Never sent: the socket was lost before it (closed, or given up over a message no context could
+            # own, which was other contexts' failure, not this one's), as a request meeting a cut socket is.
+            why = "closed" if self._lost is None else f"given up ({self._lost})"
+            context.finish(SocketClosedError(self._close_code(), f"the socket was {why} before the request"))
         return context
 
     def forget(self, context: Context) -> None:
         if self._contexts.get(context.id) is context:
             del self._contexts[context.id]
+            self._ended[context.id] = None
+            if len(self._ended) > _ENDED_KEPT:
+                del self._ended[next(iter(self._ended))]
         self.used_at = time.monotonic()
         if self.on_room is not None:
             self.on_room(self)
@@ -235,13 +280,19 @@ class CartesiaSocket:
                 at = connection.arrival()
                 try:
                     message = decode_message(text)
-                except MalformedMessageError:
-                    continue  # unattributable: the context it belonged to times out and says so
+                except MalformedMessageError as error:
+                    self._unattributable("malformed", f"a message that is not an event: {error}")
+                    continue
                 context = self._route(message)
                 if context is not None:
                     context.receive(message, at)
-                elif message.get("type") == "error" and message.get("context_id") is None:
-                    self.unattributed += 1
+                elif (named := message.get("context_id")) is None or str(named) not in self._ended:
+                    if not self.multiplexed:
+                        self._foreign()
+                        continue
+                    kind = str(message.get("type"))[:40]
+                    whose = "no context" if named is None else f"context {str(named)[:60]!r}, not opened here"
+                    self._unattributable("unattributed", f"a {kind!r} message for {whose}")
         except ConnectionClosed:
             pass
         finally:
@@ -250,15 +301,40 @@ class CartesiaSocket:
             for context in list(self._contexts.values()):
                 context.finish(closed)
 
+    def _foreign(self) -> None:
+        """A message for another context (or none) on a dedicated socket: not this context's audio, and,
+        one context being open at a time, no other's either, so it is dropped, as the SDK drops it
+        (`AsyncWebSocket._process_responses` in cartesia/lib/_tts.py), and counted on the open context."""
+        self.unattributed += 1
+        for context in self._contexts.values():
+            context.foreign += 1
+
+    def _unattributable(self, kind: str, reason: str) -> None:
+        """A message no context can own: every context open on the socket ends with it, at once (the one
+        it was meant for would otherwise wait for its timeout, and the others might be missing audio), and
+        the socket takes no more. The SDK drops such a message (`AsyncWebSocket._process_responses` in
+        cartesia/lib/_tts.py: an event whose `context_id` names no open context is only logged) or, for
+        one that is not JSON, stops reading the socket: its contexts then wait for their timeout."""
+        self.unattributed += 1
+        if self._lost is None:
+            self._lost = UnattributableMessageError(kind, reason)
+            self._usable = False
+        for context in list(self._contexts.values()):
+            context.finish(lost=self._lost)
+
     def _route(self, message: dict[str, Any]) -> Context | None:
-        """The message's context; for an `error` that names none, the context sent last of those still
-        waiting for their first message: a refusal comes back at once, while an admitted stream's first
-        audio takes its time, so the waiting contexts sent earlier are the likelier to be admitted ones.
-        None if no context is waiting (the error is then counted as unattributed)."""
+        """The message's context; for an `error` that names none, the one context open (with its status:
+        a 429 after some audio is still a 429), or, with several, the one sent last of those still waiting
+        for their first message: a refusal comes back at once, while an admitted stream's first audio takes
+        its time, so the waiting contexts sent earlier are the likelier to be admitted ones. None if no
+        context is open, or several and none waits (the error is then no context's: see `_foreign` and
+        `_unattributable`)."""
         named = message.get("context_id")
         if named is not None:
             return self._contexts.get(str(named))
         if message.get("type") == "error":
+            if len(self._contexts) == 1:
+                return next(iter(self._contexts.values()))
             waiting = [c for c in self._contexts.values() if c.sent and not c.answered]
             return max(waiting, key=lambda c: c.sent, default=None)
         return None
@@ -370,7 +446,13 @@ class SocketPool:
 
     async def _connect(self, on_connect: Callable[[float], None] | None) -> CartesiaSocket:
         began = time.perf_counter()
-        socket = await CartesiaSocket.connect(self.url, self.headers, self.timeout_s, self.ssl_context)
+        socket = await CartesiaSocket.connect(
+            self.url,
+            self.headers,
+            self.timeout_s,
+            self.ssl_context,
+            multiplexed=self.contexts_per_socket > 1,
+        )
         if on_connect is not None:
             on_connect(time.perf_counter() - began)
         socket.reserved += 1

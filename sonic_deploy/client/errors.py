@@ -35,7 +35,17 @@ _RETRYABLE_CODES = frozenset(
         "ModelTimeoutException",
     }
 )
-_STREAM_KINDS = frozenset({"cut", "malformed", "model_stream_error", "internal_stream_failure", "closed"})
+_STREAM_KINDS = frozenset(
+    {
+        "cut",
+        "malformed",
+        "unattributed",
+        "no_audio",
+        "model_stream_error",
+        "internal_stream_failure",
+        "closed",
+    }
+)
 
 
 class SonicError(Exception):

@@ -31,7 +31,12 @@ from typing import Any, Self
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from sonic_deploy.client import cartesia_api
-from sonic_deploy.client.cartesia_ws import Context, SocketClosedError, SocketPool
+from sonic_deploy.client.cartesia_ws import (
+    Context,
+    SocketClosedError,
+    SocketPool,
+    UnattributableMessageError,
+)
 from sonic_deploy.client.errors import AudioChunk, SonicError, error_for
 
 
@@ -241,6 +246,8 @@ class Utterance:
                     )
         except SocketClosedError as closed:
             raise error_for(closed_kind(closed), str(closed)) from closed
+        except UnattributableMessageError as lost:
+            raise error_for(lost.kind, str(lost)) from lost
         finally:
             await messages.aclose()
 

@@ -9,7 +9,9 @@ from typing import Any
 import pybase64
 
 from sonic_deploy.probe.audio import AudibleDetector
-from sonic_deploy.probe.requests import AudioFormat
+from sonic_deploy.probe.requests import BYTES_PER_SAMPLE, AudioFormat
+
+_WAV_HEADER_BYTES = 12  # "RIFF", the file's length, "WAVE"
 
 
 class MalformedEventError(Exception):
@@ -52,12 +54,15 @@ class StreamRecorder:
         self.underrun_time = 0.0
         # Messages of a type the probe does not know (a newer API version's), skipped.
         self.ignored_events = 0
+        # WebSocket: messages for another context (or none) on this request's dedicated socket, dropped.
+        self.foreign_messages = 0
         self.ok = False
         self.error: str | None = None
         self.detail: str | None = None
         self._detector = AudibleDetector(audio, threshold_db) if threshold_db is not None else None
         self._playback_delay = playback_delay_ms / 1000
         self._buffer_ends_at = 0.0
+        self._head = b""  # the audio's first bytes, until there are enough to tell a WAV header
 
     def connected(self, seconds: float) -> None:
         self.connect_ms = round(seconds * 1000, 3)
@@ -84,9 +89,17 @@ class StreamRecorder:
         self.audio_bytes(raw, at)
 
     def audio_bytes(self, data: bytes, at: float) -> None:
-        """Account for one chunk of audio that arrived at `at`; simulate a player that starts at once."""
+        """Account for one chunk of audio that arrived at `at`; simulate a player that starts at once.
+        MalformedEventError for a WAV file's header: every route asks for raw samples (`container: raw`),
+        and a header counted as audio would be heard as a click and inflate the audio's length."""
         if not data:
             return
+        if self.bytes < _WAV_HEADER_BYTES:  # however the first chunks cut it (an HTTP body may, anywhere)
+            self._head += data[: _WAV_HEADER_BYTES - self.bytes]
+            if self._head[:4] == b"RIFF" and self._head[8:12] == b"WAVE":
+                raise MalformedEventError(
+                    "the audio begins with a WAV header where raw samples were asked for"
+                )
         duration = len(data) / self.audio.bytes_per_second
         if self.first_byte_at is None:
             self.first_byte_at = at
@@ -113,6 +126,15 @@ class StreamRecorder:
         self.end_at = self.end_at or time.perf_counter()
 
     def done(self) -> None:
+        """The stream ended as the protocol ends it (`done`, the end of an HTTP body). Without audio it is
+        `no_audio`, not `ok`: a caller heard nothing (an error-free stream of no audio is a server fault,
+        or a transcript with nothing to say, which the probe never sends). Audio that is not whole samples
+        of the encoding asked for is `malformed`: a player would misread every sample after the cut."""
+        if self.error is None and self.chunks == 0:
+            self.fail("no_audio", "the stream ended without audio")
+        elif self.error is None and self.bytes % BYTES_PER_SAMPLE[self.audio.encoding]:
+            width = BYTES_PER_SAMPLE[self.audio.encoding]
+            self.fail("malformed", f"{self.bytes} bytes of audio is not whole {width}-byte samples")
         self.end_at = time.perf_counter()
         if self.error is None:
             self.ok = True
@@ -146,4 +168,5 @@ class StreamRecorder:
             "chunks": self.chunks,
             "bytes": self.bytes,
             "ignored_events": self.ignored_events,
+            "foreign_messages": self.foreign_messages,
         }

@@ -43,6 +43,7 @@ class LevelStats:
     requests_with_underruns: int = 0
     late_starts: int = 0
     ignored_events: int = 0
+    foreign_messages: int = 0
     histograms: dict[str, Any] = field(default_factory=lambda: {m: new_histogram() for m in MEASURES})
     # How the level ran on the client: the closed loop's ramp-up (the longest of the workers'), and the
     # cycle collector's pauses while measuring (see event_loop.steady_collector).
@@ -62,6 +63,7 @@ class LevelStats:
         late = record.get("late_ms")
         self.late_starts += late is not None and late > LATE_START_MS
         self.ignored_events += int(record.get("ignored_events", 0))
+        self.foreign_messages += int(record.get("foreign_messages", 0))
         for measure in MEASURES:
             value = record.get(measure)
             # Latencies of failed requests would mix two populations; they are counted as errors instead.
@@ -79,6 +81,7 @@ class LevelStats:
             "requests_with_underruns": self.requests_with_underruns,
             "late_starts": self.late_starts,
             "ignored_events": self.ignored_events,
+            "foreign_messages": self.foreign_messages,
             "histograms": {m: h.encode() for m, h in self.histograms.items() if h.get_total_count()},
             "ramp_up_s": self.ramp_up_s,
             "gc": (self.gc_collections, self.gc_total_ms, self.gc_max_ms),
@@ -92,6 +95,7 @@ class LevelStats:
             "requests_with_underruns",
             "late_starts",
             "ignored_events",
+            "foreign_messages",
         ):
             setattr(self, name, getattr(self, name) + int(encoded[name]))
         self.errors.update(encoded["errors"])
@@ -135,6 +139,7 @@ class LevelStats:
             "late_ms": self.percentiles("late_ms"),
             "late_starts": self.late_starts,
             "ignored_events": self.ignored_events,
+            "foreign_messages": self.foreign_messages,
             "ramp_up_s": None if self.ramp_up_s is None else round(self.ramp_up_s, 3),
             "client_gc": {
                 "collections": self.gc_collections,

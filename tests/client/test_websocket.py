@@ -15,9 +15,11 @@ from sonic_deploy.client import (
     AccessError,
     EndpointUnreachableError,
     RequestTimeoutError,
+    StreamError,
     ThrottledError,
     WebSocketClient,
 )
+from tests.probe.fault_server import CONTEXTS, PCM, fault_server
 from tests.probe.harness import ReferenceServer, ServerFactory
 from tests.probe.private_ca import make_private_ca
 from tests.probe.real_clients import FAST, KEY, PACED, stream_bytes, wait_for_stats
@@ -134,3 +136,56 @@ def test_an_untrusted_certificate_is_named_and_not_retried(
     assert "ssl_context=" in raised.value.message
     trusted = _client(server, ssl_context=ssl.create_default_context(cafile=ca.ca))
     assert asyncio.run(_audio(trusted.speak("Trusted.", voice=VOICE))) == stream_bytes("Trusted.")
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind"), [("unknown_context_id", "unattributed"), ("truncated_json", "malformed")]
+)
+def test_a_message_no_utterance_can_own_is_a_stream_error_at_once_not_a_timeout(
+    fault: str, kind: str
+) -> None:
+    """On a socket shared by three utterances, the server answers with a context id nobody sent, or a
+    message that is not JSON: each utterance ends with a StreamError naming it, long before its 60 s
+    timeout (the server sends nothing more for them)."""
+
+    async def speak() -> list[BaseException | int]:
+        async with fault_server() as base:
+            url = f"{base.replace('http://', 'ws://')}/tts/websocket?multiplexed=1&fault={fault}"
+            options: dict[str, Any] = {"contexts_per_socket": CONTEXTS, "timeout_s": 60}
+            async with WebSocketClient(url, api_key=KEY, model_id="sonic-3", **options) as client:
+                turns = (_audio(client.speak("Whose audio?", voice=VOICE)) for _ in range(CONTEXTS))
+                return await asyncio.gather(*turns, return_exceptions=True)
+
+    raised = asyncio.run(speak())
+    assert [(e.kind, e.retryable) if isinstance(e, StreamError) else e for e in raised] == [(kind, True)] * 3
+
+
+def test_on_its_own_socket_an_utterance_plays_its_audio_and_drops_another_contexts() -> None:
+    """A dedicated socket (one utterance at a time): a message for another context is no part of this
+    utterance, and no other's either, so it is dropped, as the official SDK drops it, and the utterance
+    ends whole on its own messages."""
+
+    async def speak() -> int:
+        async with fault_server() as base:
+            url = f"{base.replace('http://', 'ws://')}/tts/websocket?fault=foreign_then_own"
+            async with WebSocketClient(url, api_key=KEY, model_id="sonic-3", timeout_s=60) as client:
+                return await _audio(client.speak("Whose audio?", voice=VOICE))
+
+    assert asyncio.run(speak()) == len(PCM)
+
+
+def test_an_error_naming_no_context_after_audio_is_the_one_utterances_429() -> None:
+    """Mid-stream, a 429 without a `context_id` on a socket with one utterance open is that utterance's,
+    status kept: a ThrottledError to back off on, not a stream that cannot be attributed."""
+
+    async def speak() -> int:
+        async with fault_server() as base:
+            url = (
+                f"{base.replace('http://', 'ws://')}/tts/websocket?fault=error_without_context_id_after_audio"
+            )
+            async with WebSocketClient(url, api_key=KEY, model_id="sonic-3", timeout_s=60) as client:
+                return await _audio(client.speak("Busy?", voice=VOICE))
+
+    with pytest.raises(ThrottledError) as raised:
+        asyncio.run(speak())
+    assert (raised.value.kind, raised.value.status) == ("error_event_429", 429)

@@ -122,3 +122,33 @@ def test_chunk_data_is_decoded_exactly() -> None:
     recorder.audio_b64(base64.b64encode(raw).decode(), 10.1)
     recorder.audio_b64(base64.b64encode(b"\x00\x10").decode(), 10.2)
     assert recorder.bytes == len(raw) + 2
+
+
+def test_a_stream_that_ends_without_audio_is_no_audio_not_ok() -> None:
+    for chunks in ([], [b""]):  # nothing, or only empty chunks
+        recorder = _recorder()
+        for data in chunks:
+            recorder.audio_bytes(data, 10.1)
+        recorder.done()
+        assert (recorder.ok, recorder.error) == (False, "no_audio")
+
+
+@pytest.mark.parametrize("cut", [1, 4, 5, 11, 12, 100])
+def test_a_wav_header_on_raw_audio_is_malformed_however_the_chunks_cut_it(cut: int) -> None:
+    wav = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(40)
+    recorder = _recorder()
+    with pytest.raises(MalformedEventError, match="WAV header"):
+        for offset in range(0, len(wav), cut):
+            recorder.audio_bytes(wav[offset : offset + cut], 10.1)
+
+
+def test_audio_that_is_not_whole_samples_is_malformed_and_chunks_that_cut_samples_are_not() -> None:
+    whole, cut_samples = _recorder(), _recorder()
+    for data in (b"\x01", b"\x02\x03", b"\x04"):  # two s16 samples over three chunks
+        whole.audio_bytes(data, 10.1)
+        cut_samples.audio_bytes(data, 10.1)
+    cut_samples.audio_bytes(b"\x05", 10.2)
+    whole.done()
+    cut_samples.done()
+    assert (whole.ok, whole.error) == (True, None)
+    assert (cut_samples.ok, cut_samples.error) == (False, "malformed")

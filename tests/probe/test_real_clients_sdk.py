@@ -26,6 +26,7 @@ from cartesia.resources.tts import AsyncWebSocketContext
 from cartesia.types import RawOutputFormatParam, WAVOutputFormatParam, WebsocketResponse
 from websockets.exceptions import InvalidStatus
 
+from .fault_server import fault_server
 from .harness import ReferenceServer, ServerFactory
 from .real_clients import FAST, KEY, PACED, RATE, TIMEOUT_S, counted, stream_bytes, wait_for_stats
 
@@ -391,3 +392,42 @@ def test_over_capacity_on_http_is_rate_limit_error_and_retried(reference_server:
         # fill its queue, and would then wait 10 s (its close timeout) for the server's close frame.
         held.no_more_inputs()
         assert list(held.receive())[-1].type == "done"
+
+
+def _sdk_on_fault(fault: str) -> list[WebsocketResponse]:
+    """One context of the async SDK against tests/probe/fault_server.py's `fault`, drained to its end."""
+
+    async def run() -> list[WebsocketResponse]:
+        async with fault_server() as base:
+            ws_base = f"{base.replace('http://', 'ws://', 1)}/fault/{fault}"
+            client = AsyncCartesia(api_key=KEY, base_url=base, websocket_base_url=ws_base, max_retries=0)
+            async with client.tts.websocket_connect() as connection:
+                context = connection.context("mine", model_id=MODEL, voice=VOICE, output_format=RAW)
+                await context.push("Whose audio is this?", continue_=False)
+                return await _drain(context)
+
+    return asyncio.run(run())
+
+
+def test_the_sdk_credits_a_context_with_its_own_messages_only() -> None:
+    """What `not credited` rests on: the SDK routes by `context_id` and drops a message for a context it
+    never opened (cartesia/lib/_tts.py, AsyncWebSocket._process_responses), so the stranger's chunk is no
+    part of this context's audio. The probe and the client do the same on a dedicated socket (on a
+    multiplexed one, they end the socket's contexts as `unattributed`: see CartesiaSocket._unattributable)."""
+    events = _sdk_on_fault("foreign_then_own")
+    assert _types(events) == ["chunk", "done"]
+    assert {event.context_id for event in events} == {"mine"}
+
+
+def test_the_sdk_reads_a_binary_frame_holding_json_as_an_event() -> None:
+    """Why the probe counts JSON in binary frames as events, not `malformed`: the SDK reads every frame
+    as bytes (`recv(decode=False)`) and parses it with `json.loads`."""
+    events = _sdk_on_fault("binary_json")
+    assert _types(events) == ["chunk", "done"] and _audio(events)
+
+
+def test_the_sdk_ends_a_context_at_done_even_without_audio() -> None:
+    """The SDK raises nothing for a `done` with no chunk (its `receive()` ends at `done` or `error`):
+    nothing tells its caller that nothing was said, which is why the probe counts it as `no_audio`."""
+    events = _sdk_on_fault("done_without_audio")
+    assert _types(events) == ["done"] and not _audio(events)

@@ -139,7 +139,10 @@ def test_boto3_client_counts_from_when_botocore_hands_the_request_over() -> None
 
     def network(request: AWSPreparedRequest, **kwargs: Any) -> AWSResponse:  # the wire, after the probe
         moments["sending"] = time.perf_counter()
-        stream = payload_part(b'{"type": "done", "done": true}\n')
+        audio = (
+            b'{"type": "chunk", "data": "AAAAAA==", "done": false}\n'  # a stream without audio is no_audio
+        )
+        stream = payload_part(audio + b'{"type": "done", "done": true}\n')
         headers = HTTPHeaders.from_dict({"Content-Type": "application/vnd.amazon.eventstream"})
         return AWSResponse(request.url, 200, headers, _Raw(stream))
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from sonic_deploy.client.cartesia_ws import CartesiaSocket, SocketClosedError
+from sonic_deploy.client.cartesia_ws import CartesiaSocket, SocketClosedError, UnattributableMessageError
+from sonic_deploy.client.websocket import closed_kind
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.requests import AgentTraffic, AudioFormat, RequestTemplate
 from sonic_deploy.probe.targets.ws import WebSocketTarget
@@ -157,8 +158,7 @@ def test_a_context_without_a_callback_yields_its_messages_until_done_or_the_clos
         await connection.send(chunk(first["context_id"]))
         await connection.send(chunk(second["context_id"]))
         await connection.send(done(first["context_id"]))
-        # No context is waiting for its first message any more: this error belongs to none of them.
-        await connection.send(json.dumps({"type": "error", "done": False, "status_code": 500}))
+        await connection.send(chunk(first["context_id"]))  # late, for a context that has ended: dropped
         await connection.close(1013, "try again later")
 
     async def read() -> tuple[list[str], SocketClosedError | None, int]:
@@ -180,5 +180,81 @@ def test_a_context_without_a_callback_yields_its_messages_until_done_or_the_clos
 
     kinds, closed, unattributed = asyncio.run(read())
     assert kinds == ["chunk", "done"]
-    assert unattributed == 1
+    assert unattributed == 0
     assert closed is not None and closed.code == 1013 and closed.over_capacity
+
+
+@pytest.mark.parametrize(
+    ("unowned", "kind"),
+    [
+        (json.dumps({"type": "error", "done": False, "status_code": 500}), "unattributed"),
+        (chunk("never-opened"), "unattributed"),
+        (json.dumps({"type": "chunk", "data": AUDIO, "done": False}), "unattributed"),
+        ('{"type": "chunk", "data": "AAAA', "malformed"),
+    ],
+)
+def test_a_message_no_context_can_own_ends_every_context_on_the_socket_at_once(
+    unowned: str, kind: str
+) -> None:
+    """Both contexts have had audio (so an error naming none is no waiting context's): whose the message
+    was cannot be known, so both end at once with its kind, and the socket takes no new context; the
+    server then says nothing more, so only this ends them before their timeout."""
+
+    async def unattributable(connection: ServerConnection) -> None:
+        first, second = await requests(connection, 2)
+        await connection.send(chunk(first["context_id"]))
+        await connection.send(chunk(second["context_id"]))
+        await connection.send(unowned)
+        await connection.wait_closed()
+
+    async def read() -> tuple[list[str], bool, str, int]:
+        async with serve(unattributable, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            socket = await CartesiaSocket.connect(f"ws://127.0.0.1:{port}", {}, timeout_s=10.0)
+            contexts = [socket.context("a"), socket.context("b")]
+            for context in contexts:
+                await context.send({"transcript": "Hi."})
+            kinds = []
+            for context in contexts:
+                with pytest.raises(UnattributableMessageError) as lost:
+                    async with asyncio.timeout(10):
+                        async for _message in context.messages():
+                            pass
+                kinds.append(lost.value.kind)
+            # Opened on the lost socket, never sent: the connection-lost kind, not an attribution failure.
+            late = socket.context("c")
+            assert late.lost is None and late.closed is not None
+            usable = socket.open
+            await socket.close()
+        return kinds, usable, closed_kind(late.closed), socket.unattributed
+
+    assert asyncio.run(read()) == ([kind, kind], False, "cut", 1)
+
+
+def test_on_a_dedicated_socket_a_message_for_another_context_is_dropped_and_counted() -> None:
+    """One context at a time: a message naming another context, or none, is no part of this one's audio
+    and no other's (the SDK drops it too); the context ends whole on its own messages, the drop counted on
+    it, and the socket stays usable."""
+
+    async def misrouting(connection: ServerConnection) -> None:
+        (request,) = await requests(connection, 1)
+        await connection.send(chunk("someone-else"))
+        await connection.send(json.dumps({"type": "chunk", "data": AUDIO, "done": False}))
+        await connection.send(chunk(request["context_id"]))
+        await connection.send(done(request["context_id"]))
+        await connection.wait_closed()
+
+    async def read() -> tuple[list[str], int, int, bool]:
+        async with serve(misrouting, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            url = f"ws://127.0.0.1:{port}"
+            socket = await CartesiaSocket.connect(url, {}, timeout_s=10.0, multiplexed=False)
+            context = socket.context("mine")
+            await context.send({"transcript": "Hi."})
+            async with asyncio.timeout(10):
+                kinds = [message["type"] async for message, _ in context.messages()]
+            usable = socket.open
+            await socket.close()
+        return kinds, context.foreign, socket.unattributed, usable
+
+    assert asyncio.run(read()) == (["chunk", "done"], 2, 2, True)

@@ -12,7 +12,7 @@ import aiohttp
 
 from sonic_deploy.client.cartesia_api import status_kind
 from sonic_deploy.client.http import pooled_session, stamped_body
-from sonic_deploy.probe.metrics import StreamRecorder
+from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 
 
 def traced_start(trace: Mapping[str, float], recorder: StreamRecorder) -> None:
@@ -38,6 +38,22 @@ def counted_failures(recorder: StreamRecorder, timeout_s: float) -> Iterator[Non
         recorder.fail("cut", repr(error))
     except aiohttp.ClientError as error:
         recorder.fail("connect" if recorder.sent_at is None else "cut", repr(error))
+
+
+def _not_audio(content_type: str) -> bool:
+    """Text or JSON is never audio, whatever the API names its audio types (aiohttp reads a missing
+    Content-Type as application/octet-stream)."""
+    return content_type.startswith("text/") or content_type.split(";")[0].endswith(("/json", "+json"))
+
+
+async def _body_start(response: aiohttp.ClientResponse, limit: int) -> str:
+    """The first `limit` bytes of a body that is not audio, as text for the error's detail: a proxy's
+    page or an error may be of any size, or have no end, so no more is read (the connection, its body
+    unread, is then closed rather than reused)."""
+    start = b""
+    while len(start) < limit and (piece := await response.content.read(limit - len(start))):
+        start += piece
+    return start.decode("utf-8", errors="replace")
 
 
 class HttpBytesTarget:
@@ -68,9 +84,17 @@ class HttpBytesTarget:
                 ) as response:
                     traced_start(trace, recorder)
                     if response.status != 200:
-                        detail = (await response.text())[:200]
+                        detail = await _body_start(response, 200)
                         recorder.fail(status_kind("status", response.status), detail)
                         return
-                    async for at, data in stamped_body(response):
-                        recorder.audio_bytes(data, at)
+                    if _not_audio(response.content_type):  # a proxy's page, an error said with a 200
+                        text = await _body_start(response, 120)
+                        recorder.fail("malformed", f"a 200 of {response.content_type}, not audio: {text!r}")
+                        return
+                    try:
+                        async for at, data in stamped_body(response):
+                            recorder.audio_bytes(data, at)
+                    except MalformedEventError as error:
+                        recorder.fail("malformed", str(error))
+                        return
                     recorder.done()

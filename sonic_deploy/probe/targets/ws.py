@@ -78,7 +78,7 @@ class WebSocketTarget:
                     else:
                         began = time.perf_counter()
                         socket = await CartesiaSocket.connect(
-                            self.url, self.headers, self.timeout_s, self.ssl_context
+                            self.url, self.headers, self.timeout_s, self.ssl_context, multiplexed=False
                         )
                         recorder.connected(time.perf_counter() - began)
                         context = socket.context(context_id, stream.deliver)
@@ -100,6 +100,8 @@ class WebSocketTarget:
             code = error.rcvd.code if error.rcvd is not None else None
             recorder.fail(closed_kind(SocketClosedError(code, repr(error))), repr(error))
         finally:
+            if context is not None:  # counted however the request ended (a timeout, most likely)
+                recorder.foreign_messages = context.foreign
             await self._settle(socket, context, recorder)
 
     async def _turn(
@@ -144,6 +146,8 @@ def _account_for_end(context: Context, recorder: StreamRecorder) -> None:
     """What ended a context other than its own `done` or `error`, as an error kind."""
     if context.failure is not None:
         recorder.fail("unexpected", repr(context.failure))
+    elif context.lost is not None:  # `malformed`, or on a multiplexed socket `unattributed`
+        recorder.fail(context.lost.kind, str(context.lost))
     elif context.closed is not None:
         recorder.fail(closed_kind(context.closed), str(context.closed))
     elif recorder.end_at is None:
