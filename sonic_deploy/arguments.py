@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
+from sonic_deploy.config.rules import REGION
+
 # What one client host can drive, and what the probe therefore writes and reads back (probe compare,
 # plan --probe): beyond these a run is a typo (1e9 requests/s schedules arrivals faster than it can send
 # them and runs away), not a measurement.
@@ -133,6 +135,14 @@ def name(pattern: str, what: str, example: str) -> Callable[[str], str]:
 
     parse.__name__ = "name"
     return parse
+
+
+# SageMaker's EndpointName: 1-63 letters, digits and inner hyphens
+# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_EndpointInfo.html, "Pattern").
+ENDPOINT_NAME = name(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", "a SageMaker endpoint name", "sonic-dev")
+REGION_NAME = name(REGION.pattern, "an AWS Region", "us-east-2")
+# Sent as an HTTP header: a newline or a control character would be refused by the client, or split it.
+HEADER_VALUE = name(r"[!-~]*", "visible ASCII without spaces (an HTTP header value)", "2025-04-16")
 
 
 def input_file(what: str, *, text: bool = True) -> Callable[[str], Path]:

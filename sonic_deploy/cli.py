@@ -51,13 +51,8 @@ def checked(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Exit 2 for a usage mistake: argparse's own raise SystemExit(2), as argparse does; those found by a
-    command's `check` return 2."""
-    args = build_parser().parse_args(argv)
-    try:
-        checked(args)
-    except SystemExit as stopped:
-        return int(stopped.code or 0)
+    """A usage mistake, found by argparse or by a command's `check`, raises SystemExit(2) as argparse does."""
+    args = parse(argv)
     try:
         return int(args.func(args))
     except ConfigError as error:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sonic_deploy.arguments import input_file, input_folder, name, output_file, real, whole
+from sonic_deploy.arguments import REGION_NAME, input_file, input_folder, name, output_file, real, whole
 from sonic_deploy.config import ConfigError, load_settings, require_config_dir
 from sonic_deploy.config.rules import REGION
 from sonic_deploy.planner.capacity import HOURS_PER_DAY, Workload
@@ -24,7 +24,6 @@ DEFAULT_TTFA_BUDGET_MS = 300.0
 _SHARE = real(0, 1, "a share", low_open=True)
 _HOURS = real(0, HOURS_PER_DAY, "hours a day")
 CONFIG_DIR = input_folder("sonic-deploy's config/ (run from the repository root)")
-REGION_NAME = name(REGION.pattern, "an AWS Region", "us-east-2")
 # EC2 and SageMaker instance types: family.size, SageMaker's with ml. in front (g6e.xlarge, ml.g6e.2xlarge).
 _INSTANCE_TYPE = name(r"(ml\.)?[a-z][a-z0-9-]*\.[a-z0-9]+", "an instance type", "g6e.xlarge or ml.g6e.xlarge")
 

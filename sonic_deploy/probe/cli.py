@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from sonic_deploy.arguments import (
+    ENDPOINT_NAME,
+    HEADER_VALUE,
     MAX_CONCURRENCY,
     MAX_MS,
     MAX_RATE,
     MAX_REQUESTS,
     MAX_SECONDS,
+    REGION_NAME,
     input_file,
     listed,
     name,
@@ -29,7 +32,6 @@ from sonic_deploy.arguments import (
 )
 from sonic_deploy.client.cartesia_api import DEFAULT_BUFFER_DELAY_MS, MAX_BUFFER_DELAY_MS
 from sonic_deploy.client.trust import ca_bundle_argument
-from sonic_deploy.config.rules import REGION
 from sonic_deploy.probe.capacity_search import DEFAULT_MAXIMUM, DEFAULT_START
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
@@ -61,12 +63,7 @@ _SECONDS_OR_ZERO = real(0, MAX_SECONDS, "seconds")
 _SEED = whole(-(2**63), 2**63 - 1, "a seed")
 _MS = real(0, MAX_MS, "milliseconds")
 _TOKENS_PER_S = real(0, 100_000, "tokens a second", low_open=True)
-# SageMaker's EndpointName: 1-63 letters, digits and inner hyphens
-# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_EndpointInfo.html, "Pattern").
-_ENDPOINT = name(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", "a SageMaker endpoint name", "sonic-dev")
-_REGION = name(REGION.pattern, "an AWS Region", "us-east-2")
-# Sent as an HTTP header: a newline or a control character would be refused by the client, or split it.
-_HEADER = name(r"[!-~]*", "visible ASCII without spaces (an HTTP header value)", "2025-04-16")
+_ENDPOINT, _REGION, _HEADER = ENDPOINT_NAME, REGION_NAME, HEADER_VALUE
 
 
 def _ramp_up(text: str) -> float | None:

@@ -63,9 +63,9 @@ def test_one_tls_file_without_the_other_is_an_argparse_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str, missing: str
 ) -> None:
     ca = make_private_ca(tmp_path)
-    assert (
-        main(["probe", "serve", "--port", "0", given, str(ca.cert if given == "--tls-cert" else ca.key)]) == 2
-    )
+    with pytest.raises(SystemExit) as exited:
+        main(["probe", "serve", "--port", "0", given, str(ca.cert if given == "--tls-cert" else ca.key)])
+    assert exited.value.code == 2
     error = capsys.readouterr().err
     assert f"serve: {given} without {missing}: TLS needs both" in error and "Traceback" not in error
 
