@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
+from sonic_deploy.config.loader import ENVIRONMENT_NAME, ENVIRONMENTS_DIR
 from sonic_deploy.config.rules import REGION
 
 # What one client host can drive, and what the probe therefore writes and reads back (probe compare,
@@ -145,8 +146,26 @@ REGION_NAME = name(REGION.pattern, "an AWS Region", "us-east-2")
 HEADER_VALUE = name(r"[!-~]*", "visible ASCII without spaces (an HTTP header value)", "2025-04-16")
 
 
-def input_file(what: str, *, text: bool = True) -> Callable[[str], Path]:
-    """A file to read: there, a regular file, not empty; with `text`, UTF-8 without NUL bytes."""
+# An AWS account ID is 12 digits (https://docs.aws.amazon.com/accounts/latest/reference/manage-acct-identifiers.html).
+ACCOUNT_ID = name(r"[0-9]{12}", "a 12-digit AWS account ID", "123456789012")
+# The loader's own rule (it names stacks, repositories, the endpoint): an empty --env is a mistake, not dev.
+ENVIRONMENT = name(ENVIRONMENT_NAME.pattern, "an environment name (config/environments/NAME.toml)", "dev")
+
+
+def config_folder(given: str) -> Path:
+    """sonic-deploy's config/ folder: one with an environments/ folder in it."""
+    path = Path(given)
+    if not (path / ENVIRONMENTS_DIR).is_dir():
+        problem = "no such folder" if not path.exists() else f"no {ENVIRONMENTS_DIR}/ folder in it"
+        fail(
+            given, problem, "run from the repository root, or give the path of sonic-deploy's config/ folder"
+        )
+    return path
+
+
+def input_file(what: str, *, text: bool = True, empty: bool = False) -> Callable[[str], Path]:
+    """A file to read: there, a regular file, not empty (unless `empty`); with `text`, UTF-8 without NUL
+    bytes."""
 
     def parse(given: str) -> Path:
         path = Path(given)
@@ -160,7 +179,7 @@ def input_file(what: str, *, text: bool = True) -> Callable[[str], Path]:
                 head = opened.read(MAX_TEXT_BYTES + 1)
         except OSError as error:
             fail(given, f"cannot read it ({error.strerror or error})", fix)
-        if not head:
+        if not head and not empty:
             fail(given, "the file is empty", fix)
         if text:
             if len(head) > MAX_TEXT_BYTES:
