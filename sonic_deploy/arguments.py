@@ -60,6 +60,8 @@ def real(low: float, high: float, what: str, *, low_open: bool = False) -> Calla
 
     def parse(text: str) -> float:
         try:
+            if not text.isprintable():  # "1\n": a value pasted with its line's end is a mistake
+                raise ValueError(text)
             value = float(text)
         except ValueError:
             fail(text, "not a number", f"give {what}, {_span(low, high, low_open)}")
@@ -77,7 +79,7 @@ def whole(low: int, high: int, what: str) -> Callable[[str], int]:
     """A whole number in [low, high] (decimal digits, an optional sign)."""
 
     def parse(text: str) -> int:
-        if not re.fullmatch(r"[+-]?[0-9]{1,19}", text.strip()):
+        if not re.fullmatch(r" *[+-]?[0-9]{1,19} *", text):
             fail(text, "not a whole number", f"give {what}, from {low} to {high}")
         value = int(text)
         if not low <= value <= high:

@@ -3,10 +3,14 @@ subparser's options from its `build_parser()`, so that an option added later is 
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from hypothesis import strategies as st
 
 # Numbers as a hostile user types them: not numbers, not finite, out of any range, with a newline.
 HOSTILE_NUMBERS = ("nan", "inf", "-inf", "-1", "0", "1e9", "1e308", "", "abc", "1\n", "0x10", "9" * 40)
@@ -97,7 +101,6 @@ CORRUPT_SUMMARIES: dict[str, bytes] = {
     "fractional concurrency": _encoded(summary_json([{**summary_level(4), "concurrency": 4.5}])),
     "boolean ok": _encoded(summary_json([{**summary_level(4), "ok": True, "requests": 1}])),
     "concurrency a string": _encoded(summary_json([{**summary_level(4), "concurrency": "4"}])),
-    "duplicate concurrency": _encoded(summary_json([summary_level(4), summary_level(4, p95=900.0)])),
     "huge requests": _encoded(summary_json([summary_level(4, requests=10**30, ok=10**30)])),
     "level not an object": _encoded(summary_json([summary_level(2), "level"])),
     "target not an object": _encoded({**_VALID, "target": "x"}),
@@ -105,3 +108,63 @@ CORRUPT_SUMMARIES: dict[str, bytes] = {
         {**_VALID, "slo": {"spec": "ttfa_p95<=250ms", "finished": True, "max_concurrency": 64}}
     ),
 }
+
+
+# --- generators: every option of a command, read from its parser -----------------------------------------
+
+
+# Text a hostile user types: control characters, newlines, quotes, unicode, very long; no NUL (argv cannot
+# hold one).
+_TEXT = st.text(st.characters(exclude_characters="\0", exclude_categories=["Cs"]), max_size=40)
+_NUMBER_TEXT = st.one_of(
+    st.integers(-(10**12), 10**12).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["nan", "inf", "-inf", "1e308", "-0", "1_0", "0x1f", " 1", "1\n"]),
+)
+
+
+def subparser(parser: argparse.ArgumentParser, path: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser of `path` under `parser`, e.g. ("probe", "ws")."""
+    for name in path:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[name]
+    return parser
+
+
+def options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """Every option the command takes (not --help, not positionals, not sub-commands)."""
+    return [
+        action
+        for action in parser._actions
+        if action.option_strings and not isinstance(action, argparse._HelpAction | argparse._VersionAction)
+    ]
+
+
+def values(action: argparse.Action, paths: dict[str, Path]) -> st.SearchStrategy[list[str]]:
+    """What to put after one option on the command line: its flag alone, or the flag and a value."""
+    flag = action.option_strings[-1]
+    if action.nargs == 0:
+        return st.just([flag])
+    hostile = st.one_of(
+        st.sampled_from(HOSTILE_NUMBERS),
+        st.sampled_from(HOSTILE_URLS),
+        st.sampled_from([str(path) for path in paths.values()]),
+        _NUMBER_TEXT,
+        _TEXT,
+    )
+    if action.choices:
+        hostile = st.one_of(st.sampled_from([str(choice) for choice in action.choices]), hostile)
+    count = 2 if action.nargs in ("+", "*") else 1
+    return st.lists(hostile, min_size=1, max_size=count).map(lambda given: [flag, *given])
+
+
+def command_lines(
+    parser: argparse.ArgumentParser, paths: dict[str, Path], most: int = 3
+) -> st.SearchStrategy[tuple[list[str], list[str]]]:
+    """(the fuzzed options' flags, the arguments): 1 to `most` of the parser's options with hostile values."""
+    chosen = st.lists(st.sampled_from(options(parser)), min_size=1, max_size=most, unique_by=id)
+    return chosen.flatmap(
+        lambda actions: st.tuples(*(values(action, paths) for action in actions)).map(
+            lambda parts: ([part[0] for part in parts], [word for part in parts for word in part])
+        )
+    )
