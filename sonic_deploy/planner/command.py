@@ -9,7 +9,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sonic_deploy.arguments import REGION_NAME, input_file, input_folder, name, output_file, real, whole
+from sonic_deploy.arguments import (
+    ENVIRONMENT,
+    REGION_NAME,
+    input_file,
+    input_folder,
+    name,
+    output_file,
+    real,
+    whole,
+)
 from sonic_deploy.config import ConfigError, load_settings, require_config_dir
 from sonic_deploy.config.rules import REGION
 from sonic_deploy.planner.capacity import HOURS_PER_DAY, Workload
@@ -47,7 +56,9 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=_HelpWithDefaults,
     )
     parser.add_argument(
-        "--env", help="environment in config/environments/ (Region, catalogue, Sonic version); default: dev"
+        "--env",
+        type=ENVIRONMENT,
+        help="environment in config/environments/ (Region, catalogue, Sonic version); default: dev",
     )
     parser.add_argument("--config-dir", type=CONFIG_DIR, default=Path("config"), help="the config/ folder")
     parser.add_argument("--region", type=REGION_NAME, help="Region to price; default: the environment's")
