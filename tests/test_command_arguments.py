@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import io
 import json
+import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -22,6 +23,12 @@ from tests.fuzz.arguments import CORRUPT_SUMMARIES, command_lines, hostile_paths
 
 CONFIG = str(ROOT / "config")
 Parse = Callable[[Sequence[str]], argparse.Namespace]
+# Built once: the parsers hold no state between parses, and building them is most of a parse's time.
+SONIC_PARSER, CHANGES_PARSER = cli.build_parser(), changes_cli.build_parser()
+
+
+def _sonic_parse(argv: Sequence[str]) -> argparse.Namespace:
+    return cli.checked(SONIC_PARSER.parse_args(argv))
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +40,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (made / "run").mkdir()
     (made / "run" / "summary.json").write_bytes(CORRUPT_SUMMARIES["valid"])
     (made / "policy.json").write_text(json.dumps({"Version": "2012-10-17", "Statement": []}))
+    hostile_paths(made / "hostile")
     return made
 
 
@@ -122,6 +130,13 @@ def _outcome(parse: Parse, argv: list[str], flags: list[str]) -> str:
     return "valid"
 
 
+def _hostile(folder: Path) -> dict[str, Path]:
+    names = ("missing", "empty", "binary", "a directory")
+    return {name: folder / "hostile" / name.replace(" ", "-") for name in names} | {
+        "unwritable": folder / "hostile" / "empty" / "out"
+    }
+
+
 def _fuzz(
     parse: Parse,
     parser: argparse.ArgumentParser,
@@ -130,30 +145,28 @@ def _fuzz(
     data: st.DataObject,
     folder: Path,
 ) -> None:
-    flags, fuzzed = data.draw(command_lines(subparser(parser, path), hostile_paths(folder / "hostile")))
+    flags, fuzzed = data.draw(command_lines(subparser(parser, path), _hostile(folder)))
     _outcome(parse, [*path, *base, *fuzzed], flags)
 
 
 @pytest.mark.parametrize("path", SONIC, ids=" ".join)
-@settings(max_examples=60)
+@settings(max_examples=40)
 @given(data=st.data())
 def test_every_sonic_deploy_command_refuses_bad_options_in_one_line(
     path: tuple[str, ...], data: st.DataObject, folder: Path
 ) -> None:
-    _fuzz(cli.parse, cli.build_parser(), path, _sonic(folder)[path], data, folder)
+    _fuzz(_sonic_parse, SONIC_PARSER, path, _sonic(folder)[path], data, folder)
 
 
 @pytest.mark.parametrize("path", CHANGES, ids=" ".join)
-@settings(max_examples=40)
+@settings(max_examples=30)
 @given(data=st.data())
 def test_every_changes_command_refuses_bad_options_in_one_line(
     path: tuple[str, ...], data: st.DataObject, folder: Path
 ) -> None:
-    parser = changes_cli.build_parser()
     base = ["--config", CONFIG, *path, *_changes(folder)[path]]
-    command = subparser(parser, path)
-    flags, fuzzed = data.draw(command_lines(command, hostile_paths(folder / "hostile")))
-    _outcome(parser.parse_args, [*base, *fuzzed], flags)
+    flags, fuzzed = data.draw(command_lines(subparser(CHANGES_PARSER, path), _hostile(folder)))
+    _outcome(CHANGES_PARSER.parse_args, [*base, *fuzzed], flags)
 
 
 def test_the_generators_see_every_option_of_every_command(folder: Path) -> None:
@@ -289,3 +302,15 @@ def test_changes_refuses_a_folder_that_is_not_config(
         changes_cli.main(["--config", str(tmp_path), "environments"])
     assert stopped.value.code == 2
     assert "no environments/ folder in it" in capsys.readouterr().err
+
+
+def test_serve_on_a_port_in_use_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        with pytest.raises(SystemExit) as stopped:
+            cli.main(["probe", "serve", "--port", port, "--exit-after", "5"])
+    assert stopped.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"cannot serve on --host '127.0.0.1' --port {port}: " in line and "Fix: another --port" in line
