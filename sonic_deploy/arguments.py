@@ -8,7 +8,6 @@ import argparse
 import math
 import os
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -241,23 +240,3 @@ def output_folder(what: str) -> Callable[[str], Path]:
 
     parse.__name__ = "output folder"
     return parse
-
-
-def input_folder(what: str) -> Callable[[str], Path]:
-    """A folder to read: there and a folder."""
-
-    def parse(given: str) -> Path:
-        path = Path(given)
-        if not path.is_dir():
-            problem = "a file, not a folder" if path.exists() else "no such folder"
-            fail(given, problem, f"give the folder of {what}")
-        return path
-
-    parse.__name__ = "folder"
-    return parse
-
-
-def exit_usage(prog: str, message: str) -> NoReturn:
-    """A mistake found after parsing: one line, exit 2 (as argparse's own)."""
-    print(f"{prog}: {shown(message)}", file=sys.stderr)
-    raise SystemExit(2)

@@ -12,8 +12,8 @@ from typing import Any
 from sonic_deploy.arguments import (
     ENVIRONMENT,
     REGION_NAME,
+    config_folder,
     input_file,
-    input_folder,
     name,
     output_file,
     real,
@@ -32,7 +32,6 @@ from sonic_deploy.planner.report import plan_as_json, plan_as_table
 DEFAULT_TTFA_BUDGET_MS = 300.0
 _SHARE = real(0, 1, "a share", low_open=True)
 _HOURS = real(0, HOURS_PER_DAY, "hours a day")
-CONFIG_DIR = input_folder("sonic-deploy's config/ (run from the repository root)")
 # EC2 and SageMaker instance types: family.size, SageMaker's with ml. in front (g6e.xlarge, ml.g6e.2xlarge).
 _INSTANCE_TYPE = name(r"(ml\.)?[a-z][a-z0-9-]*\.[a-z0-9]+", "an instance type", "g6e.xlarge or ml.g6e.xlarge")
 
@@ -60,7 +59,7 @@ def add_parser(subparsers: Any) -> None:
         type=ENVIRONMENT,
         help="environment in config/environments/ (Region, catalogue, Sonic version); default: dev",
     )
-    parser.add_argument("--config-dir", type=CONFIG_DIR, default=Path("config"), help="the config/ folder")
+    parser.add_argument("--config-dir", type=config_folder, default=Path("config"), help="the config/ folder")
     parser.add_argument("--region", type=REGION_NAME, help="Region to price; default: the environment's")
     parser.add_argument(
         "--instance-types",

@@ -63,14 +63,13 @@ _SECONDS_OR_ZERO = real(0, MAX_SECONDS, "seconds")
 _SEED = whole(-(2**63), 2**63 - 1, "a seed")
 _MS = real(0, MAX_MS, "milliseconds")
 _TOKENS_PER_S = real(0, 100_000, "tokens a second", low_open=True)
-_ENDPOINT, _REGION, _HEADER = ENDPOINT_NAME, REGION_NAME, HEADER_VALUE
 
 
 def _ramp_up(text: str) -> float | None:
     if text == "auto":
         return None
     try:
-        return real(0, MAX_SECONDS, "seconds")(text)
+        return _SECONDS_OR_ZERO(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
             f"{shown(repr(text))}: not seconds. Fix: give seconds >= 0, or auto"
@@ -253,7 +252,6 @@ def _run_folder(text: str) -> Path:
     return path
 
 
-_RUN = _run_folder
 # A name or an address to listen on: a newline or a space in it is a typo, not a host.
 _HOST = name(r"[A-Za-z0-9_.:\[\]%-]{1,253}", "a host name or IP address", "127.0.0.1 or 0.0.0.0")
 
@@ -268,13 +266,13 @@ def _cartesia_options(parser: argparse.ArgumentParser, path: str) -> None:
     )
     parser.add_argument(
         "--api-key",
-        type=_HEADER,
+        type=HEADER_VALUE,
         default=os.environ.get("CARTESIA_API_KEY", ""),
         help="X-API-Key (default: $CARTESIA_API_KEY)",
     )
     parser.add_argument(
         "--cartesia-version",
-        type=_HEADER,
+        type=HEADER_VALUE,
         default=DEFAULT_CARTESIA_VERSION,
         help="Cartesia-Version header (the default is what the official SDK 4.2.0 sends; a self-hosted "
         "release may want the one its documentation names)",
@@ -328,8 +326,8 @@ def add_parser(subparsers: Any) -> None:
     sagemaker = routes.add_parser(
         "sagemaker", formatter_class=_HELP, help="SageMaker InvokeEndpointWithResponseStream"
     )
-    sagemaker.add_argument("--endpoint", required=True, type=_ENDPOINT, help="endpoint name")
-    sagemaker.add_argument("--region", type=_REGION)
+    sagemaker.add_argument("--endpoint", required=True, type=ENDPOINT_NAME, help="endpoint name")
+    sagemaker.add_argument("--region", type=REGION_NAME)
     sagemaker.add_argument(
         "--endpoint-url",
         type=url("http", "https", example="http://127.0.0.1:8080"),
@@ -349,8 +347,8 @@ def add_parser(subparsers: Any) -> None:
     _serve_parser(routes)
     add_turn_parser(routes)
     compare = routes.add_parser("compare", help="print and plot two runs side by side")
-    compare.add_argument("first", type=_RUN, help="a run's folder (or its summary.json)")
-    compare.add_argument("second", type=_RUN, help="the other run's folder (or its summary.json)")
+    compare.add_argument("first", type=_run_folder, help="a run's folder (or its summary.json)")
+    compare.add_argument("second", type=_run_folder, help="the other run's folder (or its summary.json)")
     compare.add_argument("--png", type=output_file("the plot"), default=Path("compare.png"))
     compare.set_defaults(func=run_compare, check=check_compare, command_parser=compare)
 
@@ -394,7 +392,9 @@ def _serve_parser(routes: Any) -> None:
         help="how SageMaker PayloadParts cut the JSON lines",
     )
     serve.add_argument(
-        "--api-key", type=_HEADER, help="require this key (as X-API-Key, Authorization: Bearer or ?api_key=)"
+        "--api-key",
+        type=HEADER_VALUE,
+        help="require this key (as X-API-Key, Authorization: Bearer or ?api_key=)",
     )
     serve.add_argument(
         "--llm-first-token-ms",

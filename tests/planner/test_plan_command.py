@@ -278,9 +278,18 @@ def test_refresh_without_credentials_says_how_to_fix(
 def test_outside_the_repository_the_config_folder_is_named(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]
 ) -> None:
-    assert main([*command, "--config-dir", str(tmp_path)]) == 2
+    with pytest.raises(SystemExit) as stopped:
+        main([*command, "--config-dir", str(tmp_path)])
+    assert stopped.value.code == 2
     assert capsys.readouterr().err == (
-        f"sonic-deploy: command line: --config-dir = '{tmp_path}': no environments/ folder there (not a "
-        "sonic-deploy config/ folder). Fix: run from the repository root, or pass --config-dir "
-        "PATH/TO/sonic-deploy/config\n"
+        f"sonic-deploy {command[0]}: --config-dir '{tmp_path}': no environments/ folder in it. Fix: run from the "
+        "repository root, or give the path of sonic-deploy's config/ folder\n"
     )
+
+
+def test_run_elsewhere_the_default_config_folder_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan"]) == 2
+    assert "--config-dir = 'config': no environments/ folder there" in capsys.readouterr().err

@@ -51,7 +51,6 @@ _MS = real(0, MAX_MS, "milliseconds")
 _TIMEOUT = real(0, 3600, "seconds", low_open=True)
 _WS = url("ws", "wss", "http", "https", example="wss://api.cartesia.ai")
 _HTTP = url("http", "https", example="https://api.openai.com/v1")
-_REGION = REGION_NAME
 
 
 def add_turn_parser(routes: Any) -> None:
@@ -75,7 +74,9 @@ def add_turn_parser(routes: Any) -> None:
         help="Ink: the API's root (probe serve: ws://HOST:PORT)",
     )
     stt.add_argument("--stt-model", default="ink-2", help="Ink: the model")
-    stt.add_argument("--transcribe-region", type=_REGION, help="Transcribe: the Region (default: boto3's)")
+    stt.add_argument(
+        "--transcribe-region", type=REGION_NAME, help="Transcribe: the Region (default: boto3's)"
+    )
     stt.add_argument(
         "--transcribe-endpoint-url",
         type=_WS,
@@ -92,7 +93,7 @@ def add_turn_parser(routes: Any) -> None:
     llm.add_argument(
         "--llm-model", help="the model: a name (OpenAI-compatible) or a Bedrock model or inference profile id"
     )
-    llm.add_argument("--bedrock-region", type=_REGION, help="Bedrock: the Region (default: boto3's)")
+    llm.add_argument("--bedrock-region", type=REGION_NAME, help="Bedrock: the Region (default: boto3's)")
     llm.add_argument(
         "--bedrock-endpoint-url", type=_HTTP, help="Bedrock: another endpoint (probe serve: http://HOST:PORT)"
     )
@@ -119,7 +120,7 @@ def add_turn_parser(routes: Any) -> None:
         help="ecs over wss:// with a private CA: trust the CA certificates in this PEM file (the TTS only)",
     )
     tts.add_argument("--endpoint", type=ENDPOINT_NAME, help="sagemaker: the endpoint's name")
-    tts.add_argument("--region", type=_REGION, help="sagemaker: the endpoint's Region")
+    tts.add_argument("--region", type=REGION_NAME, help="sagemaker: the endpoint's Region")
     tts.add_argument(
         "--endpoint-url",
         type=_HTTP,
