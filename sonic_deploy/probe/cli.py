@@ -374,7 +374,11 @@ def _serve_parser(routes: Any) -> None:
     )
     serve.add_argument("--ms-per-char", type=real(0, 10_000, "milliseconds", low_open=True), default=60.0)
     serve.add_argument("--leading-silence-ms", type=whole(0, int(MAX_MS), "milliseconds"), default=0)
-    serve.add_argument("--capacity", type=_streams, help="429 beyond this many concurrent streams")
+    serve.add_argument(
+        "--capacity",
+        type=whole(0, MAX_CONCURRENCY, "concurrent streams"),
+        help="429 beyond this many concurrent streams (0: every stream)",
+    )
     serve.add_argument(
         "--fault",
         action="append",
