@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from sonic_deploy import __version__
+from sonic_deploy.arguments import OneLineParser, shown
 from sonic_deploy.config import ConfigError
 from sonic_deploy.connect import command as connect_command
 from sonic_deploy.licence import command as licence_command
@@ -16,7 +17,7 @@ from sonic_deploy.probe.cli import add_parser as add_probe_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="sonic-deploy",
         description="Choose, check and operate a Cartesia Sonic deployment in your AWS account.",
     )
@@ -30,15 +31,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The arguments, checked alone (argparse's types) and together (each command's `check`), before any
+    work: a mistake exits 2 with one line naming the option, the value and the fix."""
+    args = build_parser().parse_args(argv)
+    return checked(args)
+
+
+def checked(args: argparse.Namespace) -> argparse.Namespace:
+    check = getattr(args, "check", None)
+    if check is not None:
+        try:
+            problem = check(args)
+        except ConfigError as error:
+            problem = str(error)
+        if problem is not None:
+            args.command_parser.error(problem)
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """A usage mistake, found by argparse or by a command's `check`, raises SystemExit(2) as argparse does."""
+    args = parse(argv)
     try:
         return int(args.func(args))
     except ConfigError as error:
-        print(f"sonic-deploy: {error}", file=sys.stderr)
+        print(f"sonic-deploy: {shown(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        print("sonic-deploy: interrupted", file=sys.stderr)
         return 130
 
 

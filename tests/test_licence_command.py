@@ -201,20 +201,29 @@ def test_command_line_errors_are_one_line(
     tmp_path: Path, deployable_config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def licence(*args: str) -> tuple[int, str]:
-        code = main(["licence", "upload", "--env", "dev", "--config-dir", str(deployable_config), *args])
-        return code, capsys.readouterr().err
+        try:
+            code = main(["licence", "upload", "--env", "dev", "--config-dir", str(deployable_config), *args])
+        except SystemExit as stopped:  # a mistake in the arguments or the file: before any AWS call
+            code = int(stopped.code or 0)
+        error = capsys.readouterr().err
+        assert len(error.strip().splitlines()) == 1
+        return code, error
 
     code, error = licence("--file", str(tmp_path / "missing.lic"))
-    assert code == 1 and error.startswith(f"sonic-deploy licence: {tmp_path}/missing.lic: cannot read")
+    assert code == 2 and error.startswith(
+        f"sonic-deploy licence upload: --file '{tmp_path}/missing.lic': cannot read"
+    )
     (tmp_path / "empty.lic").write_bytes(b"")
-    assert "the licence file is empty" in licence("--file", str(tmp_path / "empty.lic"))[1]
+    assert licence("--file", str(tmp_path / "empty.lic")) == (
+        2,
+        f"sonic-deploy licence upload: --file '{tmp_path}/empty.lic': the file is empty. Fix: give the path of "
+        "the offline licence file from Cartesia\n",
+    )
     (tmp_path / "huge.lic").write_bytes(b"x" * (MAX_LICENCE_BYTES + 1))
     assert "more than a secret holds" in licence("--file", str(tmp_path / "huge.lic"))[1]
     (tmp_path / "binary.lic").write_bytes(b"lic\0ence")
-    assert (
-        "holds NUL bytes, which the loader's BusyBox wget"
-        in licence("--file", str(tmp_path / "binary.lic"))[1]
-    )
+    code, error = licence("--file", str(tmp_path / "binary.lic"))
+    assert code == 2 and "holds NUL bytes, which the loader's BusyBox wget" in error
     (tmp_path / "ok.lic").write_bytes(b"licence")
     code, error = licence("--file", str(tmp_path / "ok.lic"))  # dev is connected
     assert code == 1 and 'licence_mode = "connected"' in error and "Traceback" not in error

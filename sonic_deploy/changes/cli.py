@@ -12,6 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sonic_deploy.arguments import (
+    ACCOUNT_ID,
+    ENVIRONMENT,
+    OneLineParser,
+    config_folder,
+    input_file,
+    output_file,
+    output_folder,
+    shown,
+)
 from sonic_deploy.changes.cdk_failures import (
     NOT_BOOTSTRAPPED,
     bootstrap_hint,
@@ -37,6 +47,7 @@ from sonic_deploy.changes.templates import (
 )
 from sonic_deploy.config import (
     STACK_IDS,
+    ConfigError,
     Settings,
     cloudformation_stack_name,
     environment_names,
@@ -49,8 +60,10 @@ EXIT_NOT_EXPLAINED = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sonic_deploy.changes", description=__doc__)
-    parser.add_argument("--config", type=Path, default=Path("config"), help="config folder (default: config)")
+    parser = OneLineParser(prog="python -m sonic_deploy.changes", description=__doc__)
+    parser.add_argument(
+        "--config", type=config_folder, default=Path("config"), help="config folder (default: config)"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     diff = commands.add_parser("diff", help="classify what a deploy would change; exit 1 if dangerous")
@@ -59,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--live", action="store_true", help="compare with the deployed stacks (credentials)")
     diff.add_argument("--allow-dangerous", action="store_true", help="report dangerous changes, exit 0")
     diff.add_argument(
-        "--markdown", type=Path, help="also append a Markdown report to this file (e.g. $GITHUB_STEP_SUMMARY)"
+        "--markdown",
+        type=output_file("the Markdown report"),
+        help="also append a Markdown report to this file (e.g. $GITHUB_STEP_SUMMARY)",
     )
     diff.set_defaults(run=run_diff)
 
@@ -90,11 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
         "execution-policy",
         help="create or update CloudFormation's execution policy for `cdk bootstrap`; print its ARN",
     )
-    policy.add_argument("--env", required=True, help="environment (for its Region and partition)")
-    policy.add_argument("--account", required=True, help="the 12-digit account being bootstrapped")
+    policy.add_argument(
+        "--env", required=True, type=ENVIRONMENT, help="environment (for its Region and partition)"
+    )
+    policy.add_argument(
+        "--account", required=True, type=ACCOUNT_ID, help="the 12-digit account being bootstrapped"
+    )
     policy.add_argument(
         "--document",
-        type=Path,
+        type=input_file("an IAM policy document (JSON)"),
         default=Path("config/bootstrap/cloudformation-execution-policy.json"),
         help="the IAM policy document (default: config/bootstrap/cloudformation-execution-policy.json)",
     )
@@ -104,14 +123,21 @@ def build_parser() -> argparse.ArgumentParser:
         "explain-cdk-failure",
         help="after a failed cdk deploy/destroy: explain missing credentials or bootstrap",
     )
-    explain.add_argument("--env", required=True)
-    explain.add_argument("--log", type=Path, required=True, help="the CDK command's captured output")
+    explain.add_argument("--env", required=True, type=ENVIRONMENT)
+    explain.add_argument(
+        "--log",
+        type=input_file("the CDK command's log", text=False, empty=True),
+        required=True,
+        help="the CDK command's captured output",
+    )
     explain.set_defaults(run=run_explain_cdk_failure)
     return parser
 
 
 def _add_locations(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", action="append", required=True, help="environment (repeatable)")
+    parser.add_argument(
+        "--env", action="append", required=True, type=ENVIRONMENT, help="environment (repeatable)"
+    )
     parser.add_argument(
         "--synthesized",
         type=Path,
@@ -120,7 +146,7 @@ def _add_locations(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--baselines",
-        type=Path,
+        type=output_folder("the baselines"),
         default=Path("baselines"),
         help="folder holding <env>/<StackId>.template.json",
     )
@@ -301,8 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except (TargetError, TemplateError, LiveTemplateError, ExecutionPolicyError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (TargetError, TemplateError, LiveTemplateError, ExecutionPolicyError, ConfigError) as error:
+        print(f"error: {shown(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

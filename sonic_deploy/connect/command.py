@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sonic_deploy.arguments import ENVIRONMENT, config_folder
 from sonic_deploy.client.trust import CaBundleError, ca_context
 from sonic_deploy.config import load_settings, require_config_dir
 from sonic_deploy.connect.deployment import ConnectError, EcsApi, connection
@@ -39,14 +40,14 @@ def add_parser(subparsers: Any) -> None:
         "and a snippet per framework (pipecat, LiveKit Agents) for a voice agent. The API key is named by its "
         "secret, never read.",
     )
-    parser.add_argument("--env", required=True, help="environment in config/environments/")
+    parser.add_argument("--env", required=True, type=ENVIRONMENT, help="environment in config/environments/")
     parser.add_argument("--route", required=True, choices=("sagemaker", "ecs"), help="the deployed route")
     parser.add_argument(
         "--framework", choices=FRAMEWORKS, help="only this framework's snippet (default: all)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object (for scripts) instead")
     parser.add_argument("--profile", help="AWS profile to use (default: the usual credential chain)")
-    parser.add_argument("--config-dir", type=Path, default=Path("config"), help="the config/ folder")
+    parser.add_argument("--config-dir", type=config_folder, default=Path("config"), help="the config/ folder")
     parser.add_argument(
         "--ca-bundle",
         metavar="PATH",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sonic_deploy.arguments import ENVIRONMENT, config_folder, input_file, real
 from sonic_deploy.config import Settings, load_settings, require_config_dir
 from sonic_deploy.stack_outputs import describe_stack
 
@@ -54,25 +55,32 @@ def add_parser(subparsers: Any) -> None:
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     upload = actions.add_parser("upload", help="upload a licence file and restart the licence proxy")
-    upload.add_argument("--env", required=True, help="environment in config/environments/")
-    upload.add_argument("--file", required=True, type=Path, help="the offline licence file from Cartesia")
-    upload.add_argument("--config-dir", type=Path, default=Path("config"), help="the config/ folder")
+    upload.add_argument("--env", required=True, type=ENVIRONMENT, help="environment in config/environments/")
+    upload.add_argument(
+        "--file",
+        required=True,
+        type=input_file("the offline licence file from Cartesia", text=False),
+        help="the offline licence file from Cartesia",
+    )
+    upload.add_argument("--config-dir", type=config_folder, default=Path("config"), help="the config/ folder")
     upload.add_argument("--profile", help="AWS profile to use (default: the usual credential chain)")
     upload.add_argument("--no-wait", action="store_true", help="return once the new deployment has started")
     upload.add_argument(
-        "--timeout", type=_positive_seconds, default=900.0, help="seconds to wait for the deployment (900)"
+        "--timeout",
+        type=real(0, 86400, "seconds", low_open=True),
+        default=900.0,
+        help="seconds to wait for the deployment (900)",
     )
-    upload.set_defaults(func=run_licence_command)
+    upload.set_defaults(func=run_licence_command, check=check_licence, command_parser=upload)
 
 
-def _positive_seconds(text: str) -> float:
+def check_licence(args: argparse.Namespace) -> str | None:
+    """The licence file, read before any AWS call: a mistake in it is the user's (exit 2)."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(f"{text!r}: give more than 0 and at most 86400 seconds")
-    return value
+        read_licence(args.file)
+    except LicenceError as error:
+        return str(error)
+    return None
 
 
 def run_licence_command(args: argparse.Namespace) -> int:

@@ -9,9 +9,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sonic_deploy.arguments import (
+    ENVIRONMENT,
+    REGION_NAME,
+    config_folder,
+    input_file,
+    name,
+    output_file,
+    real,
+    whole,
+)
 from sonic_deploy.config import ConfigError, load_settings, require_config_dir
 from sonic_deploy.config.rules import REGION
-from sonic_deploy.planner.capacity import Workload
+from sonic_deploy.planner.capacity import HOURS_PER_DAY, Workload
 from sonic_deploy.planner.chart import write_chart
 from sonic_deploy.planner.costs import EcsOverheads
 from sonic_deploy.planner.plan import DEFAULT_INSTANCE_TYPES, build_plan
@@ -20,6 +30,10 @@ from sonic_deploy.planner.probe_summary import measured_streams
 from sonic_deploy.planner.report import plan_as_json, plan_as_table
 
 DEFAULT_TTFA_BUDGET_MS = 300.0
+_SHARE = real(0, 1, "a share", low_open=True)
+_HOURS = real(0, HOURS_PER_DAY, "hours a day")
+# EC2 and SageMaker instance types: family.size, SageMaker's with ml. in front (g6e.xlarge, ml.g6e.2xlarge).
+_INSTANCE_TYPE = name(r"(ml\.)?[a-z][a-z0-9-]*\.[a-z0-9]+", "an instance type", "g6e.xlarge or ml.g6e.xlarge")
 
 
 class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
@@ -41,81 +55,127 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=_HelpWithDefaults,
     )
     parser.add_argument(
-        "--env", help="environment in config/environments/ (Region, catalogue, Sonic version); default: dev"
+        "--env",
+        type=ENVIRONMENT,
+        help="environment in config/environments/ (Region, catalogue, Sonic version); default: dev",
     )
-    parser.add_argument("--config-dir", type=Path, default=Path("config"), help="the config/ folder")
-    parser.add_argument("--region", help="Region to price; default: the environment's")
+    parser.add_argument("--config-dir", type=config_folder, default=Path("config"), help="the config/ folder")
+    parser.add_argument("--region", type=REGION_NAME, help="Region to price; default: the environment's")
     parser.add_argument(
         "--instance-types",
         nargs="+",
+        type=_INSTANCE_TYPE,
         default=list(DEFAULT_INSTANCE_TYPES),
         metavar="TYPE",
         help="types to compare; ml.* types are the SageMaker route, the others ECS",
     )
     load = parser.add_argument_group("call volume")
-    load.add_argument("--peak-calls", type=int, default=defaults.peak_calls, help="concurrent calls at peak")
+    load.add_argument(
+        "--peak-calls",
+        type=whole(1, 10_000_000, "concurrent calls"),
+        default=defaults.peak_calls,
+        help="concurrent calls at peak",
+    )
     load.add_argument(
         "--speaking-share",
-        type=float,
+        type=_SHARE,
         default=defaults.speaking_share,
         help="share of a call during which the agent speaks",
     )
     load.add_argument(
         "--utterance-seconds",
-        type=float,
+        type=real(0, 3600, "seconds", low_open=True),
         default=defaults.utterance_seconds,
         help="average length of one agent utterance",
     )
     load.add_argument(
         "--rtf",
-        type=float,
+        type=_SHARE,
         default=defaults.rtf,
         help="share of an utterance's length that its stream holds a GPU slot (1 = paced audio)",
     )
     load.add_argument(
         "--target-utilisation",
-        type=float,
+        type=_SHARE,
         default=defaults.target_utilisation,
         help="share of instance capacity to fill",
     )
-    load.add_argument("--peak-hours", type=float, default=defaults.peak_hours, help="hours a day at peak")
+    load.add_argument("--peak-hours", type=_HOURS, default=defaults.peak_hours, help="hours a day at peak")
     load.add_argument(
         "--offpeak-hours",
-        type=float,
+        type=_HOURS,
         default=defaults.offpeak_hours,
         help="hours a day off-peak (the rest of 24 runs the minimum, with no calls)",
     )
     load.add_argument(
         "--offpeak-share",
-        type=float,
+        type=real(0, 1, "a share"),
         default=defaults.offpeak_share,
         help="off-peak concurrent calls as a share of peak",
     )
     probe = parser.add_argument_group("measured concurrency")
     probe.add_argument(
         "--probe",
-        type=Path,
+        type=input_file("a probe run's summary.json (OUT/summary.json)"),
         metavar="SUMMARY_JSON",
         help="a probe run's summary.json, taken against ONE instance of --probe-instance-type",
     )
-    probe.add_argument("--probe-instance-type", metavar="TYPE", help="the instance type the probe measured")
+    probe.add_argument(
+        "--probe-instance-type",
+        type=_INSTANCE_TYPE,
+        metavar="TYPE",
+        help="the instance type the probe measured",
+    )
     probe.add_argument(
         "--ttfa-budget-ms",
-        type=float,
+        type=real(0, 60_000, "milliseconds", low_open=True),
         default=DEFAULT_TTFA_BUDGET_MS,
         help="highest time-to-first-audio p95 a level may have (not applied to a `probe --slo` summary "
         "with an answer: its search's objective decides)",
     )
     output = parser.add_argument_group("output")
     output.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    output.add_argument("--plot", type=Path, metavar="FILE.png", help="also draw monthly cost per option")
+    output.add_argument(
+        "--plot",
+        type=output_file("the chart (PNG)"),
+        metavar="FILE.png",
+        help="also draw monthly cost per option",
+    )
     output.add_argument(
         "--refresh-prices",
         action="store_true",
         help=f"first fetch current prices from AWS into config/{PRICES_FILE} (needs credentials)",
     )
     output.add_argument("--profile", help="AWS profile for --refresh-prices")
-    parser.set_defaults(func=run_plan)
+    parser.set_defaults(func=run_plan, check=check_plan, command_parser=parser)
+
+
+def _workload(args: argparse.Namespace) -> Workload:
+    return Workload(
+        peak_calls=args.peak_calls,
+        speaking_share=args.speaking_share,
+        utterance_seconds=args.utterance_seconds,
+        rtf=args.rtf,
+        target_utilisation=args.target_utilisation,
+        peak_hours=args.peak_hours,
+        offpeak_hours=args.offpeak_hours,
+        offpeak_share=args.offpeak_share,
+    )
+
+
+def check_plan(args: argparse.Namespace) -> str | None:
+    """The options together: the call volume's figures, and --probe with the type it measured."""
+    _workload(args)  # a ConfigError names the option
+    if args.probe is not None and args.probe_instance_type not in args.instance_types:
+        given = "no --probe-instance-type" if args.probe_instance_type is None else "--probe-instance-type "
+        given += args.probe_instance_type or ""
+        return (
+            f"--probe with {given}: it must name the instance type the probe measured, one of --instance-types. "
+            f"Fix: add --probe-instance-type with one of {', '.join(args.instance_types)}"
+        )
+    if args.probe is None and args.probe_instance_type is not None:
+        return "--probe-instance-type without --probe: it names what a probe measured. Fix: add --probe or drop it"
+    return None
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -131,26 +191,9 @@ def run_plan(args: argparse.Namespace) -> int:
             problem="not an AWS Region name",
             fix='write a Region such as "us-east-2"',
         )
-    workload = Workload(
-        peak_calls=args.peak_calls,
-        speaking_share=args.speaking_share,
-        utterance_seconds=args.utterance_seconds,
-        rtf=args.rtf,
-        target_utilisation=args.target_utilisation,
-        peak_hours=args.peak_hours,
-        offpeak_hours=args.offpeak_hours,
-        offpeak_share=args.offpeak_share,
-    )
+    workload = _workload(args)
     measured = None
     if args.probe is not None:
-        if args.probe_instance_type not in args.instance_types:
-            raise ConfigError(
-                file="command line",
-                field="--probe-instance-type",
-                value=args.probe_instance_type,
-                problem="must name the instance type the probe measured, one of --instance-types",
-                fix=f"add --probe-instance-type with one of {', '.join(args.instance_types)}",
-            )
         measured = (args.probe_instance_type, measured_streams(args.probe, args.ttfa_budget_ms))
     prices_file = config_dir / PRICES_FILE
     if args.refresh_prices and not _refresh(args, prices_file, region):

@@ -14,13 +14,13 @@ its objective gives no figure; one that did not end (interrupted) is read as a s
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sonic_deploy.config import ConfigError
+from sonic_deploy.probe.summary_file import check_summary, read_summary_file
 
 MAX_ERROR_SHARE = 0.01
 
@@ -55,15 +55,15 @@ class _Level:
 
 
 def measured_streams(path: Path, budget_ms: float) -> MeasuredConcurrency:
-    if budget_ms <= 0:
+    if not (math.isfinite(budget_ms) and budget_ms > 0):
         raise ConfigError(
             file="command line",
             field="--ttfa-budget-ms",
             value=budget_ms,
-            problem="not positive",
+            problem="not a positive, finite number",
             fix="give the time-to-first-audio budget in milliseconds, e.g. 300",
         )
-    data = _read_summary(path)
+    data = read_summary_file(path)
     levels = sorted(_read_levels(data, path), key=lambda level: level.concurrency)
     searched = _slo_answer(data, path, levels, budget_ms)
     if searched is not None:
@@ -95,7 +95,9 @@ def measured_streams(path: Path, budget_ms: float) -> MeasuredConcurrency:
     return MeasuredConcurrency(best.concurrency, best.ttfa_p95_ms, budget_ms, path)
 
 
-def _slo_answer(data: Any, path: Path, levels: list[_Level], budget_ms: float) -> MeasuredConcurrency | None:
+def _slo_answer(
+    data: dict[str, Any], path: Path, levels: list[_Level], budget_ms: float
+) -> MeasuredConcurrency | None:
     """The figure of a finished SLO search; None without one (the levels are then judged by the budget)."""
     slo = data.get("slo")
     if slo is None:
@@ -136,58 +138,16 @@ def _slo_answer(data: Any, path: Path, levels: list[_Level], budget_ms: float) -
     )
 
 
-def _read_summary(path: Path) -> Any:
-    try:
-        data: Any = json.loads(path.read_text())
-    except OSError as error:
-        raise ConfigError(
-            file=path,
-            field="(file)",
-            value=str(path),
-            problem=f"cannot read: {error.strerror}",
-            fix="pass the summary.json a probe run wrote (OUT/summary.json)",
-        ) from None
-    except json.JSONDecodeError as error:
-        raise ConfigError(
-            file=path,
-            field="(syntax)",
-            value=str(path),
-            problem=f"not JSON: {error.msg}",
-            fix="pass the summary.json a probe run wrote, unedited",
-        ) from None
-    return data
-
-
-def _read_levels(data: Any, path: Path) -> list[_Level]:
-    raw_levels = data.get("levels") if isinstance(data, dict) else None
-    if not isinstance(raw_levels, list):
-        raise ConfigError(
-            file=path,
-            field="levels",
-            value=raw_levels,
-            problem="missing or not a list",
-            fix="pass a probe summary.json (it has a `levels` list)",
-        )
+def _read_levels(data: dict[str, Any], path: Path) -> list[_Level]:
+    """The concurrency levels, each checked as the probe writes it (probe/summary_file.py): a hostile or
+    corrupt one is refused, never taken as a measured capacity."""
     levels = []
-    for index, raw in enumerate(raw_levels):
-        if not isinstance(raw, dict) or raw.get("concurrency") is None:
+    for raw in check_summary(path, data, whole_run=False):
+        if raw["concurrency"] is None:
             continue
-        try:
-            levels.append(
-                _Level(
-                    concurrency=int(raw["concurrency"]),
-                    requests=int(raw["requests"]),
-                    ok=int(raw["ok"]),
-                    # A level where every request failed has no latency: it cannot pass.
-                    ttfa_p95_ms=math.inf if raw["ttfa_ms"]["p95"] is None else float(raw["ttfa_ms"]["p95"]),
-                )
-            )
-        except (KeyError, TypeError, ValueError):
-            raise ConfigError(
-                file=path,
-                field=f"levels[{index}]",
-                value=raw,
-                problem="needs concurrency, requests, ok and ttfa_ms.p95 as numbers",
-                fix="pass a summary.json written by `sonic-deploy probe`",
-            ) from None
+        p95 = raw["ttfa_ms"]["p95"]
+        # A level where every request failed has no latency: it cannot pass.
+        levels.append(
+            _Level(raw["concurrency"], raw["requests"], raw["ok"], math.inf if p95 is None else float(p95))
+        )
     return levels

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sonic_deploy.arguments import ENVIRONMENT, config_folder
 from sonic_deploy.config import load_settings, require_config_dir
 from sonic_deploy.config.placeholders import refusal
 from sonic_deploy.preflight.results import CheckResult
@@ -23,8 +24,8 @@ def add_parser(subparsers: Any) -> None:
         description="Check with your AWS credentials that an environment can deploy: account, Marketplace "
         "subscription, quotas, instance offering, CDK bootstrap, ECS images and secrets. Exits 1 if a check fails.",
     )
-    parser.add_argument("--env", required=True, help="environment in config/environments/")
-    parser.add_argument("--config-dir", type=Path, default=Path("config"), help="the config/ folder")
+    parser.add_argument("--env", required=True, type=ENVIRONMENT, help="environment in config/environments/")
+    parser.add_argument("--config-dir", type=config_folder, default=Path("config"), help="the config/ folder")
     parser.add_argument("--profile", help="AWS profile to use (default: the usual credential chain)")
     parser.add_argument("--json", action="store_true", help="print JSON (for CI) instead of a table")
     parser.set_defaults(func=run_preflight_command)

@@ -11,6 +11,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sonic_deploy.arguments import (
+    ENDPOINT_NAME,
+    HEADER_VALUE,
+    MAX_CONCURRENCY,
+    MAX_MS,
+    MAX_RATE,
+    MAX_REQUESTS,
+    MAX_SECONDS,
+    REGION_NAME,
+    input_file,
+    listed,
+    name,
+    output_file,
+    output_folder,
+    real,
+    shown,
+    url,
+    whole,
+)
 from sonic_deploy.client.cartesia_api import DEFAULT_BUFFER_DELAY_MS, MAX_BUFFER_DELAY_MS
 from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.probe.capacity_search import DEFAULT_MAXIMUM, DEFAULT_START
@@ -28,40 +47,46 @@ from sonic_deploy.probe.requests import (
     load_transcripts,
 )
 from sonic_deploy.probe.slo import EXAMPLE, Slo, SloError, parse_slo
+from sonic_deploy.probe.summary_file import SAMPLES, SUMMARY, read_run
 from sonic_deploy.probe.turn.command import add_turn_parser
 
 _HELP = argparse.ArgumentDefaultsHelpFormatter
 
 
-def _numbers(text: str) -> list[float]:
-    try:
-        values = [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not values or any(v <= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
-    return values
+# What the probe sends and how hard: each bounded (sonic_deploy/arguments.py says why).
+_LEVELS = listed(whole(1, MAX_CONCURRENCY, "concurrent streams"), "concurrency levels")
+_RATES = listed(real(0, MAX_RATE, "requests a second", low_open=True), "request rates")
+_REQUESTS = whole(1, MAX_REQUESTS, "requests")
+_WARMUP = whole(0, MAX_REQUESTS, "uncounted requests")
+_SECONDS = real(0, MAX_SECONDS, "seconds", low_open=True)
+_SECONDS_OR_ZERO = real(0, MAX_SECONDS, "seconds")
+_SEED = whole(-(2**63), 2**63 - 1, "a seed")
+_MS = real(0, MAX_MS, "milliseconds")
+_TOKENS_PER_S = real(0, 100_000, "tokens a second", low_open=True)
 
 
 def _ramp_up(text: str) -> float | None:
     if text == "auto":
         return None
     try:
-        return _non_negative(text)
+        return _SECONDS_OR_ZERO(text)
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0 or auto, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"{shown(repr(text))}: not seconds. Fix: give seconds >= 0, or auto"
+        ) from None
+
+
+_TRANSCRIPTS_FILE = input_file("a UTF-8 file of transcripts, one per line")
 
 
 def _transcript_file(text: str) -> tuple[str, ...]:
-    """The transcripts of a readable file (read once, here), or an argparse error naming it."""
+    """The transcripts of a readable text file (read once, here), or an argparse error naming it."""
+    path = _TRANSCRIPTS_FILE(text)
     try:
-        return load_transcripts(None, Path(text))
-    except OSError as error:
-        raise argparse.ArgumentTypeError(f"cannot read {text}: {error.strerror}") from None
-    except (UnicodeDecodeError, ValueError) as error:
-        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else str(error)
+        return load_transcripts(None, path)
+    except (OSError, ValueError) as error:
         raise argparse.ArgumentTypeError(
-            f"{reason}: give a UTF-8 file of transcripts, one per line"
+            f"{shown(repr(text))}: {shown(str(error))}. Fix: give a UTF-8 file of transcripts, one per line"
         ) from None
 
 
@@ -72,41 +97,23 @@ def _fault(text: str) -> tuple[str, int]:
     kind, _, every = text.partition(":")
     if kind not in FAULTS:
         raise argparse.ArgumentTypeError(
-            f"unknown fault {kind!r} in {text!r}: use one of {', '.join(FAULTS)}"
+            f"unknown fault {shown(repr(kind))} in {shown(repr(text))}. Fix: use one of {', '.join(FAULTS)}"
         )
-    if every and not (every.isdigit() and int(every) > 0):
+    if every and not (every.isascii() and every.isdigit() and 0 < int(every) <= MAX_REQUESTS):
         raise argparse.ArgumentTypeError(
-            f"{text!r}: EVERY must be a whole number above 0 (every N-th stream), e.g. {kind}:10"
+            f"{shown(repr(text))}: EVERY must be a whole number from 1 to {MAX_REQUESTS} (every N-th stream). "
+            f"Fix: e.g. {kind}:10"
         )
     return kind, int(every or 1)
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = _non_negative(text)
-    except argparse.ArgumentTypeError:
-        value = 0.0
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
 
 
 def _buffer_delay(text: str) -> int | str:
     if text == "default":
         return text
-    if not text.isdigit() or int(text) > MAX_BUFFER_DELAY_MS:
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_BUFFER_DELAY_MS:
         raise argparse.ArgumentTypeError(
-            f"expected whole milliseconds 0-{MAX_BUFFER_DELAY_MS} (the API's range) or default, got {text!r}"
+            f"{shown(repr(text))}: not whole milliseconds 0-{MAX_BUFFER_DELAY_MS} (the API's range). Fix: give "
+            f"0 to {MAX_BUFFER_DELAY_MS}, or default"
         )
     return int(text)
 
@@ -124,10 +131,12 @@ def _load_options(parser: argparse.ArgumentParser) -> None:
     request.add_argument("--encoding", choices=ENCODINGS, help="default pcm_s16le")
     request.add_argument("--sample-rate", type=int, choices=SAMPLE_RATES, help="default 44100")
     load = parser.add_argument_group("load")
-    load.add_argument("--concurrency", type=_numbers, default=[1, 2, 4, 8, 16], help="closed-loop levels")
-    load.add_argument("--requests", type=int, default=50, help="measured requests per closed-loop level")
+    load.add_argument("--concurrency", type=_LEVELS, default=[1, 2, 4, 8, 16], help="closed-loop levels")
     load.add_argument(
-        "--warmup", type=int, help="uncounted requests before each level (default: concurrency)"
+        "--requests", type=_REQUESTS, default=50, help="measured requests per closed-loop level"
+    )
+    load.add_argument(
+        "--warmup", type=_WARMUP, help="uncounted requests before each level (default: concurrency)"
     )
     load.add_argument(
         "--ramp-up",
@@ -139,50 +148,60 @@ def _load_options(parser: argparse.ArgumentParser) -> None:
     )
     load.add_argument(
         "--error-backoff-ms",
-        type=float,
+        type=real(0, MAX_MS, "milliseconds"),
         default=100.0,
         help="closed loop: pause of a slot after a failed request",
     )
-    load.add_argument("--rate", type=_numbers, help="open loop instead: requests/s, comma-separated levels")
-    load.add_argument("--duration", type=float, default=30.0, help="seconds per open-loop level")
+    load.add_argument("--rate", type=_RATES, help="open loop instead: requests/s, comma-separated levels")
+    load.add_argument("--duration", type=_SECONDS, default=30.0, help="seconds per open-loop level")
     load.add_argument("--arrivals", choices=("poisson", "constant"), default="poisson")
-    load.add_argument("--workers", type=int, default=1, help="client processes (histograms merge exactly)")
-    load.add_argument("--max-in-flight", type=int, default=1024, help="open-loop cap on requests in flight")
+    load.add_argument(
+        "--workers",
+        type=whole(1, 256, "client processes"),
+        default=1,
+        help="client processes (histograms merge exactly)",
+    )
+    load.add_argument(
+        "--max-in-flight",
+        type=whole(1, 100_000, "requests in flight"),
+        default=1024,
+        help="open-loop cap on requests in flight",
+    )
     measure = parser.add_argument_group("measurement and output")
-    measure.add_argument("--timeout", type=float, default=30.0, help="seconds per request, end to end")
+    measure.add_argument(
+        "--timeout",
+        type=real(0, 3600, "seconds", low_open=True),
+        default=30.0,
+        help="seconds per request, end to end",
+    )
     measure.add_argument(
         "--audible-threshold-db",
-        type=float,
+        type=real(-200, 0, "a level in dBFS, at most 0 (full scale)"),
         default=-40.0,
         help="first audible audio: first sample at or above this dBFS",
     )
     measure.add_argument(
         "--playback-delay-ms",
-        type=float,
+        type=real(0, MAX_MS, "milliseconds"),
         default=0.0,
         help="player buffer before playback starts (underrun simulation)",
     )
-    measure.add_argument("--out", type=Path, help="output folder (default: a new timestamped folder)")
+    measure.add_argument(
+        "--out", type=output_folder("the run"), help="output folder (default: a new timestamped folder)"
+    )
     measure.add_argument("--no-report", action="store_true", help="skip report.png")
     measure.add_argument("--quiet", action="store_true", help="no live progress line")
-    measure.add_argument("--seed", type=int, default=1)
+    measure.add_argument("--seed", type=_SEED, default=1)
 
 
 def _slo(text: str) -> Slo:
     try:
         return parse_slo(text)
     except SloError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        raise argparse.ArgumentTypeError(shown(str(error))) from None
 
 
-def _streams(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of streams >= 1, got {text!r}")
-    return value
+_streams = whole(1, MAX_CONCURRENCY, "concurrent streams")
 
 
 def _slo_options(parser: argparse.ArgumentParser) -> None:
@@ -216,15 +235,44 @@ def _slo_options(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(default_concurrency=parser.get_default("concurrency"))
 
 
+def _run_folder(text: str) -> Path:
+    """A probe run's folder, or its summary.json: the folder (where compare reads summary.json)."""
+    path = Path(text)
+    if path.name == SUMMARY and path.is_file():
+        return path.parent
+    if not path.is_dir():
+        problem = "no such run" if not path.exists() else "not a run's folder or its summary.json"
+        raise argparse.ArgumentTypeError(
+            f"{shown(repr(text))}: {problem}. Fix: give the folder a probe run wrote (its --out)"
+        )
+    if not (path / SUMMARY).is_file():
+        raise argparse.ArgumentTypeError(
+            f"{shown(repr(text))}: no {SUMMARY} in it. Fix: give the folder a probe run wrote (its --out)"
+        )
+    return path
+
+
+# A name or an address to listen on: a newline or a space in it is a typo, not a host.
+_HOST = name(r"[A-Za-z0-9_.:\[\]%-]{1,253}", "a host name or IP address", "127.0.0.1 or 0.0.0.0")
+
+
 def _cartesia_options(parser: argparse.ArgumentParser, path: str) -> None:
-    parser.add_argument("--url", required=True, help=f"e.g. ws://HOST:PORT{path} (http:// for bytes)")
+    schemes = ("ws", "wss") if path.endswith("websocket") else ("http", "https")
+    parser.add_argument(
+        "--url",
+        required=True,
+        type=url(*schemes, example=f"{schemes[0]}://HOST:PORT{path}"),
+        help=f"e.g. {schemes[0]}://HOST:PORT{path}",
+    )
     parser.add_argument(
         "--api-key",
+        type=HEADER_VALUE,
         default=os.environ.get("CARTESIA_API_KEY", ""),
         help="X-API-Key (default: $CARTESIA_API_KEY)",
     )
     parser.add_argument(
         "--cartesia-version",
+        type=HEADER_VALUE,
         default=DEFAULT_CARTESIA_VERSION,
         help="Cartesia-Version header (the default is what the official SDK 4.2.0 sends; a self-hosted "
         "release may want the one its documentation names)",
@@ -242,7 +290,12 @@ def add_parser(subparsers: Any) -> None:
     routes = probe.add_subparsers(dest="probe_command", metavar="TARGET", required=True)
     ws = routes.add_parser("ws", formatter_class=_HELP, help="Cartesia WebSocket API (ECS route)")
     _cartesia_options(ws, "/tts/websocket")
-    ws.add_argument("--multiplex", type=int, default=1, help="contexts per socket (default: one socket each)")
+    ws.add_argument(
+        "--multiplex",
+        type=whole(1, 1024, "contexts per socket"),
+        default=1,
+        help="contexts per socket (default: one socket each)",
+    )
     agent = ws.add_argument_group(
         "agent-like traffic",
         "--agent sends each transcript as a voice agent does: pieces with continue: true at an LLM's pace "
@@ -251,7 +304,7 @@ def add_parser(subparsers: Any) -> None:
     agent.add_argument("--agent", action="store_true", help="send turns as an agent does (see above)")
     agent.add_argument("--split", choices=SPLITS, help="a piece is a sentence or a word (default: sentence)")
     agent.add_argument(
-        "--piece-interval-ms", type=_non_negative, help="pause between pieces, the LLM's pace (default: 100)"
+        "--piece-interval-ms", type=_MS, help="pause between pieces, the LLM's pace (default: 100)"
     )
     agent.add_argument(
         "--max-buffer-delay-ms",
@@ -265,7 +318,7 @@ def add_parser(subparsers: Any) -> None:
     )
     agent.add_argument(
         "--idle-reconnect-s",
-        type=_non_negative,
+        type=_SECONDS_OR_ZERO,
         help="a call's socket idle for longer is replaced before its next turn (default: 300)",
     )
     http = routes.add_parser("http", formatter_class=_HELP, help="streamed bytes over HTTP (POST /tts/bytes)")
@@ -273,9 +326,13 @@ def add_parser(subparsers: Any) -> None:
     sagemaker = routes.add_parser(
         "sagemaker", formatter_class=_HELP, help="SageMaker InvokeEndpointWithResponseStream"
     )
-    sagemaker.add_argument("--endpoint", required=True, help="endpoint name")
-    sagemaker.add_argument("--region")
-    sagemaker.add_argument("--endpoint-url", help="e.g. the reference server, http://127.0.0.1:PORT")
+    sagemaker.add_argument("--endpoint", required=True, type=ENDPOINT_NAME, help="endpoint name")
+    sagemaker.add_argument("--region", type=REGION_NAME)
+    sagemaker.add_argument(
+        "--endpoint-url",
+        type=url("http", "https", example="http://127.0.0.1:8080"),
+        help="e.g. the reference server, http://127.0.0.1:PORT",
+    )
     sagemaker.add_argument(
         "--client",
         choices=("async", "boto3"),
@@ -286,34 +343,42 @@ def add_parser(subparsers: Any) -> None:
     for route in (ws, http, sagemaker):
         _load_options(route)
         _slo_options(route)
-        route.set_defaults(func=run_probe)
+        route.set_defaults(func=run_probe, check=check_probe, command_parser=route)
     _serve_parser(routes)
     add_turn_parser(routes)
     compare = routes.add_parser("compare", help="print and plot two runs side by side")
-    compare.add_argument("first", type=Path)
-    compare.add_argument("second", type=Path)
-    compare.add_argument("--png", type=Path, default=Path("compare.png"))
-    compare.set_defaults(func=run_compare)
+    compare.add_argument("first", type=_run_folder, help="a run's folder (or its summary.json)")
+    compare.add_argument("second", type=_run_folder, help="the other run's folder (or its summary.json)")
+    compare.add_argument("--png", type=output_file("the plot"), default=Path("compare.png"))
+    compare.set_defaults(func=run_compare, check=check_compare, command_parser=compare)
 
 
 def _serve_parser(routes: Any) -> None:
     serve = routes.add_parser(
         "serve", formatter_class=_HELP, help="a local reference server (measures the probe, not Sonic)"
     )
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080, help="0 picks a free port")
-    serve.add_argument("--first-byte-ms", type=float, default=90.0)
-    serve.add_argument("--jitter-ms", type=float, default=0.0, help="uniform extra first-byte delay 0..J")
-    serve.add_argument("--chunk-ms", type=int, default=20, help="audio per chunk")
-    serve.add_argument("--pace", type=float, default=0.5, help="chunk interval / chunk audio (0 = flat out)")
+    serve.add_argument("--host", type=_HOST, default="127.0.0.1")
+    serve.add_argument("--port", type=whole(0, 65535, "a TCP port"), default=8080, help="0 picks a free port")
+    serve.add_argument("--first-byte-ms", type=_MS, default=90.0)
+    serve.add_argument("--jitter-ms", type=_MS, default=0.0, help="uniform extra first-byte delay 0..J")
+    serve.add_argument(
+        "--chunk-ms", type=whole(1, 10_000, "milliseconds of audio"), default=20, help="audio per chunk"
+    )
+    serve.add_argument(
+        "--pace", type=real(0, 100, "a pace"), default=0.5, help="chunk interval / chunk audio (0 = flat out)"
+    )
     serve.add_argument(
         "--audio-ms",
-        type=int,
+        type=whole(1, int(MAX_MS), "milliseconds of audio"),
         help="audio per piece of text; a whole request is one (default: --ms-per-char x length)",
     )
-    serve.add_argument("--ms-per-char", type=float, default=60.0)
-    serve.add_argument("--leading-silence-ms", type=int, default=0)
-    serve.add_argument("--capacity", type=int, help="429 beyond this many concurrent streams")
+    serve.add_argument("--ms-per-char", type=real(0, 10_000, "milliseconds", low_open=True), default=60.0)
+    serve.add_argument("--leading-silence-ms", type=whole(0, int(MAX_MS), "milliseconds"), default=0)
+    serve.add_argument(
+        "--capacity",
+        type=whole(0, MAX_CONCURRENCY, "concurrent streams"),
+        help="429 beyond this many concurrent streams (0: every stream)",
+    )
     serve.add_argument(
         "--fault",
         action="append",
@@ -323,7 +388,7 @@ def _serve_parser(routes: Any) -> None:
         help="every N-th stream gets KIND: reset, stall, malformed, error, stream_error, "
         "status500, status422 (repeatable)",
     )
-    serve.add_argument("--stall-ms", type=float, default=2000.0)
+    serve.add_argument("--stall-ms", type=_MS, default=2000.0)
     serve.add_argument(
         "--parts",
         choices=("aligned", "split", "packed", "mixed"),
@@ -331,23 +396,25 @@ def _serve_parser(routes: Any) -> None:
         help="how SageMaker PayloadParts cut the JSON lines",
     )
     serve.add_argument(
-        "--api-key", help="require this key (as X-API-Key, Authorization: Bearer or ?api_key=)"
+        "--api-key",
+        type=HEADER_VALUE,
+        help="require this key (as X-API-Key, Authorization: Bearer or ?api_key=)",
     )
     serve.add_argument(
         "--llm-first-token-ms",
-        type=_non_negative,
+        type=_MS,
         default=400.0,
         help="the LLM stand-in (POST /v1/chat/completions): first token this long after the request",
     )
     serve.add_argument(
         "--llm-tokens-per-s",
-        type=_positive,
+        type=_TOKENS_PER_S,
         default=50.0,
         help="the LLM stand-in: tokens a second after the first",
     )
     serve.add_argument(
         "--stt-final-ms",
-        type=_non_negative,
+        type=_MS,
         default=300.0,
         help="the speech-to-text stand-ins (Ink, Transcribe): the final transcript this long after speech ends",
     )
@@ -355,18 +422,21 @@ def _serve_parser(routes: Any) -> None:
         "--stt-transcript",
         help="the speech-to-text stand-ins: every turn's transcript (default: a fixed one)",
     )
-    serve.add_argument("--seed", type=int, default=1)
-    serve.add_argument("--exit-after", type=float, help="stop by itself after this many seconds")
+    serve.add_argument("--seed", type=_SEED, default=1)
+    serve.add_argument("--exit-after", type=_SECONDS, help="stop by itself after this many seconds")
     serve.add_argument(
         "--tls-cert",
-        type=Path,
+        type=input_file("a PEM certificate chain"),
         metavar="FILE",
         help="serve https:// and wss:// with this certificate chain (PEM; with --tls-key)",
     )
     serve.add_argument(
-        "--tls-key", type=Path, metavar="FILE", help="the certificate's private key (PEM, unencrypted)"
+        "--tls-key",
+        type=input_file("a PEM private key"),
+        metavar="FILE",
+        help="the certificate's private key (PEM, unencrypted)",
     )
-    serve.set_defaults(func=run_serve, serve_parser=serve)
+    serve.set_defaults(func=run_serve, check=check_serve, command_parser=serve, serve_parser=serve)
 
 
 def _template(args: argparse.Namespace) -> RequestTemplate:
@@ -465,6 +535,23 @@ def _agent_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def check_probe(args: argparse.Namespace) -> str | None:
+    """What makes a probe run's options wrong together, found before any request (None: nothing)."""
+    problem = _agent_problem(args) or (_slo_problem(args) if args.slo is not None else None)
+    if problem is not None:
+        return problem
+    if args.rate:
+        expected = max(args.rate) * args.duration
+        if expected > MAX_REQUESTS:
+            return (
+                f"--rate {max(args.rate):g} for --duration {args.duration:g} s is {expected:.3g} requests a "
+                f"level, more than {MAX_REQUESTS}. Fix: a lower --rate or a shorter --duration"
+            )
+    if args.out is not None and (args.out / SAMPLES).exists():
+        return f"--out {shown(str(args.out))} already holds a run ({SAMPLES}). Fix: choose another --out"
+    return None
+
+
 def _run_probe(args: argparse.Namespace) -> int:
     from sonic_deploy.probe.capacity_search import SearchRange, SloSearch
     from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec
@@ -473,10 +560,6 @@ def _run_probe(args: argparse.Namespace) -> int:
     from sonic_deploy.probe.workers import run_levels, run_schedule
 
     route = args.probe_command
-    problem = _agent_problem(args)
-    if problem is not None:
-        print(f"sonic-deploy probe ws: {problem}", file=sys.stderr)
-        return 2
     target = TargetSpec(
         route=route,
         url=getattr(args, "url", None),
@@ -509,10 +592,6 @@ def _run_probe(args: argparse.Namespace) -> int:
     search: SloSearch | None = None
     levels: list[Level] = []
     if args.slo is not None:
-        problem = _slo_problem(args)
-        if problem is not None:
-            print(f"sonic-deploy probe: {problem}", file=sys.stderr)
-            return 2
         warning = _slo_warning(args)
         if warning is not None:
             print(f"sonic-deploy probe: note: {warning}", file=sys.stderr)
@@ -562,6 +641,16 @@ def _run_probe(args: argparse.Namespace) -> int:
     return 130 if interrupted else 0
 
 
+def check_serve(args: argparse.Namespace) -> str | None:
+    if (args.tls_cert is None) != (args.tls_key is None):
+        given, missing = ("--tls-cert", "--tls-key") if args.tls_key is None else ("--tls-key", "--tls-cert")
+        return (
+            f"{given} without {missing}: TLS needs both the certificate chain and its private key (PEM). "
+            "Fix: give both, or neither for plain http:// and ws://"
+        )
+    return None
+
+
 def run_serve(args: argparse.Namespace) -> int:
     try:
         from sonic_deploy.probe.reference_stream import ServerConfig
@@ -570,12 +659,6 @@ def run_serve(args: argparse.Namespace) -> int:
         return _missing_extra(error)
 
     parser: argparse.ArgumentParser = args.serve_parser
-    if (args.tls_cert is None) != (args.tls_key is None):
-        given, missing = ("--tls-cert", "--tls-key") if args.tls_key is None else ("--tls-key", "--tls-cert")
-        parser.error(
-            f"{given} without {missing}: TLS needs both the certificate chain and its private key (PEM); "
-            "give both, or neither for plain http:// and ws://"
-        )
     faults: dict[str, int] = {}
     for kind, every in args.fault:
         faults[kind] = every
@@ -614,9 +697,22 @@ def run_serve(args: argparse.Namespace) -> int:
 
     # The standard loop on a selector whose timers fire when due (uvloop's, like epoll's, have millisecond
     # steps, and uvloop's cached clock can fire a delay early): the server's delays are the reference.
-    with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
-        runner.run(serve(config))
+    try:
+        with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
+            runner.run(serve(config))
+    except OSError as error:  # the address is taken, not this host's, or not a host at all
+        parser.error(
+            f"cannot serve on --host {shown(repr(args.host))} --port {args.port}: {error.strerror or error}. "
+            "Fix: another --port (0 picks a free one), or a --host of this machine (127.0.0.1, 0.0.0.0)"
+        )
     return 0
+
+
+def check_compare(args: argparse.Namespace) -> str | None:
+    """Both runs' summaries as the probe writes them: a corrupt or edited one is refused, naming the field."""
+    for folder in (args.first, args.second):
+        read_run(folder)  # a ConfigError names the file, the field and the fix
+    return None
 
 
 def run_compare(args: argparse.Namespace) -> int:

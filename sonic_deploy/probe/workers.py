@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import queue
+import signal
+import threading
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, Protocol
 
 from sonic_deploy.probe import event_loop
@@ -78,6 +81,18 @@ def _worker_main(settings: ProbeSettings, worker: int, workers: int, commands: A
             raise
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set a handler; off it, SIGINT is not this code's to route
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _run_in_processes(settings: ProbeSettings, schedule: Schedule, workers: int, sink: LevelSink) -> None:
     context = multiprocessing.get_context("spawn")
     results: Any = context.Queue()
@@ -86,8 +101,13 @@ def _run_in_processes(settings: ProbeSettings, schedule: Schedule, workers: int,
         context.Process(target=_worker_main, args=(settings, w, workers, commands[w], results), daemon=True)
         for w in range(workers)
     ]
-    for process in processes:
-        process.start()
+    # Ctrl-C is the parent's to handle: a terminal sends SIGINT to the whole process group, and a worker
+    # interrupted mid-level would print its traceback. Started with SIGINT ignored, the workers keep it
+    # ignored (an ignored signal survives exec, and Python installs its handler only over the default one);
+    # the parent stops them itself.
+    with _sigint_ignored():
+        for process in processes:
+            process.start()
 
     def run_one(level: Level) -> LevelStats:
         start_at = time.perf_counter() + START_DELAY_S
@@ -112,12 +132,18 @@ def _run_in_processes(settings: ProbeSettings, schedule: Schedule, workers: int,
                 raise RuntimeError(f"worker {message[1]} failed: {message[2]}")
         return merged
 
+    interrupted = False
     try:
         _drive(schedule, run_one, sink)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         for command in commands:
             command.put(None)
         for process in processes:
+            if interrupted:  # mid-level, a worker would run it to its end: stop it now
+                process.terminate()
             process.join(timeout=5)
             if process.is_alive():
                 process.terminate()

@@ -73,7 +73,7 @@ def test_without_a_buffer_delay_each_word_is_spoken_at_once_and_with_the_default
         (("--agent", "--multiplex", "2"), "--agent gives each call a socket of its own"),
         (("--agent", "--max-buffer-delay-ms", "6000"), "0-5000"),
         (("--sample-rate", "12345"), "invalid choice: 12345"),
-        (("--agent", "--piece-interval-ms", "-1"), "expected a number >= 0"),
+        (("--agent", "--piece-interval-ms", "-1"), "--piece-interval-ms '-1': out of range"),
         (("--split", "word"), "--split shape an agent's turns: add --agent, or drop --split"),
         (
             ("--agent", "--split", "word", "--piece-interval-ms", "1000", "--timeout", "5"),

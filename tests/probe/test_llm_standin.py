@@ -83,4 +83,4 @@ def test_a_pace_of_zero_is_refused_by_the_command_line(capsys: pytest.CaptureFix
     with pytest.raises(SystemExit) as exited:
         main(["probe", "serve", "--llm-tokens-per-s", "0"])
     assert exited.value.code == 2
-    assert "expected a number > 0, got '0'" in capsys.readouterr().err
+    assert "--llm-tokens-per-s '0': out of range. Fix: give tokens a second" in capsys.readouterr().err

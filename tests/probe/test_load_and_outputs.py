@@ -293,14 +293,14 @@ def test_a_failed_pilot_tells_nothing_so_the_next_warm_up_is_timed(monkeypatch: 
 @pytest.mark.parametrize(
     ("argv", "complaint"),
     [
-        (["serve", "--fault", "bogus:1"], "unknown fault 'bogus' in 'bogus:1': use one of reset, stall"),
+        (["serve", "--fault", "bogus:1"], "unknown fault 'bogus' in 'bogus:1'. Fix: use one of reset, stall"),
         (
             ["serve", "--fault", "stall:0"],
-            "EVERY must be a whole number above 0 (every N-th stream), e.g. stall:10",
+            "EVERY must be a whole number from 1 to 10000000 (every N-th stream). Fix: e.g. stall:10",
         ),
         (
             ["ws", "--url", "ws://127.0.0.1:9/x", "--transcripts", "/nonexistent/t.txt"],
-            "cannot read /nonexistent/t.txt",
+            "--transcripts '/nonexistent/t.txt': cannot read it (No such file or directory)",
         ),
     ],
 )

@@ -80,7 +80,7 @@ def test_bad_slo_on_the_command_line_is_an_argparse_error(capsys: pytest.Capture
         main(["probe", "ws", "--url", "ws://127.0.0.1:1/tts/websocket", "--slo", "ttfa<=300ms"])
     assert bad.value.code == 2
     error = capsys.readouterr().err
-    assert "argument --slo: bad term 'ttfa<=300ms': 'ttfa' ends in no percentile" in error
+    assert "probe ws: --slo bad term 'ttfa<=300ms': 'ttfa' ends in no percentile" in error
     assert "Traceback" not in error
 
 

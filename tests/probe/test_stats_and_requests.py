@@ -120,12 +120,16 @@ def test_sagemaker_probe_without_region_or_credentials_says_so(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
     bad_url = [*args[:5], "not a url", "--region", "us-east-1", "--out", str(tmp_path / "o")]
-    assert main(bad_url) == 2
+    with pytest.raises(SystemExit) as stopped:
+        main(bad_url)
+    assert stopped.value.code == 2
+    assert "--endpoint-url 'not a url': a URL holds no spaces" in capsys.readouterr().err
+    bad_region = [*args[:6], "--region", "us east", "--out", str(tmp_path / "o")]
+    with pytest.raises(SystemExit) as stopped:
+        main(bad_region)
+    assert stopped.value.code == 2
     assert (
-        "--endpoint-url 'not a url' is not usable: Invalid endpoint: not a url. Fix:"
+        "--region 'us east': not an AWS Region. Fix: give an AWS Region, e.g. us-east-2"
         in capsys.readouterr().err
     )
-    bad_region = [*args[:6], "--region", "us east", "--out", str(tmp_path / "o")]
-    assert main(bad_region) == 2
-    assert "--region 'us east' is not usable: Provided region_name 'us east'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # nothing written for a run that could not start

@@ -284,4 +284,4 @@ def test_a_negative_final_delay_is_refused_by_the_command_line(capsys: pytest.Ca
     with pytest.raises(SystemExit) as exited:
         main(["probe", "serve", "--stt-final-ms", "-1"])
     assert exited.value.code == 2
-    assert "expected a number >= 0, got '-1'" in capsys.readouterr().err
+    assert "--stt-final-ms '-1': out of range. Fix: give milliseconds" in capsys.readouterr().err

@@ -7,10 +7,23 @@ import asyncio
 import datetime
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sonic_deploy.arguments import (
+    ENDPOINT_NAME,
+    MAX_CONCURRENCY,
+    MAX_MS,
+    MAX_RATE,
+    MAX_REQUESTS,
+    MAX_SECONDS,
+    REGION_NAME,
+    input_file,
+    output_folder,
+    real,
+    url,
+    whole,
+)
 from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.client.turn_hops import LanguageModel, SpeechToText
 from sonic_deploy.probe.requests import (
@@ -33,37 +46,11 @@ SYSTEM_PROMPT = (
 _HELP = argparse.ArgumentDefaultsHelpFormatter
 
 
-def _whole(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected {minimum} or more, got {value}")
-        return value
-
-    return parse
-
-
-_count = _whole(1)
-
-
-def _at_least_zero(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
-
-
-def _above_zero(text: str) -> float:
-    value = _at_least_zero(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected a number > 0, got 0")
-    return value
+_count = whole(1, MAX_REQUESTS, "a count")
+_MS = real(0, MAX_MS, "milliseconds")
+_TIMEOUT = real(0, 3600, "seconds", low_open=True)
+_WS = url("ws", "wss", "http", "https", example="wss://api.cartesia.ai")
+_HTTP = url("http", "https", example="https://api.openai.com/v1")
 
 
 def add_turn_parser(routes: Any) -> None:
@@ -81,36 +68,49 @@ def add_turn_parser(routes: Any) -> None:
     stt = turn.add_argument_group("speech to text")
     stt.add_argument("--stt", choices=("ink", "transcribe"), default="ink")
     stt.add_argument(
-        "--stt-url", default="wss://api.cartesia.ai", help="Ink: the API's root (probe serve: ws://HOST:PORT)"
+        "--stt-url",
+        type=_WS,
+        default="wss://api.cartesia.ai",
+        help="Ink: the API's root (probe serve: ws://HOST:PORT)",
     )
     stt.add_argument("--stt-model", default="ink-2", help="Ink: the model")
-    stt.add_argument("--transcribe-region", help="Transcribe: the Region (default: boto3's)")
     stt.add_argument(
-        "--transcribe-endpoint-url", help="Transcribe: another endpoint (probe serve: ws://HOST:PORT)"
+        "--transcribe-region", type=REGION_NAME, help="Transcribe: the Region (default: boto3's)"
+    )
+    stt.add_argument(
+        "--transcribe-endpoint-url",
+        type=_WS,
+        help="Transcribe: another endpoint (probe serve: ws://HOST:PORT)",
     )
     stt.add_argument("--language-code", default="en-US", help="Transcribe: the caller's language")
     llm = turn.add_argument_group("language model")
     llm.add_argument("--llm", choices=("openai", "bedrock"), default="openai")
     llm.add_argument(
-        "--llm-url", help="OpenAI-compatible: the API root with its version, e.g. https://api.openai.com/v1"
+        "--llm-url",
+        type=_HTTP,
+        help="OpenAI-compatible: the API root with its version, e.g. https://api.openai.com/v1",
     )
     llm.add_argument(
         "--llm-model", help="the model: a name (OpenAI-compatible) or a Bedrock model or inference profile id"
     )
-    llm.add_argument("--bedrock-region", help="Bedrock: the Region (default: boto3's)")
+    llm.add_argument("--bedrock-region", type=REGION_NAME, help="Bedrock: the Region (default: boto3's)")
     llm.add_argument(
-        "--bedrock-endpoint-url", help="Bedrock: another endpoint (probe serve: http://HOST:PORT)"
+        "--bedrock-endpoint-url", type=_HTTP, help="Bedrock: another endpoint (probe serve: http://HOST:PORT)"
     )
     llm.add_argument(
         "--max-tokens",
-        type=_whole(0),
+        type=whole(0, 1_000_000, "tokens"),
         default=200,
         help="the longest reply (0: none sent, for models that refuse max_tokens)",
     )
     llm.add_argument("--system", default=SYSTEM_PROMPT, help="the system prompt")
     tts = turn.add_argument_group("text to speech (Sonic)")
     tts.add_argument("--route", choices=("ecs", "sagemaker"), required=True)
-    tts.add_argument("--tts-url", help="ecs: the WebSocket URL, ws(s)://HOST:PORT/tts/websocket")
+    tts.add_argument(
+        "--tts-url",
+        type=url("ws", "wss", example="ws://HOST:PORT/tts/websocket"),
+        help="ecs: the WebSocket URL, ws(s)://HOST:PORT/tts/websocket",
+    )
     tts.add_argument("--model-id", default=DEFAULT_MODEL_ID, help="ecs: model_id")
     tts.add_argument("--cartesia-version", default=DEFAULT_CARTESIA_VERSION, help="ecs: Cartesia-Version")
     tts.add_argument(
@@ -119,10 +119,12 @@ def add_turn_parser(routes: Any) -> None:
         metavar="FILE",
         help="ecs over wss:// with a private CA: trust the CA certificates in this PEM file (the TTS only)",
     )
-    tts.add_argument("--endpoint", help="sagemaker: the endpoint's name")
-    tts.add_argument("--region", help="sagemaker: the endpoint's Region")
+    tts.add_argument("--endpoint", type=ENDPOINT_NAME, help="sagemaker: the endpoint's name")
+    tts.add_argument("--region", type=REGION_NAME, help="sagemaker: the endpoint's Region")
     tts.add_argument(
-        "--endpoint-url", help="sagemaker: another runtime endpoint (probe serve: http://HOST:PORT)"
+        "--endpoint-url",
+        type=_HTTP,
+        help="sagemaker: another runtime endpoint (probe serve: http://HOST:PORT)",
     )
     tts.add_argument("--voice-id", default=DEFAULT_VOICE_ID)
     caller = turn.add_argument_group("caller audio")
@@ -133,52 +135,75 @@ def add_turn_parser(routes: Any) -> None:
         help="the shipped utterances: telephony (8 kHz mu-law) or wideband (16 kHz PCM)",
     )
     caller.add_argument(
-        "--wav", type=Path, action="append", help="your own utterance instead (repeatable, in order)"
+        "--wav",
+        type=input_file("a WAV file", text=False),
+        action="append",
+        help="your own utterance instead (repeatable, in order)",
     )
     caller.add_argument(
         "--frame-ms", type=int, choices=(10, 20, 40, 50, 100), default=20, help="audio per message"
     )
     load = turn.add_argument_group("load")
-    load.add_argument("--concurrency", type=_count, default=1, help="closed loop: calls at once")
+    load.add_argument(
+        "--concurrency", type=whole(1, MAX_CONCURRENCY, "calls"), default=1, help="closed loop: calls at once"
+    )
     load.add_argument("--calls", type=_count, help="closed loop: calls in all (default: --concurrency)")
     load.add_argument(
-        "--rate", type=_above_zero, help="open loop instead: calls arriving per second (Poisson)"
+        "--rate",
+        type=real(0, MAX_RATE, "calls a second", low_open=True),
+        help="open loop instead: calls arriving per second (Poisson)",
     )
     load.add_argument(
         "--ramp-up",
-        type=_at_least_zero,
+        type=real(0, MAX_SECONDS, "seconds"),
         default=2.0,
         help="closed loop: start the calls evenly over this many seconds",
     )
-    load.add_argument("--duration", type=_above_zero, default=60.0, help="open loop: seconds of arrivals")
-    load.add_argument("--turns", type=_count, default=3, help="turns per call, on the call's connections")
     load.add_argument(
-        "--warmup-turns", type=int, default=1, help="turns of each call not counted (connections warm)"
+        "--duration",
+        type=real(0, MAX_SECONDS, "seconds", low_open=True),
+        default=60.0,
+        help="open loop: seconds of arrivals",
     )
     load.add_argument(
-        "--gap-ms", type=_at_least_zero, default=500.0, help="the caller's pause after the reply ends"
+        "--turns",
+        type=whole(1, 100_000, "turns"),
+        default=3,
+        help="turns per call, on the call's connections",
     )
-    load.add_argument("--seed", type=int, default=1)
+    load.add_argument(
+        "--warmup-turns",
+        type=whole(0, 100_000, "turns"),
+        default=1,
+        help="turns of each call not counted (connections warm)",
+    )
+    load.add_argument("--gap-ms", type=_MS, default=500.0, help="the caller's pause after the reply ends")
+    load.add_argument("--seed", type=whole(-(2**63), 2**63 - 1, "a seed"), default=1)
     out = turn.add_argument_group("measurement and output")
     out.add_argument(
-        "--stt-timeout", type=_above_zero, default=10.0, help="seconds from speech end to the final"
+        "--stt-timeout", type=_TIMEOUT, default=10.0, help="seconds from speech end to the final"
     )
     out.add_argument(
-        "--reply-timeout", type=_above_zero, default=60.0, help="seconds from the final to the reply's end"
+        "--reply-timeout", type=_TIMEOUT, default=60.0, help="seconds from the final to the reply's end"
     )
     out.add_argument(
         "--audible-threshold-db",
-        type=float,
+        type=real(-200, 0, "a level in dBFS, at most 0 (full scale)"),
         default=-40.0,
         help="first audible sample: at or above this dBFS",
     )
     out.add_argument(
-        "--budget", type=Path, default=DEFAULT_BUDGET, help="the latency budget to judge the run against"
+        "--budget",
+        type=input_file("a latency budget (TOML)"),
+        default=DEFAULT_BUDGET,
+        help="the latency budget to judge the run against",
     )
-    out.add_argument("--out", type=Path, help="output folder (default: probe-runs/turn-ROUTE-TIME)")
+    out.add_argument(
+        "--out", type=output_folder("the run"), help="output folder (default: probe-runs/turn-ROUTE-TIME)"
+    )
     out.add_argument("--no-plot", action="store_true", help="no waterfall.png")
     out.add_argument("--quiet", action="store_true", help="no live progress line")
-    turn.set_defaults(func=run_turn, turn_parser=turn)
+    turn.set_defaults(func=run_turn, turn_parser=turn, check=_problem, command_parser=turn)
 
 
 # Options that belong to one choice only, and that choice: given with another, they would be ignored.
@@ -239,6 +264,11 @@ def _problem(args: argparse.Namespace) -> str | None:
         return "--calls is the closed loop's: with --rate, calls arrive for --duration"
     if args.rate is None and args.duration != args.turn_parser.get_default("duration"):
         return "--duration is the open loop's: give --rate too, or --calls for a closed loop"
+    if args.rate is not None and args.rate * args.duration > MAX_REQUESTS:
+        return (
+            f"--rate {args.rate:g} for --duration {args.duration:g} s is {args.rate * args.duration:.3g} calls, "
+            f"more than {MAX_REQUESTS}. Fix: a lower --rate or a shorter --duration"
+        )
     return None
 
 
@@ -334,8 +364,6 @@ def _budget(args: argparse.Namespace) -> Budget | None:
 
 def run_turn(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.turn_parser
-    if (problem := _problem(args)) is not None:
-        parser.error(problem)
     try:
         utterances = _utterances(args)
         budget = _budget(args)

@@ -168,11 +168,11 @@ def test_a_speech_to_text_service_not_there_is_one_failed_turn_per_call(
     ("options", "says"),
     [
         (("--turns", "2", "--warmup-turns", "2"), "--warmup-turns 2 leaves no turn to time of --turns 2"),
-        (("--wav", "missing.wav"), "missing.wav: cannot read it"),
+        (("--wav", "missing.wav"), "--wav 'missing.wav': cannot read it"),
         (("--calls", "3", "--rate", "1"), "--calls is the closed loop's"),
         (("--duration", "5"), "--duration is the open loop's"),
-        (("--budget", "nowhere.toml"), "nowhere.toml: cannot read it"),
-        (("--concurrency", "0"), "expected 1 or more, got 0"),
+        (("--budget", "nowhere.toml"), "--budget 'nowhere.toml': cannot read it"),
+        (("--concurrency", "0"), "--concurrency '0': out of range. Fix: give calls, from 1"),
         (
             ("--stt-model", "ink-3", "--stt", "transcribe"),
             "--stt-model is for --stt ink, not --stt transcribe: drop it",
@@ -180,8 +180,8 @@ def test_a_speech_to_text_service_not_there_is_one_failed_turn_per_call(
         (("--endpoint", "sonic"), "--endpoint is for --route sagemaker, not --route ecs: drop it"),
         (("--bedrock-region", "us-east-1"), "--bedrock-region is for --llm bedrock, not --llm openai"),
         (("--rate", "1", "--concurrency", "4"), "--concurrency is the closed loop's"),
-        (("--audio", "wideband", "--wav", "x.wav"), "--audio chooses the shipped utterances"),
-        (("--audible-threshold-db", "3"), "is above full scale"),
+        (("--audio", "wideband", "--wav", "WAV11025"), "--audio chooses the shipped utterances"),
+        (("--audible-threshold-db", "3"), "--audible-threshold-db '3': out of range"),
         (
             ("--frame-ms", "10", "--wav", "WAV11025"),
             "11025 Hz does not cut into whole samples of --frame-ms 10",
@@ -211,8 +211,8 @@ def test_a_mistake_is_one_line_naming_the_fix(
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2
-    error = capsys.readouterr().err
-    assert says in error and "Traceback" not in error
+    (error,) = capsys.readouterr().err.splitlines()
+    assert says in error and "Fix: " in error
     assert not (tmp_path / "o").exists()
 
 

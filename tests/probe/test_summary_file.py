@@ -1,0 +1,117 @@
+"""A corrupt or hostile summary.json is refused by `probe compare` and `plan --probe`, naming the file, the
+field and the fix; never taken as a measured capacity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sonic_deploy.cli import main
+from tests.cdk_context import ROOT
+from tests.fuzz.arguments import CORRUPT_SUMMARIES
+
+CORRUPT = sorted(name for name in CORRUPT_SUMMARIES if name != "valid")
+# Where each one is refused: the field the error names.
+FIELDS = {
+    "truncated": "(syntax)",
+    "binary": "(file)",
+    "empty": "(syntax)",
+    "not an object": "(top level)",
+    "levels not a list": "levels",
+    "NaN p95": "(syntax)",
+    "Infinity p95": "(syntax)",
+    "negative p95": "levels[0].ttfa_ms.p95",
+    "p95 a string": "levels[0].ttfa_ms.p95",
+    "negative requests": "levels[0].requests",
+    "ok > requests": "levels[0].ok",
+    "absurd concurrency": "levels[0].concurrency",
+    "zero concurrency": "levels[0].concurrency",
+    "fractional concurrency": "levels[0].concurrency",
+    "boolean ok": "levels[0].ok",
+    "concurrency a string": "levels[0].concurrency",
+    "huge requests": "levels[0].requests",
+    "level not an object": "levels[1]",
+    "target not an object": "target",
+    "slo answer not a level": "slo.max_concurrency",
+}
+
+
+def run(folder: Path, name: str) -> Path:
+    (folder / name).mkdir(parents=True)
+    (folder / name / "summary.json").write_bytes(CORRUPT_SUMMARIES[name])
+    return folder / name
+
+
+def one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.isprintable()
+    return line
+
+
+def test_every_corrupt_case_has_its_field() -> None:
+    assert set(FIELDS) == set(CORRUPT)
+
+
+# compare has no use for an SLO search's answer (plan --probe does); plan has none for the target (compare does).
+@pytest.mark.parametrize("name", sorted(set(CORRUPT) - {"slo answer not a level"}))
+def test_probe_compare_refuses_a_corrupt_summary(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad, good = run(tmp_path, name), run(tmp_path, "valid")
+    with pytest.raises(SystemExit) as stopped:
+        main(["probe", "compare", str(bad), str(good), "--png", str(tmp_path / "c.png")])
+    assert stopped.value.code == 2
+    line = one_line(capsys)
+    assert f"{bad / 'summary.json'}: {FIELDS[name]} = " in line and "Fix: " in line
+    assert not (tmp_path / "c.png").exists()
+
+
+@pytest.mark.parametrize("name", sorted(set(CORRUPT) - {"target not an object"}))
+def test_plan_refuses_a_corrupt_summary_as_measured_capacity(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary = run(tmp_path, name) / "summary.json"
+    argv = [
+        "plan",
+        "--config-dir",
+        str(ROOT / "config"),
+        "--probe",
+        str(summary),
+        "--probe-instance-type",
+        "g6e.xlarge",
+    ]
+    try:
+        code = main(argv)
+    except SystemExit as stopped:  # the empty and the binary file are argparse's to refuse
+        code = int(stopped.code or 0)
+    assert code == 2
+    line = one_line(capsys)
+    assert str(summary) in line and "Fix: " in line
+    if name not in ("empty", "binary"):
+        assert f"{summary}: {FIELDS[name]} = " in line
+
+
+def test_a_valid_summary_is_compared_and_planned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = run(tmp_path, "valid")
+    assert (
+        main(["probe", "compare", str(good), str(good / "summary.json"), "--png", str(tmp_path / "c.png")])
+        == 0
+    )
+    assert (tmp_path / "c.png").is_file()
+    argv = ["plan", "--config-dir", str(ROOT / "config"), "--probe", str(good / "summary.json")]
+    assert main([*argv, "--probe-instance-type", "g6e.xlarge"]) == 0
+    assert "probe: summary.json, TTFA p95 120 ms <= 300 ms" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["missing", "a file", "no summary"])
+def test_probe_compare_wants_a_run_folder(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = run(tmp_path, "valid")
+    given = {"missing": tmp_path / "nope", "a file": tmp_path / "f.txt", "no summary": tmp_path}[kind]
+    (tmp_path / "f.txt").write_text("x")
+    with pytest.raises(SystemExit) as stopped:
+        main(["probe", "compare", str(given), str(good)])
+    assert stopped.value.code == 2
+    assert "Fix: give the folder a probe run wrote (its --out)" in one_line(capsys)
