@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
+from sonic_deploy.config.errors import one_line
 from sonic_deploy.config.loader import ENVIRONMENT_NAME, ENVIRONMENTS_DIR
 from sonic_deploy.config.rules import REGION
 
@@ -28,11 +29,6 @@ MAX_MS = 3600_000.0
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 
-def shown(text: str) -> str:
-    """`text` with every newline, tab or other control character escaped, for a one-line message."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
 class OneLineParser(argparse.ArgumentParser):
     """argparse's usage errors in one line, `PROG: --OPTION 'VALUE': PROBLEM. Fix: ...`, exit 2; the
     subparsers of a parser of this class are of it too (argparse's parser_class default)."""
@@ -43,11 +39,11 @@ class OneLineParser(argparse.ArgumentParser):
             text += ". Fix: give one of those"
         elif "Fix:" not in text:
             text += f". Fix: see `{self.prog} --help`"
-        self.exit(2, f"{self.prog}: {shown(text)}\n")
+        self.exit(2, f"{self.prog}: {one_line(text)}\n")
 
 
 def fail(text: str, problem: str, fix: str) -> NoReturn:
-    raise argparse.ArgumentTypeError(f"{shown(repr(text))}: {problem}. Fix: {fix}")
+    raise argparse.ArgumentTypeError(f"{one_line(repr(text))}: {problem}. Fix: {fix}")
 
 
 def _span(low: float, high: float, low_open: bool) -> str:
@@ -203,9 +199,9 @@ def _writable_folder(given: str, folder: Path, fix: str) -> None:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        fail(given, f"{shown(str(existing))} is a file, not a folder", fix)
+        fail(given, f"{one_line(str(existing))} is a file, not a folder", fix)
     if not os.access(existing, os.W_OK | os.X_OK):
-        fail(given, f"cannot write in {shown(str(existing))}", fix)
+        fail(given, f"cannot write in {one_line(str(existing))}", fix)
 
 
 def output_file(what: str) -> Callable[[str], Path]:

@@ -7,8 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from sonic_deploy import __version__
-from sonic_deploy.arguments import OneLineParser, shown
+from sonic_deploy.arguments import OneLineParser
 from sonic_deploy.config import ConfigError
+from sonic_deploy.config.errors import one_line
 from sonic_deploy.connect import command as connect_command
 from sonic_deploy.licence import command as licence_command
 from sonic_deploy.planner import command as plan_command
@@ -56,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except ConfigError as error:
-        print(f"sonic-deploy: {shown(str(error))}", file=sys.stderr)
+        print(f"sonic-deploy: {one_line(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("sonic-deploy: interrupted", file=sys.stderr)

@@ -21,10 +21,10 @@ from sonic_deploy.arguments import (
     output_file,
     output_folder,
     real,
-    shown,
     url,
     whole,
 )
+from sonic_deploy.config.errors import one_line
 from tests.fuzz.arguments import HOSTILE_NUMBERS, HOSTILE_URLS, hostile_paths
 
 SECONDS = real(0, 3600, "seconds", low_open=True)
@@ -41,7 +41,7 @@ def refused(parse: Callable[[str], Any], text: str) -> str:
 
 @pytest.mark.parametrize("text", [t for t in HOSTILE_NUMBERS if t != "0x10"] + ["3600.5", "0x10"])
 def test_a_number_is_finite_and_in_its_range(text: str) -> None:
-    assert shown(repr(text)) in refused(SECONDS, text)
+    assert one_line(repr(text)) in refused(SECONDS, text)
 
 
 @pytest.mark.parametrize(("text", "value"), [("0.5", 0.5), ("3600", 3600.0), ("1e3", 1000.0), (" 2 ", 2.0)])
@@ -126,8 +126,8 @@ def test_a_folder_to_write_is_no_file(kind: str, tmp_path: Path) -> None:
 
 
 def test_shown_escapes_what_would_break_the_line() -> None:
-    assert shown("a\nb\tc\x1b[31m\u2028d") == "a\\nb\\tc\\x1b[31m\\u2028d"
-    assert shown("café") == "café"
+    assert one_line("a\nb\tc\x1b[31m\u2028d") == "a\\nb\\tc\\x1b[31m\\u2028d"
+    assert one_line("café") == "café"
 
 
 def _error(parser: argparse.ArgumentParser, argv: list[str]) -> str:

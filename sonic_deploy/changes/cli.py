@@ -20,7 +20,6 @@ from sonic_deploy.arguments import (
     input_file,
     output_file,
     output_folder,
-    shown,
 )
 from sonic_deploy.changes.cdk_failures import (
     NOT_BOOTSTRAPPED,
@@ -53,6 +52,7 @@ from sonic_deploy.config import (
     environment_names,
     load_settings,
 )
+from sonic_deploy.config.errors import one_line
 from sonic_deploy.config.placeholders import refusal
 
 EXIT_OK, EXIT_DANGEROUS, EXIT_USAGE = 0, 1, 2
@@ -328,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except (TargetError, TemplateError, LiveTemplateError, ExecutionPolicyError, ConfigError) as error:
-        print(f"error: {shown(str(error))}", file=sys.stderr)
+        print(f"error: {one_line(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -26,12 +26,12 @@ from sonic_deploy.arguments import (
     output_file,
     output_folder,
     real,
-    shown,
     url,
     whole,
 )
 from sonic_deploy.client.cartesia_api import DEFAULT_BUFFER_DELAY_MS, MAX_BUFFER_DELAY_MS
 from sonic_deploy.client.trust import ca_bundle_argument
+from sonic_deploy.config.errors import one_line
 from sonic_deploy.probe.capacity_search import DEFAULT_MAXIMUM, DEFAULT_START
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
@@ -72,7 +72,7 @@ def _ramp_up(text: str) -> float | None:
         return _SECONDS_OR_ZERO(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
-            f"{shown(repr(text))}: not seconds. Fix: give seconds >= 0, or auto"
+            f"{one_line(repr(text))}: not seconds. Fix: give seconds >= 0, or auto"
         ) from None
 
 
@@ -86,7 +86,7 @@ def _transcript_file(text: str) -> tuple[str, ...]:
         return load_transcripts(None, path)
     except (OSError, ValueError) as error:
         raise argparse.ArgumentTypeError(
-            f"{shown(repr(text))}: {shown(str(error))}. Fix: give a UTF-8 file of transcripts, one per line"
+            f"{one_line(repr(text))}: {one_line(str(error))}. Fix: give a UTF-8 file of transcripts, one per line"
         ) from None
 
 
@@ -97,11 +97,11 @@ def _fault(text: str) -> tuple[str, int]:
     kind, _, every = text.partition(":")
     if kind not in FAULTS:
         raise argparse.ArgumentTypeError(
-            f"unknown fault {shown(repr(kind))} in {shown(repr(text))}. Fix: use one of {', '.join(FAULTS)}"
+            f"unknown fault {one_line(repr(kind))} in {one_line(repr(text))}. Fix: use one of {', '.join(FAULTS)}"
         )
     if every and not (every.isascii() and every.isdigit() and 0 < int(every) <= MAX_REQUESTS):
         raise argparse.ArgumentTypeError(
-            f"{shown(repr(text))}: EVERY must be a whole number from 1 to {MAX_REQUESTS} (every N-th stream). "
+            f"{one_line(repr(text))}: EVERY must be a whole number from 1 to {MAX_REQUESTS} (every N-th stream). "
             f"Fix: e.g. {kind}:10"
         )
     return kind, int(every or 1)
@@ -112,7 +112,7 @@ def _buffer_delay(text: str) -> int | str:
         return text
     if not (text.isascii() and text.isdigit()) or int(text) > MAX_BUFFER_DELAY_MS:
         raise argparse.ArgumentTypeError(
-            f"{shown(repr(text))}: not whole milliseconds 0-{MAX_BUFFER_DELAY_MS} (the API's range). Fix: give "
+            f"{one_line(repr(text))}: not whole milliseconds 0-{MAX_BUFFER_DELAY_MS} (the API's range). Fix: give "
             f"0 to {MAX_BUFFER_DELAY_MS}, or default"
         )
     return int(text)
@@ -198,7 +198,7 @@ def _slo(text: str) -> Slo:
     try:
         return parse_slo(text)
     except SloError as error:
-        raise argparse.ArgumentTypeError(shown(str(error))) from None
+        raise argparse.ArgumentTypeError(one_line(str(error))) from None
 
 
 _streams = whole(1, MAX_CONCURRENCY, "concurrent streams")
@@ -243,11 +243,11 @@ def _run_folder(text: str) -> Path:
     if not path.is_dir():
         problem = "no such run" if not path.exists() else "not a run's folder or its summary.json"
         raise argparse.ArgumentTypeError(
-            f"{shown(repr(text))}: {problem}. Fix: give the folder a probe run wrote (its --out)"
+            f"{one_line(repr(text))}: {problem}. Fix: give the folder a probe run wrote (its --out)"
         )
     if not (path / SUMMARY).is_file():
         raise argparse.ArgumentTypeError(
-            f"{shown(repr(text))}: no {SUMMARY} in it. Fix: give the folder a probe run wrote (its --out)"
+            f"{one_line(repr(text))}: no {SUMMARY} in it. Fix: give the folder a probe run wrote (its --out)"
         )
     return path
 
@@ -548,7 +548,7 @@ def check_probe(args: argparse.Namespace) -> str | None:
                 f"level, more than {MAX_REQUESTS}. Fix: a lower --rate or a shorter --duration"
             )
     if args.out is not None and (args.out / SAMPLES).exists():
-        return f"--out {shown(str(args.out))} already holds a run ({SAMPLES}). Fix: choose another --out"
+        return f"--out {one_line(str(args.out))} already holds a run ({SAMPLES}). Fix: choose another --out"
     return None
 
 
@@ -702,7 +702,7 @@ def run_serve(args: argparse.Namespace) -> int:
             runner.run(serve(config))
     except OSError as error:  # the address is taken, not this host's, or not a host at all
         parser.error(
-            f"cannot serve on --host {shown(repr(args.host))} --port {args.port}: {error.strerror or error}. "
+            f"cannot serve on --host {one_line(repr(args.host))} --port {args.port}: {error.strerror or error}. "
             "Fix: another --port (0 picks a free one), or a --host of this machine (127.0.0.1, 0.0.0.0)"
         )
     return 0
