@@ -1,0 +1,182 @@
+"""A cloud assembly is either whole and current or not there: the app stages its synth and publishes it
+with a stamp; everything that reads an assembly (the change classifier, `make cdk-diff`) checks the stamp.
+
+How the CDK CLI runs the app (aws/aws-cdk-cli, packages/aws-cdk/lib/cxapp/exec.ts): it creates the
+`--output` folder, passes it as CDK_OUTDIR, takes a write lock there (`synth.lock`, holding its PID;
+packages/@aws-cdk/toolkit-lib/lib/api/rwlock.ts), runs the app, and on success turns it into a read lock
+(`read.<pid>.<n>.lock`) while it reads the assembly. When the app fails it releases the lock and reads
+nothing, but it never empties the folder: the previous synth's manifest and templates stay, looking valid.
+So the app synthesizes into a staging folder inside the output and replaces the output's assembly files
+only when the synth succeeded, and removes them when it failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sonic_deploy
+from sonic_deploy.changes.targets import ROUTES_BY_STACK_ID
+from sonic_deploy.changes.templates import TEMPLATE_SUFFIX, TemplateError
+
+STAMP = "sonic-synth.json"
+"""Written last into a finished assembly: who synthesized it, from which config and code, which stacks."""
+STAMP_FORMAT = 1
+SYNTHESIZED = "synthesized"
+STAGING_PREFIX = ".sonic-staging-"
+INTERRUPTED = "synth interrupted; no assembly was written"
+MANIFEST = "manifest.json"
+# What `app.synth()` writes into an assembly (aws-cdk-lib's cloud assembly: manifest.json, tree.json, the
+# `cdk.out` version file, validation-report.json, one template, assets and metadata file per stack, staged `asset.*` files and
+# nested `assembly-*` folders). Only these names are ever removed: an `--output .` must not empty the repo.
+_ASSEMBLY_NAMES = frozenset({MANIFEST, "tree.json", "cdk.out", "validation-report.json", STAMP})
+_ASSEMBLY_SUFFIXES = (TEMPLATE_SUFFIX, ".assets.json", ".metadata.json")
+_ASSEMBLY_PREFIXES = ("asset.", "assembly-")
+# The CLI's lock files (rwlock.ts): `synth.lock` and `read.<pid>.<counter>.lock`, each holding a PID.
+_LOCK_NAMES = ("synth.lock", "read.*.lock")
+
+
+def is_assembly_file(name: str) -> bool:
+    return name in _ASSEMBLY_NAMES or name.endswith(_ASSEMBLY_SUFFIXES) or name.startswith(_ASSEMBLY_PREFIXES)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def clear_assembly(directory: Path) -> None:
+    """Remove a cloud assembly's files from `directory` (stamp and manifest first, so that an interrupted
+    clear never leaves a stamp or manifest naming files that are gone); other files stay."""
+    if not directory.is_dir():
+        return
+    for name in (STAMP, MANIFEST):
+        (directory / name).unlink(missing_ok=True)
+    for path in sorted(directory.iterdir()):
+        if is_assembly_file(path.name):
+            _remove(path)
+
+
+def publish(staged: Path, directory: Path) -> None:
+    """Replace the assembly in `directory` with the one in `staged`: the old one goes first, then the new
+    files, the manifest next to last and the stamp last, so that a reader sees a stamp only on a whole one."""
+    clear_assembly(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    entries = [p for p in sorted(staged.iterdir()) if p.name not in (MANIFEST, STAMP) and not _is_lock(p)]
+    for path in [*entries, staged / MANIFEST, staged / STAMP]:
+        if path.exists():
+            path.replace(directory / path.name)
+
+
+def _is_lock(path: Path) -> bool:
+    return any(path.match(pattern) for pattern in _LOCK_NAMES)
+
+
+def remove_locks(directory: Path) -> None:
+    """The CLI's lock files in a folder whose CLI has exited (killed by Ctrl-C, it cannot remove them)."""
+    if directory.is_dir():
+        for pattern in _LOCK_NAMES:
+            for path in directory.glob(pattern):
+                path.unlink(missing_ok=True)
+
+
+@contextmanager
+def staging(directory: Path) -> Iterator[Path]:
+    """A fresh folder inside `directory` (same file system, so publishing renames), removed afterwards."""
+    directory.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=directory))
+    try:  # an interruption between mkdtemp and here leaves the folder: it is named to be recognised
+        yield staged
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def _digest(files: Iterable[tuple[str, Path]]) -> str:
+    digest = hashlib.sha256()
+    for name, path in sorted(files):
+        digest.update(name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def config_digest(config_dir: Path) -> str:
+    """Every file in the config folder (a superset of what the loader reads: any change makes it stale)."""
+    files = [p for p in config_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    return _digest((p.relative_to(config_dir).as_posix(), p) for p in files)
+
+
+def source_digest() -> str:
+    """The code that builds the stacks: the sonic_deploy package's Python files and app.py beside it."""
+    package = Path(sonic_deploy.__file__).resolve().parent
+    files = [(p.relative_to(package).as_posix(), p) for p in package.rglob("*.py")]
+    app = package.parent / "app.py"
+    if app.is_file():
+        files.append(("../app.py", app))
+    return _digest(files)
+
+
+def write_stamp(assembly: Path, *, environment: str, config_dir: Path, stacks: Sequence[str]) -> None:
+    stamp = {
+        "format": STAMP_FORMAT,
+        "outcome": SYNTHESIZED,
+        "environment": environment,
+        "config_dir": str(config_dir.resolve()),
+        "config_digest": config_digest(config_dir),
+        "source_digest": source_digest(),
+        "stacks": sorted(stacks),
+    }
+    (assembly / STAMP).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+
+
+def check_assembly(assembly: Path, *, environment: str, config_dir: Path) -> list[str]:
+    """The stack IDs of a finished synth of `environment` from the current config and code, or a
+    TemplateError naming what is wrong with the assembly and the command that makes a fresh one."""
+    fix = f"synthesize it again: `make diff ENV={environment}` (or `make synth-envs ENV={environment}`)"
+    stamp_path = assembly / STAMP
+    if not (assembly / MANIFEST).is_file() or not stamp_path.is_file():
+        what = (
+            "is not there" if not assembly.is_dir() else f"holds no finished synth (no {MANIFEST} or {STAMP})"
+        )
+        raise TemplateError(f"no synthesized sonic stacks in {assembly}/: the assembly {what}; {fix}")
+    stamp = _read_stamp(stamp_path, fix)
+    problem = None
+    if stamp.get("format") != STAMP_FORMAT or stamp.get("outcome") != SYNTHESIZED:
+        problem = f"is not from a successful synth (outcome {stamp.get('outcome')!r})"
+    elif stamp.get("environment") != environment:
+        problem = f"was synthesized for environment {stamp.get('environment')!r}, not {environment!r}"
+    elif stamp.get("config_digest") != config_digest(config_dir):
+        problem = f"was synthesized from another config than {config_dir}/ (it changed since)"
+    elif stamp.get("source_digest") != source_digest():
+        problem = "was synthesized by other code than this checkout's (sonic_deploy or app.py changed since)"
+    listed = stamp.get("stacks")
+    stacks = [s for s in listed if isinstance(s, str)] if isinstance(listed, list) else []
+    if problem is None and (not isinstance(listed, list) or len(stacks) != len(listed)):
+        problem = "has a stamp without its list of stacks"
+    if problem is None:
+        present = {p.name.removesuffix(TEMPLATE_SUFFIX) for p in assembly.glob(f"*{TEMPLATE_SUFFIX}")}
+        missing = sorted(set(stacks) - present)
+        unlisted = sorted((present & set(ROUTES_BY_STACK_ID)) - set(stacks))
+        if missing:
+            problem = f"names templates that are gone ({', '.join(s + TEMPLATE_SUFFIX for s in missing)})"
+        elif unlisted:
+            problem = f"holds templates its synth did not write ({', '.join(s + TEMPLATE_SUFFIX for s in unlisted)})"
+    if problem is not None:
+        raise TemplateError(f"{assembly}/: the assembly {problem}; {fix}")
+    return stacks
+
+
+def _read_stamp(path: Path, fix: str) -> dict[str, Any]:
+    try:
+        stamp = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise TemplateError(f"{path}: unreadable stamp ({type(error).__name__}); {fix}") from None
+    if not isinstance(stamp, dict):
+        raise TemplateError(f"{path}: the stamp is not a JSON object; {fix}")
+    return stamp
