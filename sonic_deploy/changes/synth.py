@@ -1,0 +1,148 @@
+"""`python -m sonic_deploy.changes.synth`: what `make synth` and `make synth-envs` run around `cdk synth`.
+
+The CDK CLI exits 1 whatever the app's exit status (aws/aws-cdk-cli packages/aws-cdk/lib/cli/cli.ts: any
+error sets `process.exitCode = 1`) and adds a line of its own, `<app command>: Subprocess exited with error
+2` (packages/@aws-cdk/toolkit-lib/lib/api/cloud-assembly/private/exec.ts). The app exits 2 only for a
+config error, so this wrapper drops that line and exits 2: the user sees the app's one line.
+
+It also synthesizes into a staging folder inside the output (so a CLI killed by Ctrl-C leaves its
+`synth.lock` there, not in the output) and publishes the assembly only when the CLI succeeded and the app
+stamped it; on any failure the output's assembly is removed (sonic_deploy/changes/assembly.py).
+
+Exit codes: 0 synthesized, 1 the synth failed (the CDK said why), 2 a config or usage error, 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from sonic_deploy.changes.assembly import (
+    INTERRUPTED,
+    check_assembly,
+    clear_assembly,
+    publish,
+    remove_locks,
+    staging,
+)
+from sonic_deploy.changes.targets import TargetError, environment_routes
+from sonic_deploy.changes.templates import TemplateError
+from sonic_deploy.config import ConfigError, load_settings
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+CONFIG_ERROR_EXIT = re.compile(r": Subprocess exited with error 2\s*$")
+"""The CLI's line after an app that exited 2 (exec.ts: `${commandAndArgs}: Subprocess ${failure}`)."""
+CHILD_EXIT_SECONDS = 60
+"""After Ctrl-C, how long the CDK CLI (which got the same SIGINT) may take to exit before it is killed."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m sonic_deploy.changes.synth", description=__doc__)
+    parser.add_argument("--cdk", required=True, help="the CDK CLI command line (a shell command)")
+    parser.add_argument("--output", type=Path, required=True, help="the cloud assembly folder to publish")
+    parser.add_argument("--env", help="environment (default: the config's default)")
+    parser.add_argument("--config", type=Path, default=Path("config"), help="config folder (default: config)")
+    return parser
+
+
+def cdk_synth_command(cdk: str, *, env: str | None, config: Path, output: Path) -> str:
+    """The app reads the config folder this wrapper checked (app.py's `-c config=`)."""
+    context = [*(["-c", f"env={env}"] if env else []), "-c", f"config={config.resolve()}"]
+    return f"{cdk} {shlex.join(['synth', '--quiet', '--no-notices', *context, '--output', str(output)])}"
+
+
+def run(cdk: str, *, output: Path, env: str | None, config: Path) -> int:
+    # Checked before Node starts: an unknown ENV or a config error is one line and exit 2 in a second.
+    if env is not None:
+        environment_routes(config, env)
+    environment = load_settings(config, env).environment_name
+    with staging(output) as staged:
+        status, config_error = _run_cli(cdk, env=env, config=config, staged=staged, output=output)
+        remove_locks(staged)  # the CLI has exited: any lock file left is a dead one
+        if status != 0:
+            clear_assembly(output)
+            return EXIT_USAGE if config_error else EXIT_FAILED
+        check_assembly(staged, environment=environment, config_dir=config)
+        publish(staged, output)
+    return EXIT_OK
+
+
+class _Stderr(threading.Thread):
+    """Passes the CLI's stderr through line by line, but for the CLI's own line after a config error."""
+
+    def __init__(self, stream: IO[str], *, staged: Path, output: Path) -> None:
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.staged, self.output = str(staged), str(output)
+        self.config_error = False
+        self.said_interrupted = False
+
+    def run(self) -> None:
+        for line in self.stream:
+            if CONFIG_ERROR_EXIT.search(line):
+                self.config_error = True
+                continue
+            self.said_interrupted |= INTERRUPTED in line
+            sys.stderr.write(line.replace(self.staged, self.output))  # "Successfully synthesized to"
+            sys.stderr.flush()
+
+
+def _run_cli(cdk: str, *, env: str | None, config: Path, staged: Path, output: Path) -> tuple[int, bool]:
+    """The CLI's exit status, and whether the app reported a config error."""
+    command = cdk_synth_command(cdk, env=env, config=config, output=staged)
+    process = subprocess.Popen(command, shell=True, executable="/bin/bash", stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    stderr = _Stderr(process.stderr, staged=staged, output=output)
+    stderr.start()
+    try:
+        status = process.wait()
+    except KeyboardInterrupt:
+        # Ctrl-C reached the CLI and the app too (one process group): let them clean up, then stop them.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            process.wait(timeout=CHILD_EXIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        stderr.join(timeout=CHILD_EXIT_SECONDS)
+        raise _InterruptedError(said=stderr.said_interrupted) from None
+    stderr.join(timeout=CHILD_EXIT_SECONDS)  # the app, which shares the pipe, may outlive the CLI
+    return status, stderr.config_error
+
+
+class _InterruptedError(Exception):
+    def __init__(self, *, said: bool) -> None:
+        super().__init__(INTERRUPTED)
+        self.said = said
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args.cdk, output=args.output, env=args.env, config=args.config)
+    except ConfigError as error:
+        clear_assembly(args.output)
+        print(f"sonic-deploy: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (TargetError, TemplateError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        clear_assembly(args.output)
+        return EXIT_USAGE
+    except (KeyboardInterrupt, _InterruptedError) as interruption:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        clear_assembly(args.output)
+        if not getattr(interruption, "said", False):  # the app said it already
+            print(f"sonic-deploy: {INTERRUPTED}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The change classifier reads only an assembly that a successful synth of the current config and code
+published whole; publishing and clearing touch nothing but a cloud assembly's own files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sonic_deploy.changes import assembly
+from sonic_deploy.changes.assembly import STAMP, check_assembly, clear_assembly, publish, staging
+from sonic_deploy.changes.cli import EXIT_OK, EXIT_USAGE, main
+from sonic_deploy.changes.templates import TemplateError
+from tests.changes.assemblies import finish_synth
+
+REPO_CONFIG = Path(__file__).resolve().parents[2] / "config"
+TEMPLATE = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}}
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    copy = tmp_path / "config"
+    shutil.copytree(REPO_CONFIG, copy)
+    return copy
+
+
+def synthesized(folder: Path, config: Path, *stacks: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for stack in stacks or ("SonicSageMaker",):
+        (folder / f"{stack}.template.json").write_text(json.dumps(TEMPLATE), encoding="utf-8")
+    finish_synth(folder, config=config)
+    return folder
+
+
+def refusal(folder: Path, config: Path, environment: str = "dev") -> str:
+    with pytest.raises(TemplateError) as raised:
+        check_assembly(folder, environment=environment, config_dir=config)
+    message = str(raised.value)
+    assert "\n" not in message and "make diff ENV=dev" in message
+    return message
+
+
+def test_a_fresh_assembly_passes(tmp_path: Path, config: Path) -> None:
+    folder = synthesized(tmp_path / "synth/dev", config, "SonicSageMaker", "SonicEcs")
+    assert check_assembly(folder, environment="dev", config_dir=config) == ["SonicEcs", "SonicSageMaker"]
+
+
+def test_templates_and_manifest_without_a_stamp_are_refused(tmp_path: Path, config: Path) -> None:
+    """What a failed synth left before: the previous synth's templates and manifest, looking valid."""
+    folder = synthesized(tmp_path / "synth/dev", config)
+    (folder / STAMP).unlink()
+    assert "holds no finished synth (no manifest.json or sonic-synth.json)" in refusal(folder, config)
+
+
+def test_a_missing_folder_is_refused(tmp_path: Path, config: Path) -> None:
+    assert "the assembly is not there" in refusal(tmp_path / "synth/dev", config)
+
+
+def test_an_assembly_from_an_earlier_config_is_refused(tmp_path: Path, config: Path) -> None:
+    folder = synthesized(tmp_path / "synth/dev", config)
+    (config / "environments/dev.toml").write_text("# edited\n", encoding="utf-8")
+    assert f"synthesized from another config than {config}/ (it changed since)" in refusal(folder, config)
+
+
+def test_an_assembly_from_other_code_is_refused(
+    tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = synthesized(tmp_path / "synth/dev", config)
+    monkeypatch.setattr(assembly, "source_digest", lambda: "0" * 64)
+    assert "synthesized by other code than this checkout's" in refusal(folder, config)
+
+
+def test_an_assembly_of_another_environment_is_refused(tmp_path: Path, config: Path) -> None:
+    folder = synthesized(tmp_path / "synth/prod", config)
+    shutil.move(folder, tmp_path / "synth/dev")
+    assert "was synthesized for environment 'prod', not 'dev'" in refusal(tmp_path / "synth/dev", config)
+
+
+@pytest.mark.parametrize(
+    ("stamp", "expected"),
+    [
+        ({"outcome": "failed"}, "is not from a successful synth (outcome 'failed')"),
+        ({"stacks": "SonicSageMaker"}, "has a stamp without its list of stacks"),
+        ({"stacks": ["SonicSageMaker", 7]}, "has a stamp without its list of stacks"),
+    ],
+)
+def test_a_stamp_that_is_not_a_success_is_refused(
+    tmp_path: Path, config: Path, stamp: dict[str, object], expected: str
+) -> None:
+    folder = synthesized(tmp_path / "synth/dev", config)
+    written = json.loads((folder / STAMP).read_text(encoding="utf-8"))
+    (folder / STAMP).write_text(json.dumps(written | stamp), encoding="utf-8")
+    assert expected in refusal(folder, config)
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe not utf-8", b"{not json", b"[1, 2]", b"[" * 100_000])
+def test_an_unreadable_stamp_is_one_line(tmp_path: Path, config: Path, content: bytes) -> None:
+    folder = synthesized(tmp_path / "synth/dev", config)
+    (folder / STAMP).write_bytes(content)
+    message = refusal(folder, config)
+    assert "stamp" in message and "\\x" not in message
+
+
+def test_a_stamp_naming_a_template_that_is_gone_is_refused(tmp_path: Path, config: Path) -> None:
+    folder = synthesized(tmp_path / "synth/dev", config, "SonicSageMaker", "SonicEcs")
+    (folder / "SonicEcs.template.json").unlink()
+    assert "names templates that are gone (SonicEcs.template.json)" in refusal(folder, config)
+
+
+def test_a_template_the_synth_did_not_write_is_refused(tmp_path: Path, config: Path) -> None:
+    folder = synthesized(tmp_path / "synth/dev", config)
+    (folder / "SonicEcs.template.json").write_text("{}", encoding="utf-8")
+    assert "holds templates its synth did not write (SonicEcs.template.json)" in refusal(folder, config)
+
+
+def test_diff_and_baseline_refuse_an_unstamped_assembly(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = synthesized(tmp_path / "synth/dev", config)
+    locations = ["--synthesized", str(tmp_path / "synth"), "--baselines", str(tmp_path / "baselines")]
+    assert main(["--config", str(config), "check-assembly", "--env", "dev", *locations]) == EXIT_OK
+    (folder / STAMP).unlink()
+    for command in ("diff", "baseline", "check-assembly"):
+        assert main(["--config", str(config), command, "--env", "dev", *locations]) == EXIT_USAGE
+        [line] = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"error: no synthesized sonic stacks in {folder}/: the assembly holds no")
+    assert not (tmp_path / "baselines").exists()
+
+
+def test_publish_replaces_the_whole_assembly_and_keeps_other_files(tmp_path: Path, config: Path) -> None:
+    out = synthesized(tmp_path / "cdk.out", config, "SonicSageMaker", "SonicEcs")
+    (out / "asset.abc").mkdir()
+    (out / "by-env").mkdir()
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    with staging(out) as staged:
+        synthesized(staged, config, "SonicSageMaker")
+        (staged / "synth.lock").write_text("1", encoding="utf-8")
+        publish(staged, out)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "SonicSageMaker.template.json", "by-env", "manifest.json", "notes.txt", STAMP
+    ]  # fmt: skip
+
+
+def test_clear_removes_only_an_assemblys_files(tmp_path: Path, config: Path) -> None:
+    out = synthesized(tmp_path / "cdk.out", config, "SonicSageMaker")
+    for name in ("tree.json", "cdk.out", "SonicSageMaker.assets.json", "validation-report.json"):
+        (out / name).write_text("{}", encoding="utf-8")
+    (out / "asset.abc").mkdir()
+    (out / "app.py").write_text("", encoding="utf-8")  # e.g. `cdk synth --output .`
+    clear_assembly(out)
+    assert sorted(p.name for p in out.iterdir()) == ["app.py"]
