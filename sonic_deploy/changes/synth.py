@@ -136,6 +136,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         clear_assembly(args.output)
         return EXIT_USAGE
+    except OSError as error:  # the output folder cannot be made or written
+        print(
+            f"error: --output {str(args.output)!r}: cannot write a cloud assembly there "
+            f"({error.strerror or type(error).__name__}). Fix: name a folder you can write "
+            "(make: SYNTH_OUT=..., SYNTH_DIR=...)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     except (KeyboardInterrupt, _InterruptedError) as interruption:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         clear_assembly(args.output)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sonic_deploy.changes import assembly
+from sonic_deploy.changes import assembly, synth
 from sonic_deploy.changes.assembly import STAMP, check_assembly, clear_assembly, publish, staging
 from sonic_deploy.changes.cli import EXIT_OK, EXIT_USAGE, main
 from sonic_deploy.changes.templates import TemplateError
@@ -151,3 +151,14 @@ def test_clear_removes_only_an_assemblys_files(tmp_path: Path, config: Path) -> 
     (out / "app.py").write_text("", encoding="utf-8")  # e.g. `cdk synth --output .`
     clear_assembly(out)
     assert sorted(p.name for p in out.iterdir()) == ["app.py"]
+
+
+@pytest.mark.parametrize("output", ["a-file", "a-file/below"])
+def test_the_synth_wrapper_names_an_output_it_cannot_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], output: str
+) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    status = synth.main(["--cdk", "false", "--config", str(REPO_CONFIG), "--output", str(tmp_path / output)])
+    assert status == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: --output {str(tmp_path / output)!r}: cannot write a cloud assembly there")
