@@ -8,12 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sonic_deploy.changes import assembly, synth
 from sonic_deploy.changes.assembly import STAMP, check_assembly, clear_assembly, publish, staging
 from sonic_deploy.changes.cli import EXIT_OK, EXIT_USAGE, main
 from sonic_deploy.changes.templates import TemplateError
 from tests.changes.assemblies import finish_synth
+from tests.fuzz.assembly import STACKS, edited_stamps, folder_contents
 
 REPO_CONFIG = Path(__file__).resolve().parents[2] / "config"
 TEMPLATE = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}}
@@ -162,3 +165,32 @@ def test_the_synth_wrapper_names_an_output_it_cannot_write(
     assert status == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"error: --output {str(tmp_path / output)!r}: cannot write a cloud assembly there")
+
+
+@settings(max_examples=150)
+@given(data=st.data(), present=folder_contents())
+def test_any_folder_is_either_a_whole_fresh_synth_or_one_line_refusal(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, present: frozenset[str]
+) -> None:
+    """Whatever a folder holds, the check returns only for a whole stamped synth whose templates are all
+    there, and otherwise refuses in one line: never another exception, never a pass over a gap."""
+    folder = tmp_path_factory.mktemp("assembly") / "dev"
+    folder.mkdir()
+    stacks = data.draw(st.lists(st.sampled_from(STACKS[:2]), unique=True, min_size=1), label="stacks")
+    assembly.write_stamp(folder, environment="dev", config_dir=REPO_CONFIG, stacks=stacks)
+    whole = json.loads((folder / STAMP).read_text(encoding="utf-8"))
+    stamp = data.draw(edited_stamps(whole), label="stamp")
+    (folder / STAMP).write_bytes(stamp)
+    for name in present:
+        (folder / name).write_text("{}", encoding="utf-8")
+    try:
+        found = check_assembly(folder, environment="dev", config_dir=REPO_CONFIG)
+    except TemplateError as error:
+        assert "\n" not in str(error) and "make diff ENV=dev" in str(error)
+        return
+    templates = {name.removesuffix(".template.json") for name in present if name.endswith(".template.json")}
+    checked = {key: value for key, value in json.loads(stamp).items() if key != "config_dir"}
+    assert checked == {key: value for key, value in whole.items() if key != "config_dir"}
+    assert "manifest.json" in present and found == sorted(stacks)
+    assert set(stacks) <= templates  # every template it names is there
+    assert templates & {"SonicSageMaker", "SonicEcs"} <= set(stacks)  # and no sonic template it did not write
