@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -80,12 +81,31 @@ def _is_lock(path: Path) -> bool:
     return any(path.match(pattern) for pattern in _LOCK_NAMES)
 
 
-def remove_locks(directory: Path) -> None:
-    """The CLI's lock files in a folder whose CLI has exited (killed by Ctrl-C, it cannot remove them)."""
+def remove_locks(directory: Path, *, only_dead: bool = False) -> None:
+    """The CLI's lock files in a folder whose CLI has exited (killed by Ctrl-C, it cannot remove them), or
+    with `only_dead` those whose PID is not running: the next CLI ignores those anyway (rwlock.ts checks
+    each PID's liveness), but a plain `cdk synth` interrupted by Ctrl-C leaves its `synth.lock` behind."""
     if directory.is_dir():
         for pattern in _LOCK_NAMES:
             for path in directory.glob(pattern):
-                path.unlink(missing_ok=True)
+                if not only_dead or not _running(path):
+                    path.unlink(missing_ok=True)
+
+
+def _running(lock: Path) -> bool:
+    try:
+        pid = int(lock.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return False
+    if pid <= 0:  # os.kill(0, ...) would signal our own process group
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # another user's process: running
+        return True
+    except OSError:
+        return False
+    return True
 
 
 @contextmanager

@@ -59,6 +59,12 @@ def cdk_synth_command(cdk: str, *, env: str | None, config: Path, output: Path) 
     return f"{cdk} {shlex.join(['synth', '--quiet', '--no-notices', *context, '--output', str(output)])}"
 
 
+def discard(output: Path) -> None:
+    """After a failure: no assembly, and no lock of a CLI that is gone."""
+    clear_assembly(output)
+    remove_locks(output, only_dead=True)
+
+
 def run(cdk: str, *, output: Path, env: str | None, config: Path) -> int:
     # Checked before Node starts: an unknown ENV or a config error is one line and exit 2 in a second.
     if env is not None:
@@ -68,10 +74,11 @@ def run(cdk: str, *, output: Path, env: str | None, config: Path) -> int:
         status, config_error = _run_cli(cdk, env=env, config=config, staged=staged, output=output)
         remove_locks(staged)  # the CLI has exited: any lock file left is a dead one
         if status != 0:
-            clear_assembly(output)
+            discard(output)
             return EXIT_USAGE if config_error else EXIT_FAILED
         check_assembly(staged, environment=environment, config_dir=config)
         publish(staged, output)
+    remove_locks(output, only_dead=True)  # e.g. from an interrupted plain `cdk synth` into the same folder
     return EXIT_OK
 
 
@@ -129,12 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(args.cdk, output=args.output, env=args.env, config=args.config)
     except ConfigError as error:
-        clear_assembly(args.output)
+        discard(args.output)
         print(f"sonic-deploy: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (TargetError, TemplateError) as error:
         print(f"error: {error}", file=sys.stderr)
-        clear_assembly(args.output)
+        discard(args.output)
         return EXIT_USAGE
     except OSError as error:  # the output folder cannot be made or written
         print(
@@ -146,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except (KeyboardInterrupt, _InterruptedError) as interruption:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        clear_assembly(args.output)
+        discard(args.output)
         if not getattr(interruption, "said", False):  # the app said it already
             print(f"sonic-deploy: {INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED

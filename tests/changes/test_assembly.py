@@ -4,7 +4,10 @@ published whole; publishing and clearing touch nothing but a cloud assembly's ow
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -194,3 +197,17 @@ def test_any_folder_is_either_a_whole_fresh_synth_or_one_line_refusal(
     assert "manifest.json" in present and found == sorted(stacks)
     assert set(stacks) <= templates  # every template it names is there
     assert templates & {"SonicSageMaker", "SonicEcs"} <= set(stacks)  # and no sonic template it did not write
+
+
+def test_only_dead_locks_are_removed(tmp_path: Path) -> None:
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    (tmp_path / "synth.lock").write_text(dead.stdout.strip(), encoding="utf-8")
+    (tmp_path / f"read.{os.getpid()}.1.lock").write_text(
+        str(os.getpid()), encoding="utf-8"
+    )  # alive: this one
+    (tmp_path / "read.x.2.lock").write_text("not a pid", encoding="utf-8")
+    (tmp_path / "read.0.3.lock").write_text("0", encoding="utf-8")
+    assembly.remove_locks(tmp_path, only_dead=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"read.{os.getpid()}.1.lock"]

@@ -360,6 +360,7 @@ def test_make_synth_publishes_a_stamped_assembly_or_none(make: Make) -> None:
     skip_setup = ["-o", ".venv/.installed", "-o", "node_modules/.installed", f"SYNTH_OUT={out}"]
     make.synthesizes(endpoint_stack("sonic-dev"))
     (out / "SonicEcs.template.json").write_text("{}")  # a stack an earlier synth wrote
+    (out / "synth.lock").write_text("999999999")  # an interrupted plain `cdk synth`'s, its PID long gone
 
     assert make(*skip_setup, "synth").returncode == 0
     assert _assembly_files(out) == [
