@@ -302,7 +302,7 @@ def _lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not line.startswith("make: ***")]
 
 
-def test_make_diff_with_a_config_error_exits_2_with_one_line_and_no_assembly(make: Make) -> None:
+def test_a_config_error_in_make_diff_is_one_line_and_leaves_nothing_for_cdk_diff(make: Make) -> None:
     make.synthesizes(endpoint_stack("sonic-dev"))
     assert make("baseline", "ENV=dev").returncode == 0
     assert (make.tmp / "synth/dev/manifest.json").is_file()
@@ -315,6 +315,14 @@ def test_make_diff_with_a_config_error_exits_2_with_one_line_and_no_assembly(mak
     ]
     assert _assembly_files(make.tmp / "synth/dev") == []  # the earlier synth is gone, not left to be read
     assert "No dangerous changes" not in result.stdout
+    calls = make.calls.read_text()
+
+    cdk_diff = make("cdk-diff", "ENV=dev", f"SUMMARY={make.tmp / 'summary.md'}")
+
+    assert cdk_diff.returncode == 2
+    assert "no synthesized sonic stacks in" in cdk_diff.stderr and "make diff ENV=dev" in cdk_diff.stderr
+    assert make.calls.read_text() == calls  # cdk diff never ran on anything
+    assert not (make.tmp / "summary.md").exists()
 
 
 def test_make_diff_when_synth_fails_otherwise_exits_1_and_leaves_no_assembly(make: Make) -> None:
@@ -325,20 +333,6 @@ def test_make_diff_when_synth_fails_otherwise_exits_1_and_leaves_no_assembly(mak
     assert "synth-envs] Error 1" in result.stderr
     assert "Subprocess exited with error 1" in result.stderr  # the CDK's own report stays
     assert _assembly_files(make.tmp / "synth/dev") == []
-
-
-def test_cdk_diff_fails_when_the_synth_failed(make: Make) -> None:
-    make.synthesizes(endpoint_stack("sonic-dev"))
-    assert make("baseline", "ENV=dev").returncode == 0
-    assert make("diff", "ENV=dev", FAKE_SYNTH_FAILS="config").returncode == 2
-    calls = make.calls.read_text()
-
-    result = make("cdk-diff", "ENV=dev", f"SUMMARY={make.tmp / 'summary.md'}")
-
-    assert result.returncode == 2
-    assert "no synthesized sonic stacks in" in result.stderr and "make diff ENV=dev" in result.stderr
-    assert make.calls.read_text() == calls  # cdk diff never ran on anything
-    assert not (make.tmp / "summary.md").exists()
 
 
 def test_cdk_diff_refuses_an_assembly_from_an_earlier_config(make: Make) -> None:
