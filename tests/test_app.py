@@ -47,7 +47,7 @@ def _left(out: Path) -> list[str]:
     return sorted(
         p.name
         for p in out.iterdir()
-        if is_assembly_file(p.name) or p.name.startswith(STAGING_PREFIX) or p.suffix == ".lock"
+        if is_assembly_file(p) or p.name.startswith(STAGING_PREFIX) or p.suffix == ".lock"
     )
 
 

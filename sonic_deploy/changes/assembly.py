@@ -35,16 +35,26 @@ INTERRUPTED = "synth interrupted; no assembly was written"
 MANIFEST = "manifest.json"
 # What `app.synth()` writes into an assembly (aws-cdk-lib's cloud assembly: manifest.json, tree.json, the
 # `cdk.out` version file, validation-report.json, one template, assets and metadata file per stack, staged `asset.*` files and
-# nested `assembly-*` folders). Only these names are ever removed: an `--output .` must not empty the repo.
+# nested `assembly-*` folders). Only these are ever removed: an `--output .` must not empty the repo, and the
+# names the CDK writes as files (the version file `cdk.out` among them) are removed only as files, so that
+# `--output .` leaves the folder `cdk.out/` (and its `by-env/`) alone; an `assembly-*` folder only when it
+# is a nested assembly (holds a manifest).
 _ASSEMBLY_NAMES = frozenset({MANIFEST, "tree.json", "cdk.out", "validation-report.json", STAMP})
 _ASSEMBLY_SUFFIXES = (TEMPLATE_SUFFIX, ".assets.json", ".metadata.json")
-_ASSEMBLY_PREFIXES = ("asset.", "assembly-")
+_ASSET_PREFIX, _NESTED_PREFIX = "asset.", "assembly-"
 # The CLI's lock files (rwlock.ts): `synth.lock` and `read.<pid>.<counter>.lock`, each holding a PID.
 _LOCK_NAMES = ("synth.lock", "read.*.lock")
 
 
-def is_assembly_file(name: str) -> bool:
-    return name in _ASSEMBLY_NAMES or name.endswith(_ASSEMBLY_SUFFIXES) or name.startswith(_ASSEMBLY_PREFIXES)
+def is_assembly_file(path: Path) -> bool:
+    """Whether `path` is one of the files or folders a synth writes into its assembly."""
+    name = path.name
+    if name.startswith(_ASSET_PREFIX):  # a staged file or folder asset
+        return True
+    if name.startswith(_NESTED_PREFIX):
+        return path.is_dir() and not path.is_symlink() and (path / MANIFEST).is_file()
+    is_file = path.is_symlink() or not path.is_dir()
+    return is_file and (name in _ASSEMBLY_NAMES or name.endswith(_ASSEMBLY_SUFFIXES))
 
 
 def _remove(path: Path) -> None:
@@ -60,9 +70,10 @@ def clear_assembly(directory: Path) -> None:
     if not directory.is_dir():
         return
     for name in (STAMP, MANIFEST):
-        (directory / name).unlink(missing_ok=True)
+        if is_assembly_file(directory / name):
+            (directory / name).unlink(missing_ok=True)
     for path in sorted(directory.iterdir()):
-        if is_assembly_file(path.name):
+        if is_assembly_file(path):
             _remove(path)
 
 

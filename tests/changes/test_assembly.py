@@ -159,6 +159,23 @@ def test_clear_removes_only_an_assemblys_files(tmp_path: Path, config: Path) -> 
     assert sorted(p.name for p in out.iterdir()) == ["app.py"]
 
 
+def test_clear_in_the_repo_folder_leaves_the_cdk_out_folder(tmp_path: Path, config: Path) -> None:
+    """`--output .`: the version file `cdk.out` is the assembly's, the folder `cdk.out/` (by-env/) is not."""
+    repo = synthesized(tmp_path / "repo", config, "SonicSageMaker")
+    (repo / "cdk.out" / "by-env" / "dev").mkdir(parents=True)
+    (repo / "cdk.out" / "by-env" / "dev" / "manifest.json").write_text("{}", encoding="utf-8")
+    (repo / "assembly-notes").mkdir()  # not a nested assembly: no manifest
+    (repo / "assembly-Stage").mkdir()
+    (repo / "assembly-Stage" / "manifest.json").write_text("{}", encoding="utf-8")
+    clear_assembly(repo)
+    assert sorted(p.name for p in repo.iterdir()) == ["assembly-notes", "cdk.out"]
+    assert (repo / "cdk.out" / "by-env" / "dev" / "manifest.json").is_file()
+    with staging(repo) as staged:
+        synthesized(staged, config, "SonicSageMaker")
+        publish(staged, repo)
+    assert (repo / "cdk.out" / "by-env" / "dev" / "manifest.json").is_file()
+
+
 @pytest.mark.parametrize("output", ["a-file", "a-file/below"])
 def test_the_synth_wrapper_names_an_output_it_cannot_write(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], output: str
