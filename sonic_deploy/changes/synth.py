@@ -40,6 +40,9 @@ from sonic_deploy.config import ConfigError, load_settings
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 CONFIG_ERROR_EXIT = re.compile(r": Subprocess exited with error 2\s*$")
 """The CLI's line after an app that exited 2 (exec.ts: `${commandAndArgs}: Subprocess ${failure}`)."""
+APP_ERROR_PREFIX = "sonic-deploy: "
+"""How app.py's one line for a user's mistake starts. Exit 2 alone is not enough: Python exits 2 too when
+it cannot open app.py, and that line and the CLI's must then be shown."""
 CHILD_EXIT_SECONDS = 60
 """After Ctrl-C, how long the CDK CLI (which got the same SIGINT) may take to exit before it is killed."""
 
@@ -91,12 +94,14 @@ class _Stderr(threading.Thread):
         self.staged, self.output = str(staged), str(output)
         self.config_error = False
         self.said_interrupted = False
+        self.app_said_error = False
 
     def run(self) -> None:
         for line in self.stream:
-            if CONFIG_ERROR_EXIT.search(line):
+            if self.app_said_error and CONFIG_ERROR_EXIT.search(line):
                 self.config_error = True
                 continue
+            self.app_said_error |= line.startswith(APP_ERROR_PREFIX)
             self.said_interrupted |= INTERRUPTED in line
             sys.stderr.write(line.replace(self.staged, self.output))  # "Successfully synthesized to"
             sys.stderr.flush()
@@ -139,7 +144,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         discard(args.output)
         print(f"sonic-deploy: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except (TargetError, TemplateError) as error:
+    except (
+        TargetError
+    ) as error:  # a usage error (an unknown ENV): checked first, the last good assembly stays
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except TemplateError as error:
         print(f"error: {error}", file=sys.stderr)
         discard(args.output)
         return EXIT_USAGE

@@ -228,3 +228,55 @@ def test_only_dead_locks_are_removed(tmp_path: Path) -> None:
     (tmp_path / "read.0.3.lock").write_text("0", encoding="utf-8")
     assembly.remove_locks(tmp_path, only_dead=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"read.{os.getpid()}.1.lock"]
+
+
+def fake_cdk(tmp_path: Path, body: str) -> str:
+    """A stand-in for the CDK CLI: `body` runs with `sys` and `os` imported, arguments in sys.argv."""
+    script = tmp_path / "fake_cdk.py"
+    script.write_text(f"import os, sys\n{body}\n", encoding="utf-8")
+    return f"{sys.executable} {script}"
+
+
+def test_an_unknown_env_keeps_the_last_good_assembly(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = synthesized(tmp_path / "dev", config, "SonicSageMaker")  # stamped as environment "dev"
+    cdk = fake_cdk(tmp_path, "sys.exit('the CLI must not run')")
+    status = synth.main(["--cdk", cdk, "--config", str(config), "--env", "typo", "--output", str(out)])
+    assert status == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ENV=typo is not an environment")
+    assert check_assembly(out, environment="dev", config_dir=config) == ["SonicSageMaker"]
+
+
+def test_exit_2_without_the_apps_line_is_a_failure_shown_whole(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python exits 2 when it cannot open app.py: that is no config error, and the CLI's line stays."""
+    cdk = fake_cdk(
+        tmp_path,
+        "print(\"python3: can't open file '/x/app.py': [Errno 2] No such file or directory\", file=sys.stderr)\n"
+        "print('python3 /x/app.py: Subprocess exited with error 2', file=sys.stderr)\n"
+        "sys.exit(1)",
+    )
+    status = synth.main(["--cdk", cdk, "--config", str(config), "--output", str(tmp_path / "cdk.out")])
+    assert status == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "python3: can't open file '/x/app.py': [Errno 2] No such file or directory",
+        "python3 /x/app.py: Subprocess exited with error 2",
+    ]
+
+
+def test_exit_2_after_the_apps_line_is_a_config_error_in_one_line(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cdk = fake_cdk(
+        tmp_path,
+        "print('sonic-deploy: config/x.toml: field a: bad', file=sys.stderr)\n"
+        "print('python3 app.py: Subprocess exited with error 2', file=sys.stderr)\n"
+        "sys.exit(1)",
+    )
+    status = synth.main(["--cdk", cdk, "--config", str(config), "--output", str(tmp_path / "cdk.out")])
+    assert status == 2
+    assert capsys.readouterr().err.splitlines() == ["sonic-deploy: config/x.toml: field a: bad"]
