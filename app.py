@@ -22,7 +22,14 @@ from types import FrameType
 
 from aws_cdk import App
 
-from sonic_deploy.changes.assembly import INTERRUPTED, clear_assembly, publish, staging, write_stamp
+from sonic_deploy.changes.assembly import (
+    INTERRUPTED,
+    Digests,
+    clear_assembly,
+    publish,
+    staging,
+    write_stamp,
+)
 from sonic_deploy.config import ConfigError, load_settings
 from sonic_deploy.stacks import add_stacks
 
@@ -44,8 +51,10 @@ class Synth:
                 return 0
             with staging(self.final) as staged:
                 self.staged = staged
-                environment, config_dir, stack_ids = self.synthesize(App(outdir=str(staged)))
-                write_stamp(staged, environment=environment, config_dir=config_dir, stacks=stack_ids)
+                environment, config_dir, stack_ids, digests = self.synthesize(App(outdir=str(staged)))
+                write_stamp(
+                    staged, environment=environment, config_dir=config_dir, stacks=stack_ids, digests=digests
+                )
                 publish(staged, self.final)
             return 0
         except ConfigError as error:
@@ -57,15 +66,21 @@ class Synth:
             raise
 
     @staticmethod
-    def synthesize(app: App) -> tuple[str, Path, list[str]]:
+    def synthesize(app: App) -> tuple[str, Path, list[str], Digests]:
         """Build and synthesize the environment's stacks into the app's outdir: the environment, the config
-        folder, the stack IDs."""
+        folder, the stack IDs, and the config's and code's digests as they were before anything read them."""
         env_name, config = app.node.try_get_context("env"), app.node.try_get_context("config")
         config_dir = Path(str(config)) if config is not None else CONFIG_DIR
+        digests = Digests.of(config_dir)
         settings = load_settings(config_dir, str(env_name) if env_name is not None else None)
         stacks = add_stacks(app, settings, default_account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
         app.synth()
-        return settings.environment_name, config_dir, [stack.artifact_id for stack in stacks.values()]
+        return (
+            settings.environment_name,
+            config_dir,
+            [stack.artifact_id for stack in stacks.values()],
+            digests,
+        )
 
     def clear(self) -> None:
         if self.staged is not None:

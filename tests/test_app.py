@@ -12,9 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from sonic_deploy.changes.assembly import STAGING_PREFIX, check_assembly, is_assembly_file
+from sonic_deploy.changes.templates import TemplateError
+from sonic_deploy.config import load_settings
 from tests.cdk_context import ROOT, cli_context
 from tests.conftest import CONFIG_DIR, EditConfig
 
@@ -157,3 +160,28 @@ def test_ctrl_c_during_synth_prints_no_traceback_and_leaves_nothing(tmp_path: Pa
     assert "Traceback" not in stderr
     assert stderr.splitlines()[-1] == "sonic-deploy: synth interrupted; no assembly was written"
     assert _left(out) == []
+
+
+def test_a_config_saved_during_synth_leaves_a_stale_assembly(
+    tmp_path: Path, edit_config: EditConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stamp's digest is the config the synth read: saved after it was read, the assembly is stale."""
+    import app as cdk_app
+
+    config = edit_config("environments/dev.toml", "", "")
+    real_load = load_settings
+
+    def load_then_save(config_dir: Path, env: str | None) -> object:
+        settings = real_load(config_dir, env)
+        with (config / "environments" / "dev.toml").open("a", encoding="utf-8") as toml:
+            toml.write("\n# saved while the synth ran\n")
+        return settings
+
+    monkeypatch.setattr(cdk_app, "load_settings", load_then_save)
+    monkeypatch.setattr(cdk_app, "add_stacks", lambda *_args, **_kwargs: {})  # the stamp is what is tested
+    # The context goes in as the CLI's would (the jsii kernel does not see a changed os.environ).
+    monkeypatch.setattr(cdk_app, "App", lambda **props: App(context={"config": str(config)}, **props))
+    out = tmp_path / "out"
+    assert cdk_app.Synth(out).run() == 0
+    with pytest.raises(TemplateError, match="was synthesized from another config"):
+        check_assembly(out, environment="dev", config_dir=config)

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,30 +138,64 @@ def _digest(files: Iterable[tuple[str, Path]]) -> str:
     return digest.hexdigest()
 
 
+def _digested(path: Path, root: Path) -> bool:
+    """Not editor leftovers (`.dev.toml.swp`, `.#dev.toml`, `dev.toml~`, `.DS_Store`) nor bytecode."""
+    parts = path.relative_to(root).parts
+    return path.is_file() and "__pycache__" not in parts and not any(p.startswith((".", "#")) for p in parts)
+
+
 def config_digest(config_dir: Path) -> str:
-    """Every file in the config folder (a superset of what the loader reads: any change makes it stale)."""
-    files = [p for p in config_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    """What the loader reads: the config folder's TOML files (sonic_deploy/config/loader.py reads the named
+    `*.toml` files and `environments/<env>.toml`); an editor's swap or backup file changes nothing."""
+    files = [p for p in config_dir.rglob("*.toml") if _digested(p, config_dir)]
     return _digest((p.relative_to(config_dir).as_posix(), p) for p in files)
 
 
+PACKAGE_FILES = ("*.py", "*.json", "*.toml", "*.wav")
+"""The code that builds the stacks and the package data it reads (e.g. sonic_deploy/config's JSON)."""
+
+
 def source_digest() -> str:
-    """The code that builds the stacks: the sonic_deploy package's Python files and app.py beside it."""
+    """The code that builds the stacks: the sonic_deploy package's Python and data files, and app.py."""
     package = Path(sonic_deploy.__file__).resolve().parent
-    files = [(p.relative_to(package).as_posix(), p) for p in package.rglob("*.py")]
+    found = {p for pattern in PACKAGE_FILES for p in package.rglob(pattern) if _digested(p, package)}
+    files = [(p.relative_to(package).as_posix(), p) for p in found]
     app = package.parent / "app.py"
     if app.is_file():
         files.append(("../app.py", app))
     return _digest(files)
 
 
-def write_stamp(assembly: Path, *, environment: str, config_dir: Path, stacks: Sequence[str]) -> None:
+@dataclass(frozen=True)
+class Digests:
+    """The config's and the code's digests, taken before the synth reads them: a file saved while the
+    synth runs then makes its assembly stale, instead of stamping old templates with the new config."""
+
+    config: str
+    source: str
+
+    @classmethod
+    def of(cls, config_dir: Path) -> Digests:
+        return cls(config=config_digest(config_dir), source=source_digest())
+
+
+def write_stamp(
+    assembly: Path,
+    *,
+    environment: str,
+    config_dir: Path,
+    stacks: Sequence[str],
+    digests: Digests | None = None,
+) -> None:
+    """`digests` as taken before the synth read the config (default: now, for assemblies made by hand)."""
+    digests = digests or Digests.of(config_dir)
     stamp = {
         "format": STAMP_FORMAT,
         "outcome": SYNTHESIZED,
         "environment": environment,
         "config_dir": str(config_dir.resolve()),
-        "config_digest": config_digest(config_dir),
-        "source_digest": source_digest(),
+        "config_digest": digests.config,
+        "source_digest": digests.source,
         "stacks": sorted(stacks),
     }
     (assembly / STAMP).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import sonic_deploy
 from sonic_deploy.changes import assembly, synth
 from sonic_deploy.changes.assembly import STAMP, check_assembly, clear_assembly, publish, staging
 from sonic_deploy.changes.cli import EXIT_OK, EXIT_USAGE, main
@@ -280,3 +281,26 @@ def test_exit_2_after_the_apps_line_is_a_config_error_in_one_line(
     status = synth.main(["--cdk", cdk, "--config", str(config), "--output", str(tmp_path / "cdk.out")])
     assert status == 2
     assert capsys.readouterr().err.splitlines() == ["sonic-deploy: config/x.toml: field a: bad"]
+
+
+def test_editor_leftovers_in_config_do_not_make_an_assembly_stale(tmp_path: Path, config: Path) -> None:
+    before = assembly.config_digest(config)
+    for name in (".dev.toml.swp", "dev.toml~", ".DS_Store", ".#dev.toml", "notes.txt"):
+        (config / "environments" / name).write_text("x", encoding="utf-8")
+    assert assembly.config_digest(config) == before
+    with (config / "environments" / "dev.toml").open("a", encoding="utf-8") as toml:
+        toml.write("\n# edited\n")
+    assert assembly.config_digest(config) != before
+
+
+def test_package_data_is_part_of_the_code_digest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change to a data file the code reads (sonic_deploy/config/aws_zones.json) makes an assembly stale."""
+    package = tmp_path / "sonic_deploy"
+    (package / "config").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    zones = package / "config" / "aws_zones.json"
+    zones.write_text('{"us-east-2": ["us-east-2a"]}', encoding="utf-8")
+    monkeypatch.setattr(sonic_deploy, "__file__", str(package / "__init__.py"))
+    before = assembly.source_digest()
+    zones.write_text('{"us-east-2": ["us-east-2b"]}', encoding="utf-8")
+    assert assembly.source_digest() != before
