@@ -24,6 +24,7 @@ from aws_cdk import App
 
 from sonic_deploy.changes.assembly import (
     INTERRUPTED,
+    AssemblyLockedError,
     Digests,
     clear_assembly,
     publish,
@@ -61,6 +62,9 @@ class Synth:
             self.clear()
             print(f"sonic-deploy: {error}", file=sys.stderr)
             return EXIT_CONFIG
+        except AssemblyLockedError as error:  # another CLI reads the output: it is left as it is
+            print(f"sonic-deploy: {error}", file=sys.stderr)
+            return EXIT_CONFIG
         except BaseException:
             self.clear()
             raise
@@ -86,7 +90,8 @@ class Synth:
         if self.staged is not None:
             shutil.rmtree(self.staged, ignore_errors=True)
         if self.final is not None:
-            clear_assembly(self.final)
+            with contextlib.suppress(AssemblyLockedError):  # another CLI reads it: not ours to remove
+                clear_assembly(self.final)
 
     def interrupted(self, _signum: int, _frame: FrameType | None) -> None:
         """Ctrl-C. Not an exception: jsii swallows exceptions raised inside its calls and goes on with a

@@ -44,7 +44,8 @@ _ASSEMBLY_NAMES = frozenset({MANIFEST, "tree.json", "cdk.out", "validation-repor
 _ASSEMBLY_SUFFIXES = (TEMPLATE_SUFFIX, ".assets.json", ".metadata.json")
 _ASSET_PREFIX, _NESTED_PREFIX = "asset.", "assembly-"
 # The CLI's lock files (rwlock.ts): `synth.lock` and `read.<pid>.<counter>.lock`, each holding a PID.
-_LOCK_NAMES = ("synth.lock", "read.*.lock")
+SYNTH_LOCK = "synth.lock"
+_LOCK_NAMES = (SYNTH_LOCK, "read.*.lock")
 
 
 def is_assembly_file(path: Path) -> bool:
@@ -67,9 +68,11 @@ def _remove(path: Path) -> None:
 
 def clear_assembly(directory: Path) -> None:
     """Remove a cloud assembly's files from `directory` (stamp and manifest first, so that an interrupted
-    clear never leaves a stamp or manifest naming files that are gone); other files stay."""
+    clear never leaves a stamp or manifest naming files that are gone); other files stay. Refused while
+    another CLI holds a lock there (AssemblyLockedError)."""
     if not directory.is_dir():
         return
+    check_unlocked(directory)
     for name in (STAMP, MANIFEST):
         if is_assembly_file(directory / name):
             (directory / name).unlink(missing_ok=True)
@@ -89,6 +92,65 @@ def publish(staged: Path, directory: Path) -> None:
             path.replace(directory / path.name)
 
 
+class AssemblyLockedError(TemplateError):
+    """Another process (a CDK CLI) holds a lock on the assembly folder."""
+
+
+def _ancestors() -> set[int]:
+    """This process and its parents: the CDK CLI that runs the app holds `synth.lock` in CDK_OUTDIR."""
+    pids, pid = {os.getpid()}, os.getppid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:  # /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses
+            pid = int(Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
+def live_locks(directory: Path) -> list[tuple[Path, int]]:
+    """The CLI's lock files in `directory` whose PID runs and is not this process or one of its parents."""
+    mine = _ancestors()
+    found = []
+    for pattern in _LOCK_NAMES:
+        for path in sorted(directory.glob(pattern)):
+            pid = _lock_pid(path)
+            if pid is not None and pid not in mine and _running(path):
+                found.append((path, pid))
+    return found
+
+
+def check_unlocked(directory: Path) -> None:
+    """Refuse to change an assembly another CLI is synthesizing into or reading (rwlock.ts: a `cdk deploy
+    --app cdk.out` holds `read.<pid>.<n>.lock` while it deploys from it, a `cdk synth` holds `synth.lock`)."""
+    for lock, pid in live_locks(directory)[:1]:
+        doing = "synthesizing into" if lock.name == SYNTH_LOCK else "reading"
+        raise AssemblyLockedError(
+            f"{directory}/: a CDK CLI (PID {pid}, {lock.name}) is {doing} this assembly; nothing was changed. "
+            f"Fix: wait for it to finish (or stop it: kill {pid}), then synthesize again"
+        )
+
+
+@contextmanager
+def synth_lock(directory: Path) -> Iterator[None]:
+    """Hold the CLI's write lock (`synth.lock` with this PID, as rwlock.ts writes it) while the assembly in
+    `directory` is replaced or removed, so that a CLI starting meanwhile waits or refuses, as for a synth."""
+    check_unlocked(directory)
+    remove_locks(directory, only_dead=True)
+    lock = directory / SYNTH_LOCK
+    try:
+        handle = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:  # taken between the check and here
+        check_unlocked(directory)
+        raise
+    with os.fdopen(handle, "w", encoding="utf-8") as file:
+        file.write(str(os.getpid()))
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
 def _is_lock(path: Path) -> bool:
     return any(path.match(pattern) for pattern in _LOCK_NAMES)
 
@@ -104,12 +166,16 @@ def remove_locks(directory: Path, *, only_dead: bool = False) -> None:
                     path.unlink(missing_ok=True)
 
 
-def _running(lock: Path) -> bool:
+def _lock_pid(lock: Path) -> int | None:
     try:
-        pid = int(lock.read_text(encoding="utf-8").strip())
+        return int(lock.read_text(encoding="utf-8").strip())
     except (OSError, ValueError):
-        return False
-    if pid <= 0:  # os.kill(0, ...) would signal our own process group
+        return None
+
+
+def _running(lock: Path) -> bool:
+    pid = _lock_pid(lock)
+    if pid is None or pid <= 0:  # os.kill(0, ...) would signal our own process group
         return False
     try:
         os.kill(pid, 0)

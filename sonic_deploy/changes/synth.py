@@ -27,11 +27,14 @@ from typing import IO
 
 from sonic_deploy.changes.assembly import (
     INTERRUPTED,
+    AssemblyLockedError,
     check_assembly,
+    check_unlocked,
     clear_assembly,
     publish,
     remove_locks,
     staging,
+    synth_lock,
 )
 from sonic_deploy.changes.targets import TargetError, environment_routes
 from sonic_deploy.changes.templates import TemplateError
@@ -63,9 +66,11 @@ def cdk_synth_command(cdk: str, *, env: str | None, config: Path, output: Path) 
 
 
 def discard(output: Path) -> None:
-    """After a failure: no assembly, and no lock of a CLI that is gone."""
-    clear_assembly(output)
-    remove_locks(output, only_dead=True)
+    """After a failure: no assembly, and no lock of a CLI that is gone (AssemblyLockedError while another
+    CLI holds a live lock there: its assembly is left alone)."""
+    if output.is_dir():
+        with synth_lock(output):
+            clear_assembly(output)
 
 
 def run(cdk: str, *, output: Path, env: str | None, config: Path) -> int:
@@ -73,6 +78,8 @@ def run(cdk: str, *, output: Path, env: str | None, config: Path) -> int:
     if env is not None:
         environment_routes(config, env)
     environment = load_settings(config, env).environment_name
+    if output.is_dir():
+        check_unlocked(output)  # before half a minute of synth: a `cdk deploy` reading it must finish first
     with staging(output) as staged:
         status, config_error = _run_cli(cdk, env=env, config=config, staged=staged, output=output)
         remove_locks(staged)  # the CLI has exited: any lock file left is a dead one
@@ -80,8 +87,8 @@ def run(cdk: str, *, output: Path, env: str | None, config: Path) -> int:
             discard(output)
             return EXIT_USAGE if config_error else EXIT_FAILED
         check_assembly(staged, environment=environment, config_dir=config)
-        publish(staged, output)
-    remove_locks(output, only_dead=True)  # e.g. from an interrupted plain `cdk synth` into the same folder
+        with synth_lock(output):  # also removes dead locks, e.g. of an interrupted plain `cdk synth`
+            publish(staged, output)
     return EXIT_OK
 
 
@@ -139,7 +146,17 @@ class _InterruptedError(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        return _main(args)
+    except AssemblyLockedError as error:  # also from the clean-up after another error: this line says why
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _main(args: argparse.Namespace) -> int:
+    try:
         return run(args.cdk, output=args.output, env=args.env, config=args.config)
+    except AssemblyLockedError:
+        raise
     except ConfigError as error:
         discard(args.output)
         print(f"sonic-deploy: {error}", file=sys.stderr)

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -304,3 +305,47 @@ def test_package_data_is_part_of_the_code_digest(tmp_path: Path, monkeypatch: py
     before = assembly.source_digest()
     zones.write_text('{"us-east-2": ["us-east-2b"]}', encoding="utf-8")
     assert assembly.source_digest() != before
+
+
+@pytest.fixture
+def other_cli() -> Iterator[int]:
+    """A running process standing for another CDK CLI (its PID goes into a lock file); stopped afterwards."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        yield process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize("lock", ["read.{pid}.1.lock", "synth.lock"])
+def test_the_wrapper_leaves_an_assembly_another_cli_holds_alone(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str], other_cli: int, lock: str
+) -> None:
+    """E.g. a `cdk deploy --app cdk.out` reading it: neither a failed synth nor a good one touches it."""
+    out = synthesized(tmp_path / "dev", config, "SonicSageMaker")
+    (out / lock.format(pid=other_cli)).write_text(str(other_cli), encoding="utf-8")
+    before = sorted(p.name for p in out.iterdir())
+    for body in ("sys.exit(1)", "sys.exit(0)"):
+        status = synth.main(
+            ["--cdk", fake_cdk(tmp_path, body), "--config", str(config), "--output", str(out)]
+        )
+        assert status == 2
+        [line] = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"error: {out}/: a CDK CLI (PID {other_cli}, ") and "Fix: wait for it" in line
+        assert sorted(p.name for p in out.iterdir()) == before
+    with staging(out) as staged, pytest.raises(assembly.AssemblyLockedError):
+        publish(synthesized(staged, config, "SonicEcs"), out)
+    assert check_assembly(out, environment="dev", config_dir=config) == ["SonicSageMaker"]
+
+
+def test_publishing_holds_a_synth_lock_of_its_own(tmp_path: Path, config: Path, other_cli: int) -> None:
+    out = synthesized(tmp_path / "dev", config, "SonicSageMaker")
+    (out / "synth.lock").write_text("0", encoding="utf-8")  # a dead one: replaced
+    with assembly.synth_lock(out):
+        assert (out / "synth.lock").read_text(encoding="utf-8") == str(os.getpid())
+        clear_assembly(out)  # our own lock does not stop us
+    assert not (out / "synth.lock").exists()
+    (out / "synth.lock").write_text(str(other_cli), encoding="utf-8")
+    with pytest.raises(assembly.AssemblyLockedError), assembly.synth_lock(out):
+        pass
