@@ -27,7 +27,9 @@ from sonic_deploy.changes.assembly import (
     AssemblyLockedError,
     Digests,
     clear_assembly,
+    descendant_pids,
     publish,
+    remove_own_staging,
     staging,
     write_stamp,
 )
@@ -35,7 +37,8 @@ from sonic_deploy.config import ConfigError, load_settings
 from sonic_deploy.stacks import add_stacks
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
-EXIT_CONFIG, EXIT_INTERRUPTED = 2, 130
+EXIT_CONFIG = 2
+STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Synth:
@@ -90,24 +93,39 @@ class Synth:
         if self.staged is not None:
             shutil.rmtree(self.staged, ignore_errors=True)
         if self.final is not None:
+            remove_own_staging(self.final)
             with contextlib.suppress(AssemblyLockedError):  # another CLI reads it: not ours to remove
                 clear_assembly(self.final)
 
-    def interrupted(self, _signum: int, _frame: FrameType | None) -> None:
-        """Ctrl-C. Not an exception: jsii swallows exceptions raised inside its calls and goes on with a
-        half-built construct tree (seen as a failed assertion and a traceback). So clean up and exit here;
+    def interrupted(self, signum: int, _frame: FrameType | None) -> None:
+        """Ctrl-C, or SIGTERM (a CI cancel, `kill`): exit 128 + the signal. Not an exception: jsii swallows
+        exceptions raised inside its calls and goes on with a half-built construct tree (seen as a failed assertion and a traceback). So clean up and exit here;
         the jsii kernel exits when its pipe closes (or got the same SIGINT from the terminal)."""
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for stopping in STOPPING_SIGNALS:
+            signal.signal(stopping, signal.SIG_IGN)
+        stop_children()  # the jsii kernel may be writing into the staging folder (a SIGTERM reached us alone)
         self.clear()
         with contextlib.suppress(OSError):  # whoever read stderr may be gone
             print(f"sonic-deploy: {INTERRUPTED}", file=sys.stderr, flush=True)
-        os._exit(EXIT_INTERRUPTED)
+        os._exit(128 + signum)
+
+
+def stop_children() -> None:
+    """Stop the jsii kernel (node and its child): it would go on writing into the staging folder."""
+    pids = descendant_pids()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in pids:  # reap our own child; the grandchild is gone once its parent is (SIGKILL: no delay)
+        with contextlib.suppress(OSError):
+            os.waitpid(pid, 0)
 
 
 def main() -> int:
     outdir = os.environ.get("CDK_OUTDIR")
     synth = Synth(Path(outdir) if outdir else None)
-    signal.signal(signal.SIGINT, synth.interrupted)
+    for stopping in STOPPING_SIGNALS:
+        signal.signal(stopping, synth.interrupted)
     return synth.run()
 
 

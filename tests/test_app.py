@@ -138,9 +138,15 @@ def test_a_failure_that_is_not_the_users_leaves_no_assembly_either(tmp_path: Pat
     assert _left(out) == []
 
 
-def test_ctrl_c_during_synth_prints_no_traceback_and_leaves_nothing(tmp_path: Path) -> None:
-    """SIGINT to the process group (a terminal's Ctrl-C reaches the app and its jsii kernel) once the app
-    has started staging, i.e. while it builds the stacks (which takes seconds)."""
+@pytest.mark.parametrize(
+    ("stop", "to_group"), [(signal.SIGINT, True), (signal.SIGTERM, False)], ids=["ctrl-c", "sigterm"]
+)
+def test_ctrl_c_during_synth_prints_no_traceback_and_leaves_nothing(
+    tmp_path: Path, stop: signal.Signals, to_group: bool
+) -> None:
+    """SIGINT to the process group (a terminal's Ctrl-C reaches the app and its jsii kernel), or SIGTERM to
+    the app alone (a CI cancel, `kill`), once the app has started staging, i.e. while it builds the stacks
+    (which takes seconds)."""
     out = _earlier_synth(tmp_path / "out")
     app = _app(out)
     try:
@@ -150,13 +156,16 @@ def test_ctrl_c_during_synth_prints_no_traceback_and_leaves_nothing(tmp_path: Pa
             with contextlib.suppress(subprocess.TimeoutExpired):
                 app.wait(timeout=0.05)
         assert app.poll() is None, app.stderr.read() if app.stderr else ""
-        os.killpg(app.pid, signal.SIGINT)
+        if to_group:
+            os.killpg(app.pid, stop)
+        else:
+            app.send_signal(stop)
         _, stderr = app.communicate(timeout=120)
     finally:
         if app.poll() is None:
             os.killpg(app.pid, signal.SIGKILL)
             app.wait()
-    assert app.returncode == 130
+    assert app.returncode == 128 + stop
     assert "Traceback" not in stderr
     assert stderr.splitlines()[-1] == "sonic-deploy: synth interrupted; no assembly was written"
     assert _left(out) == []

@@ -86,7 +86,8 @@ def publish(staged: Path, directory: Path) -> None:
     files, the manifest next to last and the stamp last, so that a reader sees a stamp only on a whole one."""
     clear_assembly(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    entries = [p for p in sorted(staged.iterdir()) if p.name not in (MANIFEST, STAMP) and not _is_lock(p)]
+    # Only the assembly's own files: not a lock, nor a staging folder an interrupted app left inside.
+    entries = [p for p in sorted(staged.iterdir()) if p.name not in (MANIFEST, STAMP) and is_assembly_file(p)]
     for path in [*entries, staged / MANIFEST, staged / STAMP]:
         if path.exists():
             path.replace(directory / path.name)
@@ -96,16 +97,32 @@ class AssemblyLockedError(TemplateError):
     """Another process (a CDK CLI) holds a lock on the assembly folder."""
 
 
+def _parent(pid: int | str) -> int | None:
+    try:  # /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses
+        return int(Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _ancestors() -> set[int]:
     """This process and its parents: the CDK CLI that runs the app holds `synth.lock` in CDK_OUTDIR."""
-    pids, pid = {os.getpid()}, os.getppid()
-    while pid > 1 and pid not in pids:
-        pids.add(pid)
-        try:  # /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses
-            pid = int(Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
+    pids, parent = {os.getpid()}, _parent("self")
+    while parent is not None and parent > 1 and parent not in pids:
+        pids.add(parent)
+        parent = _parent(parent)
     return pids
+
+
+def descendant_pids() -> list[int]:
+    """This process's children and theirs (Linux /proc; elsewhere none are found): the jsii runtime's
+    `node` runs the kernel in a child `node` of its own."""
+    parents = {int(p.name): _parent(p.name) for p in Path("/proc").glob("[0-9]*")}
+    found, frontier = [], {os.getpid()}
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier and pid not in found]
+        found.extend(children)
+        frontier = set(children)
+    return found
 
 
 def live_locks(directory: Path) -> list[tuple[Path, int]]:
@@ -151,10 +168,6 @@ def synth_lock(directory: Path) -> Iterator[None]:
         lock.unlink(missing_ok=True)
 
 
-def _is_lock(path: Path) -> bool:
-    return any(path.match(pattern) for pattern in _LOCK_NAMES)
-
-
 def remove_locks(directory: Path, *, only_dead: bool = False) -> None:
     """The CLI's lock files in a folder whose CLI has exited (killed by Ctrl-C, it cannot remove them), or
     with `only_dead` those whose PID is not running: the next CLI ignores those anyway (rwlock.ts checks
@@ -175,7 +188,11 @@ def _lock_pid(lock: Path) -> int | None:
 
 def _running(lock: Path) -> bool:
     pid = _lock_pid(lock)
-    if pid is None or pid <= 0:  # os.kill(0, ...) would signal our own process group
+    return pid is not None and _pid_running(pid)
+
+
+def _pid_running(pid: int) -> bool:
+    if pid <= 0:  # os.kill(0, ...) would signal our own process group
         return False
     try:
         os.kill(pid, 0)
@@ -186,11 +203,29 @@ def _running(lock: Path) -> bool:
     return True
 
 
+def remove_dead_staging(directory: Path) -> None:
+    """Staging folders whose process is gone (killed: SIGKILL, or a kernel that outlived its app): each is
+    named `.sonic-staging-<pid>-...`; one without a PID is from an older version, and dead too."""
+    for path in directory.glob(f"{STAGING_PREFIX}*"):
+        pid_text = path.name.removeprefix(STAGING_PREFIX).split("-", 1)[0]
+        pid = int(pid_text) if pid_text.isdigit() else 0
+        if pid <= 0 or not _pid_running(pid):
+            _remove(path)
+
+
+def remove_own_staging(directory: Path) -> None:
+    """This process's staging folders: after a signal that came between making one and knowing its name."""
+    for path in directory.glob(f"{STAGING_PREFIX}{os.getpid()}-*"):
+        _remove(path)
+
+
 @contextmanager
 def staging(directory: Path) -> Iterator[Path]:
-    """A fresh folder inside `directory` (same file system, so publishing renames), removed afterwards."""
+    """A fresh folder inside `directory` (same file system, so publishing renames), removed afterwards;
+    dead ones left by earlier runs go first."""
     directory.mkdir(parents=True, exist_ok=True)
-    staged = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=directory))
+    remove_dead_staging(directory)
+    staged = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=directory))
     try:  # an interruption between mkdtemp and here leaves the folder: it is named to be recognised
         yield staged
     finally:

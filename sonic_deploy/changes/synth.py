@@ -9,12 +9,15 @@ It also synthesizes into a staging folder inside the output (so a CLI killed by 
 `synth.lock` there, not in the output) and publishes the assembly only when the CLI succeeded and the app
 stamped it; on any failure the output's assembly is removed (sonic_deploy/changes/assembly.py).
 
-Exit codes: 0 synthesized, 1 the synth failed (the CDK said why), 2 a config or usage error, 130 Ctrl-C.
+Exit codes: 0 synthesized, 1 the synth failed (the CDK said why), 2 a config or usage error, 130 Ctrl-C,
+143 SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
 import shlex
 import signal
@@ -23,6 +26,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import IO
 
 from sonic_deploy.changes.assembly import (
@@ -41,6 +45,8 @@ from sonic_deploy.changes.templates import TemplateError
 from sonic_deploy.config import ConfigError, load_settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""Ctrl-C, and what a CI cancel or `kill` sends: both stop the synth the same way (exit 128 + the signal)."""
 CONFIG_ERROR_EXIT = re.compile(r": Subprocess exited with error 2\s*$")
 """The CLI's line after an app that exited 2 (exec.ts: `${commandAndArgs}: Subprocess ${failure}`)."""
 APP_ERROR_PREFIX = "sonic-deploy: "
@@ -117,34 +123,52 @@ class _Stderr(threading.Thread):
 def _run_cli(cdk: str, *, env: str | None, config: Path, staged: Path, output: Path) -> tuple[int, bool]:
     """The CLI's exit status, and whether the app reported a config error."""
     command = cdk_synth_command(cdk, env=env, config=config, output=staged)
-    process = subprocess.Popen(command, shell=True, executable="/bin/bash", stderr=subprocess.PIPE, text=True)
+    # In a process group of its own, so that the CLI and the app get a SIGINT however this wrapper was
+    # stopped (a terminal's Ctrl-C reaches only the foreground group; a CI cancel's SIGTERM only us).
+    process = subprocess.Popen(
+        command, shell=True, executable="/bin/bash", stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     assert process.stderr is not None
     stderr = _Stderr(process.stderr, staged=staged, output=output)
     stderr.start()
     try:
         status = process.wait()
-    except KeyboardInterrupt:
-        # Ctrl-C reached the CLI and the app too (one process group): let them clean up, then stop them.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except _StoppedError as stopped:
+        # Let the CLI and the app clean up (the app removes its staging folder and says so), then stop them.
+        for stopping in STOPPING_SIGNALS:
+            signal.signal(stopping, signal.SIG_IGN)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGINT)
         try:
             process.wait(timeout=CHILD_EXIT_SECONDS)
         except subprocess.TimeoutExpired:
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         stderr.join(timeout=CHILD_EXIT_SECONDS)
-        raise _InterruptedError(said=stderr.said_interrupted) from None
+        stopped.said = stderr.said_interrupted
+        raise
     stderr.join(timeout=CHILD_EXIT_SECONDS)  # the app, which shares the pipe, may outlive the CLI
     return status, stderr.config_error
 
 
-class _InterruptedError(Exception):
-    def __init__(self, *, said: bool) -> None:
+class _StoppedError(Exception):
+    """SIGINT or SIGTERM arrived: raised from the signal handler, in the main thread."""
+
+    def __init__(self, signum: int) -> None:
         super().__init__(INTERRUPTED)
-        self.said = said
+        self.signum = signum
+        self.said = False  # whether the app said it already
+
+
+def _stop(signum: int, _frame: FrameType | None) -> None:
+    raise _StoppedError(signum)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for stopping in STOPPING_SIGNALS:
+        signal.signal(stopping, _stop)
     try:
         return _main(args)
     except AssemblyLockedError as error:  # also from the clean-up after another error: this line says why
@@ -163,7 +187,7 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except (
         TargetError
-    ) as error:  # a usage error (an unknown ENV): checked first, the last good assembly stays
+    ) as error:  # a usage error (an unknown ENV), checked first: the last good assembly stays
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except TemplateError as error:
@@ -178,12 +202,13 @@ def _main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    except (KeyboardInterrupt, _InterruptedError) as interruption:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except _StoppedError as stopped:
+        for stopping in STOPPING_SIGNALS:
+            signal.signal(stopping, signal.SIG_IGN)
         discard(args.output)
-        if not getattr(interruption, "said", False):  # the app said it already
+        if not stopped.said:
             print(f"sonic-deploy: {INTERRUPTED}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return 128 + stopped.signum
 
 
 if __name__ == "__main__":

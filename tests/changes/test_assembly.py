@@ -3,9 +3,11 @@ published whole; publishing and clearing touch nothing but a cloud assembly's ow
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -349,3 +351,62 @@ def test_publishing_holds_a_synth_lock_of_its_own(tmp_path: Path, config: Path, 
     (out / "synth.lock").write_text(str(other_cli), encoding="utf-8")
     with pytest.raises(assembly.AssemblyLockedError), assembly.synth_lock(out):
         pass
+
+
+def test_staging_removes_dead_staging_folders_only(tmp_path: Path, other_cli: int) -> None:
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    out = tmp_path / "cdk.out"
+    for name in (f"{dead.stdout.strip()}-abc", "oldstyle", f"{other_cli}-live"):
+        (out / f"{assembly.STAGING_PREFIX}{name}" / "asset.x").mkdir(parents=True)
+    with staging(out) as staged:
+        assert staged.name.startswith(f"{assembly.STAGING_PREFIX}{os.getpid()}-")
+        left = sorted(p.name for p in out.iterdir())
+    assert left == sorted([f"{assembly.STAGING_PREFIX}{other_cli}-live", staged.name])
+
+
+def test_publish_moves_no_leaked_staging_folder(tmp_path: Path, config: Path) -> None:
+    out = tmp_path / "dev"
+    with staging(out) as staged:
+        synthesized(staged, config, "SonicSageMaker")
+        (staged / f"{assembly.STAGING_PREFIX}1-inner" / "asset.x").mkdir(parents=True)
+        publish(staged, out)
+    assert not [p for p in out.iterdir() if p.name.startswith(assembly.STAGING_PREFIX)]
+
+
+def test_sigterm_stops_the_wrapper_like_ctrl_c(tmp_path: Path, config: Path) -> None:
+    """A CI cancel sends SIGTERM to the wrapper alone: the CLI (here a stand-in) is stopped, nothing stays."""
+    started = tmp_path / "started"
+    cdk = fake_cdk(
+        tmp_path,
+        "import signal, time\n"
+        "signal.signal(signal.SIGINT, lambda *_: sys.exit(130))\n"
+        "out = sys.argv[sys.argv.index('--output') + 1]\n"
+        "os.makedirs(os.path.join(out, '.sonic-staging-%d-app' % os.getpid()))\n"
+        f"open({str(started)!r}, 'w').close()\n"
+        "time.sleep(120)",
+    )
+    out = synthesized(tmp_path / "dev", config, "SonicSageMaker")
+    command = [sys.executable, "-m", "sonic_deploy.changes.synth", "--cdk", cdk, "--config", str(config)]
+    wrapper = subprocess.Popen(
+        [*command, "--output", str(out)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(1200):  # up to a minute on a busy machine
+            if started.exists() or wrapper.poll() is not None:
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                wrapper.wait(timeout=0.05)
+        assert wrapper.poll() is None
+        wrapper.send_signal(signal.SIGTERM)
+        _, stderr = wrapper.communicate(timeout=90)
+    finally:
+        if wrapper.poll() is None:
+            wrapper.kill()
+            wrapper.wait()
+    assert wrapper.returncode == 128 + signal.SIGTERM
+    assert stderr.splitlines() == ["sonic-deploy: synth interrupted; no assembly was written"]
+    assert sorted(p.name for p in out.iterdir()) == []
