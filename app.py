@@ -28,8 +28,10 @@ from sonic_deploy.changes.assembly import (
     Digests,
     clear_assembly,
     descendant_pids,
+    prune_assets,
     publish,
     remove_own_staging,
+    seed_assets,
     staging,
     write_stamp,
 )
@@ -55,7 +57,9 @@ class Synth:
                 return 0
             with staging(self.final) as staged:
                 self.staged = staged
+                seed_assets(self.final, staged)  # the CDK skips an asset already staged: no 50 MB copy
                 environment, config_dir, stack_ids, digests = self.synthesize(App(outdir=str(staged)))
+                prune_assets(staged)
                 write_stamp(
                     staged, environment=environment, config_dir=config_dir, stacks=stack_ids, digests=digests
                 )

@@ -203,6 +203,37 @@ def _pid_running(pid: int) -> bool:
     return True
 
 
+def seed_assets(directory: Path, staged: Path) -> None:
+    """Hard-link the staged assets (`asset.*`) of the assembly in `directory` into `staged` before a synth.
+    aws-cdk-lib skips an asset whose `asset.<hash>` is already in the outdir (core/lib/asset-staging.ts,
+    AssetStaging.stageAsset: "Is the work already done?" returns when the target path exists), so a repeated
+    synth reuses them instead of copying the 50 MB Lambda bundle again. Links, not moves: the published
+    assembly stays whole while the synth runs. One that cannot be linked is left for the CDK to copy."""
+    for path in sorted(directory.glob(f"{_ASSET_PREFIX}*")) if directory.is_dir() else []:
+        target = staged / path.name
+        if target.exists() or path.is_symlink():
+            continue
+        try:
+            if path.is_dir():
+                shutil.copytree(path, target, symlinks=True, copy_function=os.link)
+            else:
+                os.link(path, target)
+        except OSError:
+            _remove(target)
+
+
+def prune_assets(assembly: Path) -> None:
+    """Remove the `asset.*` entries that no `*.assets.json` of the assembly names (seeded from an earlier
+    synth whose assets changed since), so that they are not published again and again."""
+    manifests = [*assembly.glob("*.assets.json"), *assembly.glob(f"{_NESTED_PREFIX}*/*.assets.json")]
+    named = "".join(
+        p.read_text(encoding="utf-8", errors="replace") for p in manifests
+    )  # a stage's: "../asset."
+    for path in assembly.glob(f"{_ASSET_PREFIX}*"):
+        if path.name not in named:
+            _remove(path)
+
+
 def remove_dead_staging(directory: Path) -> None:
     """Staging folders whose process is gone (killed: SIGKILL, or a kernel that outlived its app): each is
     named `.sonic-staging-<pid>-...`; one without a PID is from an older version, and dead too."""

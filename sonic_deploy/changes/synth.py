@@ -37,6 +37,7 @@ from sonic_deploy.changes.assembly import (
     clear_assembly,
     publish,
     remove_locks,
+    seed_assets,
     staging,
     synth_lock,
 )
@@ -87,6 +88,7 @@ def run(cdk: str, *, output: Path, env: str | None, config: Path) -> int:
     if output.is_dir():
         check_unlocked(output)  # before half a minute of synth: a `cdk deploy` reading it must finish first
     with staging(output) as staged:
+        seed_assets(output, staged)  # the app links them into its own staging folder, and the CDK reuses them
         status, config_error = _run_cli(cdk, env=env, config=config, staged=staged, output=output)
         remove_locks(staged)  # the CLI has exited: any lock file left is a dead one
         if status != 0:

@@ -410,3 +410,26 @@ def test_sigterm_stops_the_wrapper_like_ctrl_c(tmp_path: Path, config: Path) -> 
     assert wrapper.returncode == 128 + signal.SIGTERM
     assert stderr.splitlines() == ["sonic-deploy: synth interrupted; no assembly was written"]
     assert sorted(p.name for p in out.iterdir()) == []
+
+
+def test_a_repeated_synth_starts_from_the_published_assets(tmp_path: Path, config: Path) -> None:
+    """Linked, not copied (the CDK then skips them): same inode; an asset no assets.json names is pruned."""
+    out = synthesized(tmp_path / "dev", config, "SonicSageMaker")
+    kept, stale = "asset." + "a" * 64, "asset." + "b" * 64
+    for name in (kept, stale):
+        (out / name).mkdir()
+        (out / name / "index.py").write_text("print()", encoding="utf-8")
+    (out / f"{stale}.zip").write_bytes(b"zip")
+    with staging(out) as staged:
+        assembly.seed_assets(out, staged)
+        assert (staged / kept / "index.py").stat().st_ino == (out / kept / "index.py").stat().st_ino
+        assert (staged / f"{stale}.zip").stat().st_ino == (out / f"{stale}.zip").stat().st_ino
+        synthesized(staged, config, "SonicSageMaker")
+        (staged / "SonicSageMaker.assets.json").write_text(
+            json.dumps({"files": {"a": {"source": {"path": kept}}}})
+        )
+        assembly.prune_assets(staged)
+        assembly.write_stamp(staged, environment="dev", config_dir=config, stacks=["SonicSageMaker"])
+        publish(staged, out)
+    assert sorted(p.name for p in out.glob("asset.*")) == [kept]
+    assert check_assembly(out, environment="dev", config_dir=config) == ["SonicSageMaker"]
