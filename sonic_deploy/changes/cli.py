@@ -21,6 +21,7 @@ from sonic_deploy.arguments import (
     output_file,
     output_folder,
 )
+from sonic_deploy.changes.assembly import check_assembly
 from sonic_deploy.changes.cdk_failures import (
     NOT_BOOTSTRAPPED,
     bootstrap_hint,
@@ -131,6 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the CDK command's captured output",
     )
     explain.set_defaults(run=run_explain_cdk_failure)
+
+    fresh = commands.add_parser(
+        "check-assembly",
+        help="exit 2, saying why, unless <synthesized>/<env> is a whole synth of the current config and code",
+    )
+    _add_locations(fresh)
+    fresh.set_defaults(run=run_check_assembly)
     return parser
 
 
@@ -155,6 +163,8 @@ def _add_locations(parser: argparse.ArgumentParser) -> None:
 def _synthesized(args: argparse.Namespace, environment: str) -> dict[str, dict[str, Any]]:
     environment_routes(args.config, environment)  # an unknown ENV fails here with the list of known ones
     assembly = args.synthesized / environment
+    # Only what a successful synth of this config and code wrote: never an earlier or a half-written one.
+    check_assembly(assembly, environment=environment, config_dir=args.config)
     templates = stack_templates(assembly)
     if not templates:
         expected = " or ".join(stack_id + TEMPLATE_SUFFIX for stack_id in STACK_IDS.values())
@@ -256,6 +266,12 @@ def run_baseline(args: argparse.Namespace) -> int:
             path.unlink()
             print(f"removed {path} (environment {environment} no longer synthesizes {stack_id})")
     print(f"Review the change with `git diff {args.baselines}` and commit it.")
+    return EXIT_OK
+
+
+def run_check_assembly(args: argparse.Namespace) -> int:
+    for environment in args.env:
+        _synthesized(args, environment)
     return EXIT_OK
 
 

@@ -11,6 +11,7 @@ import pytest
 from sonic_deploy.changes import find_stale_baselines
 from sonic_deploy.changes.cli import EXIT_DANGEROUS, EXIT_OK, EXIT_USAGE, main
 from sonic_deploy.config import environment_names
+from tests.changes.assemblies import finish_synths
 from tests.changes.narrow_config import config_with_sagemaker_only_environment
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
@@ -39,7 +40,9 @@ def write(path: Path, template: dict[str, Any]) -> Path:
 
 
 def run(tmp_path: Path, command: str, *args: str) -> int:
-    """The CLI on the repository's config; diff and baseline read tmp_path/synth and tmp_path/baselines."""
+    """The CLI on the repository's config; diff and baseline read tmp_path/synth (stamped as a successful
+    synth of that config) and tmp_path/baselines."""
+    finish_synths(tmp_path / "synth", config=CONFIG)
     locations = ["--synthesized", str(tmp_path / "synth"), "--baselines", str(tmp_path / "baselines")]
     return main(
         ["--config", str(CONFIG), command, *(locations if command in ("diff", "baseline") else []), *args]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,10 +24,13 @@ BOOTSTRAP_ERROR = (
     "bootstrapped? Please run 'cdk bootstrap' (see https://docs.aws.amazon.com/cdk/latest/guide/bootstrapping.html)"
 )
 
-# Stands in for `node node_modules/aws-cdk/bin/cdk`: `synth --output DIR` writes $FAKE_TEMPLATE as the
-# SonicSageMaker template; any other command prints $FAKE_CDK_SAYS and exits with $FAKE_CDK_EXIT.
+# Stands in for `node node_modules/aws-cdk/bin/cdk`. `synth --output DIR` acts as the app does: it writes
+# $FAKE_TEMPLATE as the SonicSageMaker template with a manifest and the stamp of `-c config=`, or fails like
+# the CLI after an app's config error ($FAKE_SYNTH_FAILS=config: the app's line, the CLI's line, exit 1) or
+# another failure (=crash), or takes the CLI's write lock and waits to be interrupted (=hang). Any other
+# command prints $FAKE_CDK_SAYS and exits with $FAKE_CDK_EXIT.
 FAKE_CDK = """\
-import os, shutil, sys
+import os, shutil, signal, sys, time
 from pathlib import Path
 args = sys.argv[1:]
 with open(os.environ["FAKE_CDK_CALLS"], "a") as calls:
@@ -34,7 +38,25 @@ with open(os.environ["FAKE_CDK_CALLS"], "a") as calls:
 if args[0] == "synth":
     out = Path(args[args.index("--output") + 1])
     out.mkdir(parents=True, exist_ok=True)
+    context = dict(args[i + 1].split("=", 1) for i, arg in enumerate(args) if arg == "-c")
+    fails = os.environ.get("FAKE_SYNTH_FAILS")
+    if fails == "config":
+        print("sonic-deploy: config/environments/dev.toml: region = 'mars-1': bad. Fix: use us-east-2", file=sys.stderr)
+        print(".venv/bin/python app.py: Subprocess exited with error 2", file=sys.stderr)
+        sys.exit(1)
+    if fails == "crash":
+        print(".venv/bin/python app.py: Subprocess exited with error 1", file=sys.stderr)
+        sys.exit(1)
+    if fails == "hang":
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Node's default: SIGINT ends it, without a word
+        (out / "synth.lock").write_text(str(os.getpid()))
+        print("waiting", file=sys.stderr, flush=True)
+        time.sleep(120)
+        sys.exit(1)
+    from sonic_deploy.changes.assembly import write_stamp
     shutil.copyfile(os.environ["FAKE_TEMPLATE"], out / "SonicSageMaker.template.json")
+    (out / "manifest.json").write_text("{}")
+    write_stamp(out, environment=context.get("env", "dev"), config_dir=Path(context["config"]), stacks=["SonicSageMaker"])
     sys.exit(0)
 print(os.environ.get("FAKE_CDK_SAYS", ""))
 sys.exit(int(os.environ.get("FAKE_CDK_EXIT", "0")))
@@ -95,7 +117,7 @@ def test_make_diff_catches_endpoint_replacement_offline(make: Make) -> None:
     assert ":no_entry:" in (make.tmp / "summary.md").read_text(encoding="utf-8")
     assert make("diff", "ENV=dev", "ALLOW_DANGEROUS=1").returncode == 0
     assert make("diff", "ENV=dev", "ALLOW_DANGEROUS=0").returncode != 0
-    assert "synth --quiet -c env=dev --output" in make.calls.read_text(encoding="utf-8")
+    assert f"synth --quiet --no-notices -c env=dev -c config={make.config} --output" in make.calls.read_text()
 
 
 def test_cdk_diff_compares_with_the_baseline_and_writes_the_summary(make: Make) -> None:
@@ -265,3 +287,122 @@ def test_make_licence_needs_env_and_file_and_reaches_the_command(make: Make, tmp
     connected = make("licence", "ENV=dev", f"FILE={tmp_path / 'l.lic'}", "PY=" + sys.executable)
     assert connected.returncode != 0
     assert 'licence_mode = "connected"' in connected.stderr and "Traceback" not in connected.stderr
+
+
+# Nothing half-written (issue 16): a failed synth leaves no assembly, and nothing reads an earlier one.
+
+
+def _assembly_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def _lines(stderr: str) -> list[str]:
+    """What the user reads, without make's own `make: *** [...] Error 2` trailer (make exits 2 whenever a
+    recipe fails; the recipe's status is in that trailer)."""
+    return [line for line in stderr.splitlines() if not line.startswith("make: ***")]
+
+
+def test_a_config_error_in_make_diff_is_one_line_and_leaves_nothing_for_cdk_diff(make: Make) -> None:
+    make.synthesizes(endpoint_stack("sonic-dev"))
+    assert make("baseline", "ENV=dev").returncode == 0
+    assert (make.tmp / "synth/dev/manifest.json").is_file()
+
+    result = make("diff", "ENV=dev", FAKE_SYNTH_FAILS="config")
+
+    assert result.returncode == 2 and "synth-envs] Error 2" in result.stderr
+    assert _lines(result.stderr) == [
+        "sonic-deploy: config/environments/dev.toml: region = 'mars-1': bad. Fix: use us-east-2"
+    ]
+    assert _assembly_files(make.tmp / "synth/dev") == []  # the earlier synth is gone, not left to be read
+    assert "No dangerous changes" not in result.stdout
+    calls = make.calls.read_text()
+
+    cdk_diff = make("cdk-diff", "ENV=dev", f"SUMMARY={make.tmp / 'summary.md'}")
+
+    assert cdk_diff.returncode == 2
+    assert "no synthesized sonic stacks in" in cdk_diff.stderr and "make diff ENV=dev" in cdk_diff.stderr
+    assert make.calls.read_text() == calls  # cdk diff never ran on anything
+    assert not (make.tmp / "summary.md").exists()
+
+
+def test_make_diff_when_synth_fails_otherwise_exits_1_and_leaves_no_assembly(make: Make) -> None:
+    make.synthesizes(endpoint_stack("sonic-dev"))
+    assert make("diff", "ENV=dev").returncode == 0
+    result = make("diff", "ENV=dev", FAKE_SYNTH_FAILS="crash")
+    assert result.returncode == 2  # make's status for any failed recipe; the recipe's own is 1
+    assert "synth-envs] Error 1" in result.stderr
+    assert "Subprocess exited with error 1" in result.stderr  # the CDK's own report stays
+    assert _assembly_files(make.tmp / "synth/dev") == []
+
+
+def test_cdk_diff_refuses_an_assembly_from_an_earlier_config(make: Make) -> None:
+    make.synthesizes(endpoint_stack("sonic-dev"))
+    assert make("diff", "ENV=dev").returncode == 0
+    dev = make.config / "environments/dev.toml"
+    dev.write_text(dev.read_text(encoding="utf-8") + "\n# changed after the synth\n", encoding="utf-8")
+
+    result = make("cdk-diff", "ENV=dev", "LIVE=1")
+
+    assert result.returncode == 2
+    assert "the assembly was synthesized from another config than" in result.stderr
+    assert not any(line.startswith("diff ") for line in make.calls.read_text().splitlines())
+
+
+def test_make_synth_publishes_a_stamped_assembly_or_none(make: Make) -> None:
+    out = make.tmp / "cdk.out"
+    (out / "by-env").mkdir(parents=True)  # make diff's folders live inside cdk.out: they stay
+    skip_setup = ["-o", ".venv/.installed", "-o", "node_modules/.installed", f"SYNTH_OUT={out}"]
+    make.synthesizes(endpoint_stack("sonic-dev"))
+    (out / "SonicEcs.template.json").write_text("{}")  # a stack an earlier synth wrote
+    (out / "synth.lock").write_text("999999999")  # an interrupted plain `cdk synth`'s, its PID long gone
+
+    assert make(*skip_setup, "synth").returncode == 0
+    assert _assembly_files(out) == [
+        "SonicSageMaker.template.json",
+        "by-env",
+        "manifest.json",
+        "sonic-synth.json",
+    ]
+
+    result = make(*skip_setup, "synth", FAKE_SYNTH_FAILS="config")
+    assert result.returncode == 2 and len(_lines(result.stderr)) == 1
+    assert _assembly_files(out) == ["by-env"]
+
+
+def test_make_synth_refuses_an_unknown_env_before_the_cdk(make: Make) -> None:
+    skip_setup = ["-o", ".venv/.installed", "-o", "node_modules/.installed", f"SYNTH_OUT={make.tmp / 'out'}"]
+    result = make(*skip_setup, "synth", "ENV=staging")
+    assert result.returncode == 2
+    [line] = _lines(result.stderr)
+    assert line.startswith(
+        f"error: ENV=staging is not an environment: use one of {', '.join(environment_names(make.config))}"
+    )
+    assert not make.calls.exists()
+
+
+def test_ctrl_c_during_synth_leaves_no_lock_and_no_assembly(make: Make) -> None:
+    """SIGINT to the whole process group, as a terminal's Ctrl-C: the stand-in CDK holds the CLI's write
+    lock (synth.lock) in the folder it synthesizes into when it is interrupted."""
+    make.synthesizes(endpoint_stack("sonic-dev"))
+    assert make("diff", "ENV=dev").returncode == 0
+    command = [
+        sys.executable, "-m", "sonic_deploy.changes.synth", "--config", str(make.config), "--cdk", make.cdk,
+        "--env", "dev", "--output", str(make.tmp / "synth/dev"),
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=REPO, env=make.env | {"FAKE_SYNTH_FAILS": "hang"}, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        assert process.stderr.readline() == "waiting\n"  # the stand-in holds the lock now
+        os.killpg(process.pid, signal.SIGINT)
+        rest = process.stderr.read()
+        assert process.wait(timeout=60) == 130
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert rest == "sonic-deploy: synth interrupted; no assembly was written\n"
+    assert _assembly_files(make.tmp / "synth/dev") == []
+    assert not list(make.tmp.rglob("*.lock"))

@@ -16,6 +16,7 @@ from moto import mock_aws
 from sonic_deploy.changes import cli
 from sonic_deploy.changes.cli import EXIT_DANGEROUS, EXIT_OK, EXIT_USAGE, main
 from sonic_deploy.changes.live import LiveTemplateError, deployed_template
+from tests.changes.assemblies import finish_synth
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
@@ -53,6 +54,7 @@ def synthesize(tmp_path: Path, template: dict[str, Any]) -> None:
     path = tmp_path / "synth/dev/SonicSageMaker.template.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(template), encoding="utf-8")
+    finish_synth(path.parent, config=CONFIG)
 
 
 def live_diff(tmp_path: Path) -> int:
