@@ -16,6 +16,7 @@ from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from sonic_deploy.changes.assembly import STAGING_PREFIX, check_assembly, is_assembly_file
+from sonic_deploy.changes.staged_synth import StagedSynth
 from sonic_deploy.changes.templates import TemplateError
 from sonic_deploy.config import load_settings
 from tests.cdk_context import ROOT, cli_context
@@ -191,6 +192,6 @@ def test_a_config_saved_during_synth_leaves_a_stale_assembly(
     # The context goes in as the CLI's would (the jsii kernel does not see a changed os.environ).
     monkeypatch.setattr(cdk_app, "App", lambda **props: App(context={"config": str(config)}, **props))
     out = tmp_path / "out"
-    assert cdk_app.Synth(out).run() == 0
+    assert StagedSynth(out, cdk_app.synthesize).run() == 0
     with pytest.raises(TemplateError, match="was synthesized from another config"):
         check_assembly(out, environment="dev", config_dir=config)
