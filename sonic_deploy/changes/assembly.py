@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -97,26 +98,50 @@ class AssemblyLockedError(TemplateError):
     """Another process (a CDK CLI) holds a lock on the assembly folder."""
 
 
-def _parent(pid: int | str) -> int | None:
-    try:  # /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses
-        return int(Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
+PROC = Path("/proc")
+
+
+def process_parents() -> dict[int, int]:
+    """Every process's parent: from Linux's /proc/<pid>/stat, else from `ps` (macOS, or /proc mounted with
+    hidepid). The CDK CLI that runs the app holds `synth.lock` in CDK_OUTDIR: without its parents the app
+    would take that lock for another CLI's."""
+    parents = {}
+    for stat in PROC.glob("[0-9]*/stat"):
+        try:  # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+            parents[int(stat.parent.name)] = int(
+                stat.read_text(encoding="utf-8").rsplit(")", 1)[1].split()[1]
+            )
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    if os.getpid() in parents:
+        return parents
+    try:
+        listed = subprocess.run(
+            ["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True, check=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return parents
+    for line in listed.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit():
+            parents[int(fields[0])] = int(fields[1])
+    return parents
 
 
 def _ancestors() -> set[int]:
-    """This process and its parents: the CDK CLI that runs the app holds `synth.lock` in CDK_OUTDIR."""
-    pids, parent = {os.getpid()}, _parent("self")
-    while parent is not None and parent > 1 and parent not in pids:
+    """This process and its parents."""
+    parents = process_parents()
+    pids, parent = {os.getpid()}, parents.get(os.getpid(), os.getppid())
+    while parent > 1 and parent not in pids:
         pids.add(parent)
-        parent = _parent(parent)
+        parent = parents.get(parent, 0)
     return pids
 
 
 def descendant_pids() -> list[int]:
-    """This process's children and theirs (Linux /proc; elsewhere none are found): the jsii runtime's
-    `node` runs the kernel in a child `node` of its own."""
-    parents = {int(p.name): _parent(p.name) for p in Path("/proc").glob("[0-9]*")}
+    """This process's children and theirs: the jsii runtime's `node` runs the kernel in a child `node` of its
+    own."""
+    parents = process_parents()
     found, frontier = [], {os.getpid()}
     while frontier:
         children = [pid for pid, parent in parents.items() if parent in frontier and pid not in found]

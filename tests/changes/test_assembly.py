@@ -433,3 +433,42 @@ def test_a_repeated_synth_starts_from_the_published_assets(tmp_path: Path, confi
         publish(staged, out)
     assert sorted(p.name for p in out.glob("asset.*")) == [kept]
     assert check_assembly(out, environment="dev", config_dir=config) == ["SonicSageMaker"]
+
+
+@pytest.mark.parametrize("proc", ["linux", "none"])
+def test_the_clis_own_lock_is_not_another_clis_without_proc_either(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: str
+) -> None:
+    """The CDK CLI that runs the app holds synth.lock in CDK_OUTDIR; where /proc is missing (macOS, or
+    hidepid) the app finds its parents with `ps`, or every synth would refuse its own CLI's lock."""
+    if proc == "none":
+        monkeypatch.setattr(assembly, "PROC", tmp_path / "no-proc")
+    out = tmp_path / "out"
+    out.mkdir()
+    # The CLI is not always the app's parent (a shell may run between them): the lock holds our grandparent.
+    grandparent = int(
+        subprocess.run(
+            ["ps", "-o", "ppid=", "-p", str(os.getppid())],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout
+    )
+    if grandparent <= 1:
+        pytest.skip("this test runs as a direct child of init: it has no grandparent to hold the lock")
+    (out / assembly.SYNTH_LOCK).write_text(str(grandparent), encoding="utf-8")
+    assert grandparent in assembly._ancestors()
+    assert assembly.live_locks(out) == []
+    assembly.check_unlocked(out)
+
+
+def test_children_are_found_without_proc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The jsii kernel is stopped before the staging folder goes, with or without /proc."""
+    monkeypatch.setattr(assembly, "PROC", tmp_path / "no-proc")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert child.pid in assembly.descendant_pids()
+    finally:
+        child.kill()
+        child.wait()
