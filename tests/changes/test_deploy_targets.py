@@ -270,7 +270,9 @@ def test_bootstrap_creates_the_policy_before_cdk_and_stops_without_credentials(m
 def test_bootstrap_reads_the_policy_file_it_is_given(make: Make, tmp_path: Path) -> None:
     missing = tmp_path / "no-such-policy.json"
     result = make("bootstrap", "ENV=prod", f"PY={sys.executable}", f"EXECUTION_POLICY_FILE={missing}")
-    assert result.returncode == 2 and f"error: {missing}: no such policy file" in result.stderr
+    assert result.returncode == 2
+    assert f"--document '{missing}': cannot read it" in result.stderr
+    assert "Fix: give the path of an IAM policy document" in result.stderr
     assert not make.calls.exists()
 
 
