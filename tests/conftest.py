@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Callable
 from functools import cache
@@ -20,13 +19,17 @@ from sonic_deploy.compliance.variants import fill_placeholders
 from sonic_deploy.config import Settings, load_settings
 from sonic_deploy.stacks import add_stacks
 from tests.cdk_context import ROOT, cli_context
+from tests.fuzz import EXPLORE_SCALE
+from tests.fuzz import profile as fuzz_profile
 
 CONFIG_DIR = ROOT / "config"
 pytest_plugins = ["tests.pipecat_frames"]
 
 # Property-based tests (tests/fuzz/ holds the generators): the same examples on every run, so main stays
 # green or fails the same way everywhere; no deadline, since a busy laptop is slow, not wrong; no example
-# database left in the work tree. HYPOTHESIS_PROFILE=explore draws new examples, more of them.
+# database left in the work tree. HYPOTHESIS_PROFILE=explore draws new examples, EXPLORE_SCALE times as
+# many: a test's own @settings(max_examples=examples(n)) scales with it (tests/fuzz/__init__.py), and one
+# without its own count draws EXPLORE_SCALE times hypothesis's default of 100.
 settings.register_profile(
     "ci",
     derandomize=True,
@@ -34,8 +37,14 @@ settings.register_profile(
     database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("explore", deadline=None, database=None, max_examples=2000)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+settings.register_profile(
+    "explore",
+    deadline=None,
+    database=None,
+    max_examples=100 * EXPLORE_SCALE,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(fuzz_profile())
 
 
 @cache

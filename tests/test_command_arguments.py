@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from sonic_deploy import cli
 from sonic_deploy.changes import cli as changes_cli
 from tests.cdk_context import ROOT
+from tests.fuzz import examples
 from tests.fuzz.arguments import CORRUPT_SUMMARIES, command_lines, hostile_paths, subparser
 
 CONFIG = str(ROOT / "config")
@@ -150,7 +151,7 @@ def _fuzz(
 
 
 @pytest.mark.parametrize("path", SONIC, ids=" ".join)
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(data=st.data())
 def test_every_sonic_deploy_command_refuses_bad_options_in_one_line(
     path: tuple[str, ...], data: st.DataObject, folder: Path
@@ -159,7 +160,7 @@ def test_every_sonic_deploy_command_refuses_bad_options_in_one_line(
 
 
 @pytest.mark.parametrize("path", CHANGES, ids=" ".join)
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(data=st.data())
 def test_every_changes_command_refuses_bad_options_in_one_line(
     path: tuple[str, ...], data: st.DataObject, folder: Path

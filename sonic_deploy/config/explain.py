@@ -19,7 +19,7 @@ def explain(path: Path, model: type[BaseModel], error: ValidationError) -> Confi
     errors = error.errors()
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = [str(part) for part in first["loc"]]
-    field = toml_path(loc)
+    field = toml_path(first["loc"])  # the original parts: an int is a list index, written [1]
     kind = first["type"]
     if kind == "extra_forbidden":
         known = known_keys(model, loc[:-1])
@@ -34,7 +34,7 @@ def explain(path: Path, model: type[BaseModel], error: ValidationError) -> Confi
             + (f"known keys here: {', '.join(known)}" if known else "see the comments in the shipped file"),
         )
     if loc[-1] == "[key]":  # a table keyed by fixed names (e.g. ecs.services): the name is the typo
-        field = toml_path(loc[:-1])
+        field = toml_path(first["loc"][:-1])
         allowed = re.findall(r"'([^']+)'", str(first.get("ctx", {}).get("expected", "")))
         guess = difflib.get_close_matches(str(first["input"]), allowed, n=1)
         hint = f"did you mean '{guess[0]}'? " if guess else ""
@@ -56,7 +56,16 @@ def explain(path: Path, model: type[BaseModel], error: ValidationError) -> Confi
     kind = EXPECTED.get(first["type"], "a value that satisfies this")
     value = first["input"]
     if first["type"] in ("control_character", "template_syntax"):
-        field, value = _offending_entry(field, value, str(first.get("ctx", {}).get("text", "")))
+        table = field
+        field, value, is_key = _offending_entry(field, value, str(first.get("ctx", {}).get("text", "")))
+        if is_key:  # the name of an entry (a tag key, a variable's name), not the value it holds
+            return ConfigError(
+                file=path,
+                field=field,
+                value=value,
+                problem=f"the key {first['msg'].rstrip('.')}",
+                fix=f"rename the key in {table}: {RENAMED[first['type']]}",
+            )
     return ConfigError(
         file=path,
         field=field or "(file)",
@@ -102,23 +111,38 @@ EXPECTED = {
 }
 
 
-def _offending_entry(field: str, value: object, text: str) -> tuple[str, object]:
-    """In a table or list, the entry that holds `text` (the string refused), so the error names it."""
+# What to write instead when the refused text is a key (a tag's, a variable's name).
+RENAMED = {
+    "control_character": "the same name without that character",
+    "template_syntax": "a plain name (CloudFormation syntax is not config)",
+}
+
+
+def _offending_entry(field: str, value: object, text: str) -> tuple[str, object, bool]:
+    """In a table or list, the entry that holds `text` (the string refused), so the error names it: its
+    path, the refused text, and whether that text is the entry's key rather than its value."""
     if isinstance(value, dict):
         for key, item in value.items():
             if text in (key, item):
-                return f"{field}.{toml_path([str(key)])}", item if text == item else key
+                return f"{field}.{toml_path([str(key)])}", item if text == item else key, text != item
     if isinstance(value, list) and text in value:
-        return f"{field}.{value.index(text)}", text
-    return field, value
+        return f"{field}[{value.index(text)}]", text, False
+    return field, value, False
 
 
 def toml_path(loc: Sequence[object]) -> str:
     """A dotted key as TOML spells it, the one spelling every error uses (schema and rules alike): a name
     with anything but letters, digits and _ in it (a Sonic version, an instance type, a tag key such as
     aws:team, an empty key) is quoted, with " and \\ escaped, e.g.
-    concurrency."sonic-3.5".per_instance."ml.g6e.xlarge"; a list index stays a number."""
-    return ".".join(_toml_key(str(part)) for part in loc)
+    concurrency."sonic-3.5".per_instance."ml.g6e.xlarge"; a list index (an int: TOML keys are strings) in
+    brackets, e.g. routes[1], sagemaker.alarms.email[0]."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + _toml_key(str(part))
+    return path
 
 
 def _toml_key(part: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 import tomllib
 from collections.abc import Mapping
@@ -229,11 +230,21 @@ def read_toml(path: Path, missing_fix: str | None = None) -> dict[str, Any]:
             problem="file not found",
             fix=missing_fix or f"restore {path.name} from the repository",
         )
+    data = path.read_bytes()
+    # TOML is UTF-8 without a byte-order mark; editors on Windows (Notepad's "UTF-8 with BOM") add one, and
+    # tomllib then reports an invalid statement at line 1, column 1.
+    if data.startswith(codecs.BOM_UTF8):
+        raise ConfigError(
+            file=path,
+            field="(encoding)",
+            value=data[:3],
+            problem="starts with a UTF-8 byte-order mark (BOM), which the TOML reader refuses",
+            fix='save the file as UTF-8 without a BOM (in some editors "UTF-8", not "UTF-8 with BOM")',
+        )
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(data.decode())
     except UnicodeDecodeError as error:
-        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        line = data[: error.start].count(b"\n") + 1
         raise ConfigError(
             file=path,
             field="(encoding)",

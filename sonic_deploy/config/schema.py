@@ -7,7 +7,6 @@ error can name the exact field and file.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -161,7 +160,8 @@ class Strict(BaseModel):
     """Unknown keys are typos: refuse them. Numbers are finite (TOML's `inf` and `nan` are refused) and
     within CloudFormation's 32-bit integers, a boolean is not a number (pydantic would take `true` for 1),
     and neither is a quoted string (`min_instances = "2"`: strict mode, so a number in a table or list is
-    not converted either, and a string number never slips past the int32 check below). No string holds a control character (but a tab or newline in the fields listed in
+    not converted either, and a string number never slips past the int32 check, which runs after the
+    field's own range). No string holds a control character (but a tab or newline in the fields listed in
     `_multiline`: a container's shell command may have them) or CloudFormation's own syntax."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
@@ -180,11 +180,6 @@ class Strict(BaseModel):
                 raise PydanticCustomError(
                     "string_for_number",
                     "a quoted string where a number is needed (in TOML a quoted number is text)",
-                )
-            if isinstance(value, int | float) and math.isfinite(value) and abs(value) > INT32_MAX:
-                raise PydanticCustomError(
-                    "number_too_large",
-                    "beyond what any setting here takes (CloudFormation's integers stop at 2147483647)",
                 )
         # A model checks its own fields, so the error names the field in it (an unknown key is refused as
         # one); of a table of models, only the names are checked here.
@@ -209,6 +204,21 @@ class Strict(BaseModel):
                     "holds {syntax}, which CloudFormation or CDK would resolve instead of keeping as text",
                     {"syntax": repr(syntax.group()), "text": text},
                 )
+        return value
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _not_too_large(cls, value: Any, info: ValidationInfo) -> Any:
+        """After the field's own range (`Field(le=...)`), so a field that has one says so; this is for the
+        fields that have none (`1e308` in a share is "at most 1", not CloudFormation's integers)."""
+        field = cls.model_fields.get(info.field_name or "")
+        if field is None or not _takes_a_number(field.annotation) or isinstance(value, bool):
+            return value
+        if isinstance(value, int | float) and abs(value) > INT32_MAX:
+            limit = "CloudFormation's integers stop at" if isinstance(value, int) else "none goes past"
+            raise PydanticCustomError(
+                "number_too_large", f"beyond what any setting here takes ({limit} {INT32_MAX})"
+            )
         return value
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError
 
 from sonic_deploy.config import ConfigError
+from sonic_deploy.config.explain import toml_path
 from sonic_deploy.config.loader import read_toml
 from sonic_deploy.config.schema import Strict
 
@@ -88,7 +89,7 @@ def load_price_table(config_dir: Path) -> PriceTable:
         ) from None
     except ValidationError as error:
         first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
+        field = toml_path(first["loc"])  # spelt as the config loader's errors spell a key
         raise ConfigError(
             file=path,
             field=field,

@@ -23,6 +23,7 @@ from sonic_deploy.changes.assembly import STAMP, check_assembly, clear_assembly,
 from sonic_deploy.changes.cli import EXIT_OK, EXIT_USAGE, main
 from sonic_deploy.changes.templates import TemplateError
 from tests.changes.assemblies import finish_synth
+from tests.fuzz import examples
 from tests.fuzz.assembly import STACKS, edited_stamps, folder_contents
 
 REPO_CONFIG = Path(__file__).resolve().parents[2] / "config"
@@ -191,7 +192,7 @@ def test_the_synth_wrapper_names_an_output_it_cannot_write(
     assert line.startswith(f"error: --output {str(tmp_path / output)!r}: cannot write a cloud assembly there")
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(data=st.data(), present=folder_contents())
 def test_any_folder_is_either_a_whole_fresh_synth_or_one_line_refusal(
     tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, present: frozenset[str]

@@ -138,10 +138,16 @@ def test_image_names_a_registry_takes(edit_config: EditConfig, source: str) -> N
 @pytest.mark.parametrize(
     ("old", "new", "start"),
     [
-        (
+        (  # the field's own range comes first
             "max_workers = 6",
             "max_workers = 2147483648",
-            "ecs.max_workers = 2147483648: beyond what any setting",
+            "ecs.max_workers = 2147483648: Input should be less than or equal to 1000",
+        ),
+        (  # a field with no range of its own: CloudFormation's int32
+            "flow_log_retention_days = 30",
+            "flow_log_retention_days = 2147483648",
+            "network.flow_log_retention_days = 2147483648: beyond what any setting here takes (CloudFormation's "
+            "integers stop at 2147483647)",
         ),
         (
             "max_workers = 6",
@@ -151,7 +157,7 @@ def test_image_names_a_registry_takes(edit_config: EditConfig, source: str) -> N
         (
             "cpu = 3072",
             "cpu = -9223372036854775808",
-            "ecs.services.gpu_worker.cpu = -9223372036854775808: beyond",
+            "ecs.services.gpu_worker.cpu = -9223372036854775808: Input should be greater than or equal to 128",
         ),
         (
             "model_latency_p95_ms = 500",

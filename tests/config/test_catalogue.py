@@ -160,7 +160,7 @@ def test_a_misspelt_key_in_an_alternative(edit_config: EditConfig) -> None:
         CATALOGUE, "alternatives = [{ streams = 4, source", "alternatives = [{ streams = 4, sorce"
     )
     assert error_for(config) == (
-        f'concurrency."sonic-3".per_instance."ml.g6e.xlarge".alternatives.0.sorce = {README_429!r}: unknown key. '
+        f'concurrency."sonic-3".per_instance."ml.g6e.xlarge".alternatives[0].sorce = {README_429!r}: unknown key. '
         "Fix: did you mean 'source'? remove or rename it; known keys here: source, streams"
     )
 

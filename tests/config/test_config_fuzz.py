@@ -20,6 +20,7 @@ from sonic_deploy.config import ConfigError, Settings, load_settings
 from sonic_deploy.stacks import add_stacks
 from tests.cdk_context import cli_context
 from tests.fuzz import config as fuzz
+from tests.fuzz import examples
 
 CONSTRUCTED_AT_MOST = 4  # each add_stacks takes about a second
 # About 1 in 25 of the 200 examples loads (8 today); 1 in 3 of those is built: a few, spread over the run.
@@ -54,7 +55,7 @@ def check_clean(error: ConfigError) -> None:
     assert "that satisfies this" not in error.fix, f"a fix that says nothing: {message}"
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(mutation=fuzz.mutations())
 def test_any_edit_loads_or_fails_in_one_clean_line(scratch: Path, mutation: fuzz.Mutation) -> None:
     fuzz.apply(mutation, scratch)

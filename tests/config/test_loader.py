@@ -254,7 +254,7 @@ def test_cidr_not_a_network(edit_config: EditConfig) -> None:
 
 def test_alarm_email_must_be_an_address(edit_config: EditConfig) -> None:
     config = edit_config(DEV, "model_latency_p95_ms = 500", 'model_latency_p95_ms = 500\nemail = ["ops"]')
-    assert "sagemaker.alarms.email.0 = 'ops': String should match pattern" in error_for(config)
+    assert "sagemaker.alarms.email[0] = 'ops': String should match pattern" in error_for(config)
 
 
 def test_environment_name_that_cannot_name_resources(edit_config: EditConfig) -> None:

@@ -49,7 +49,7 @@ def test_bad_row_names_the_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_price_table(tmp_path)
     assert str(caught.value).startswith(
-        f"{tmp_path}/prices.toml: regions.us-east-2.ec2_on_demand.g6.xlarge.usd = -1: "
+        f'{tmp_path}/prices.toml: regions."us-east-2".ec2_on_demand."g6.xlarge".usd = -1: '
         "Input should be greater than or equal to 0. Fix: each row needs usd"
     )
 
@@ -59,7 +59,7 @@ def test_missing_table_and_unknown_kind(tmp_path: Path) -> None:
         load_price_table(tmp_path)
     (tmp_path / "prices.toml").write_text('[regions."us-east-2".ec2_reserved."g6.xlarge"]\nusd = 1\n')
     with pytest.raises(
-        ConfigError, match=r"regions.us-east-2.ec2_reserved = .*Extra inputs are not permitted"
+        ConfigError, match=r'regions\."us-east-2"\.ec2_reserved = .*Extra inputs are not permitted'
     ):
         load_price_table(tmp_path)
 

@@ -9,6 +9,7 @@ from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
 from sonic_deploy.probe.requests import AudioFormat
 from sonic_deploy.probe.stats import LevelStats
 from sonic_deploy.probe.targets.sagemaker import PartReader
+from tests.fuzz import examples
 from tests.fuzz.probe_streams import Event, cuts, events, expected_kind, render
 
 
@@ -29,7 +30,7 @@ def _count(stream: list[Event], where: list[int]) -> StreamRecorder:
     return recorder
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(events(), cuts())
 def test_any_stream_is_counted_once_in_its_documented_kind_whatever_the_cuts(
     stream: list[Event], where: list[int]
