@@ -8,14 +8,16 @@ import argparse
 import math
 import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
-from sonic_deploy.config.errors import one_line
+from sonic_deploy.config import ConfigError
+from sonic_deploy.config.errors import one_line, show
 from sonic_deploy.config.loader import ENVIRONMENT_NAME, ENVIRONMENTS_DIR
-from sonic_deploy.config.rules import REGION
+from sonic_deploy.config.rules import check_region
 
 # What one client host can drive, and what the probe therefore writes and reads back (probe compare,
 # plan --probe): beyond these a run is a typo (1e9 requests/s schedules arrivals faster than it can send
@@ -44,6 +46,34 @@ class OneLineParser(argparse.ArgumentParser):
 
 def fail(text: str, problem: str, fix: str) -> NoReturn:
     raise argparse.ArgumentTypeError(f"{one_line(repr(text))}: {problem}. Fix: {fix}")
+
+
+# What a command finds wrong with an option after parsing (a ConfigError of file "command line") is shown as
+# argparse shows a bad value: `--OPTION VALUE: PROBLEM. Fix: FIX`.
+COMMAND_LINE = "command line"
+
+
+def option_message(error: ConfigError) -> str:
+    """`error` as one line; an option's (file "command line") in the form argparse's errors have."""
+    if error.file == COMMAND_LINE:
+        return one_line(f"{error.field} {show(error.value)}: {error.problem}. Fix: {error.fix}")
+    return one_line(str(error))
+
+
+def write_output(path: Path, option: str, write: Callable[[Path], object]) -> None:
+    """`write(path)` after making its folder (output_file allows one that does not exist yet); a file that
+    cannot be written is a ConfigError naming the option, never a traceback."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
+    except OSError as error:
+        raise ConfigError(
+            file=COMMAND_LINE,
+            field=option,
+            value=str(path),
+            problem=f"cannot write it ({error.strerror or error})",
+            fix="give a path in a folder you may write in",
+        ) from None
 
 
 def _span(low: float, high: float, low_open: bool) -> str:
@@ -138,9 +168,39 @@ def name(pattern: str, what: str, example: str) -> Callable[[str], str]:
 # SageMaker's EndpointName: 1-63 letters, digits and inner hyphens
 # (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_EndpointInfo.html, "Pattern").
 ENDPOINT_NAME = name(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", "a SageMaker endpoint name", "sonic-dev")
-REGION_NAME = name(REGION.pattern, "an AWS Region", "us-east-2")
+
+
+def REGION_NAME(text: str) -> str:  # noqa: N802 (an argparse type, named like the others)
+    """An AWS Region that exists (config/rules.py `check_region`, the config's own rule)."""
+    found = check_region(text)
+    if found is not None:
+        problem, fix = found
+        fail(text, problem, f"give an AWS Region ({fix})")
+    return text
+
+
+REGION_NAME.__name__ = "Region"
 # Sent as an HTTP header: a newline or a control character would be refused by the client, or split it.
 HEADER_VALUE = name(r"[!-~]*", "visible ASCII without spaces (an HTTP header value)", "2025-04-16")
+# Text the API takes as an identifier (a voice, a model): an empty one is a mistake, not a default.
+IDENTIFIER = name(r"[!-~]+", "an identifier (visible ASCII, no spaces)", "sonic-2")
+SECRET_PROBLEM = "has a space, a control character or a non-ASCII character (an HTTP header cannot carry it)"
+
+
+def secret(option: str, variable: str) -> Callable[[str], str]:
+    """A key sent as an HTTP header: checked like HEADER_VALUE, but its value is never shown (it is a
+    secret), and the message names both the option and the variable it may come from."""
+
+    def parse(text: str) -> str:
+        if re.fullmatch(r"[!-~]*", text) is None:
+            raise argparse.ArgumentTypeError(
+                f"the value of {option} (or ${variable}) {SECRET_PROBLEM}. Fix: set it to the key alone, "
+                "without spaces or a line end"
+            )
+        return text
+
+    parse.__name__ = "secret"
+    return parse
 
 
 # An AWS account ID is 12 digits (https://docs.aws.amazon.com/accounts/latest/reference/manage-acct-identifiers.html).
@@ -169,11 +229,21 @@ def input_file(what: str, *, text: bool = True, empty: bool = False) -> Callable
         fix = f"give the path of {what}"
         if not given:
             fail(given, "no path", fix)
-        if path.is_dir():
+        try:
+            mode = path.stat().st_mode
+        except OSError as error:
+            fail(given, f"cannot read it ({error.strerror or error})", fix)
+        if stat.S_ISDIR(mode):
             fail(given, "a directory, not a file", fix)
+        # A FIFO would block the parse until a writer comes, /dev/zero would be read to the limit: only a
+        # regular file is opened.
+        if not stat.S_ISREG(mode):
+            fail(given, "not a regular file (a pipe, a device or a socket)", fix)
+        if text and path.stat().st_size > MAX_TEXT_BYTES:
+            fail(given, f"larger than {MAX_TEXT_BYTES // 2**20} MiB", fix)
         try:
             with path.open("rb") as opened:
-                head = opened.read(MAX_TEXT_BYTES + 1)
+                head = opened.read(MAX_TEXT_BYTES + 1 if text else 1)
         except OSError as error:
             fail(given, f"cannot read it ({error.strerror or error})", fix)
         if not head and not empty:

@@ -7,9 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from sonic_deploy import __version__
-from sonic_deploy.arguments import OneLineParser
+from sonic_deploy.arguments import OneLineParser, option_message
 from sonic_deploy.config import ConfigError
-from sonic_deploy.config.errors import one_line
 from sonic_deploy.connect import command as connect_command
 from sonic_deploy.licence import command as licence_command
 from sonic_deploy.planner import command as plan_command
@@ -45,19 +44,24 @@ def checked(args: argparse.Namespace) -> argparse.Namespace:
         try:
             problem = check(args)
         except ConfigError as error:
-            problem = str(error)
+            problem = option_message(error)
         if problem is not None:
             args.command_parser.error(problem)
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """A usage mistake, found by argparse or by a command's `check`, raises SystemExit(2) as argparse does."""
-    args = parse(argv)
+    """A usage mistake, found by argparse or by a command's `check`, raises SystemExit(2) as argparse does; one
+    found while running (a file that cannot be written) returns 2 with a line of the same form."""
+    prog = "sonic-deploy"
     try:
+        # Inside the try: argparse's types read files (a summary, transcripts), so Ctrl-C can come here.
+        args = parse(argv)
+        if getattr(args, "command_parser", None) is not None:
+            prog = args.command_parser.prog
         return int(args.func(args))
     except ConfigError as error:
-        print(f"sonic-deploy: {one_line(str(error))}", file=sys.stderr)
+        print(f"{prog}: {option_message(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("sonic-deploy: interrupted", file=sys.stderr)

@@ -18,12 +18,15 @@ from sonic_deploy.arguments import (
     OneLineParser,
     input_file,
     listed,
+    option_message,
     output_file,
     output_folder,
     real,
     url,
     whole,
+    write_output,
 )
+from sonic_deploy.config import ConfigError
 from sonic_deploy.config.errors import one_line
 from tests.fuzz.arguments import HOSTILE_NUMBERS, HOSTILE_URLS, hostile_paths
 
@@ -163,3 +166,15 @@ def test_subcommands_inherit_the_one_line_parser() -> None:
     assert _error(parser, ["run", "--rate", "nan"]) == (
         "tool run: --rate 'nan': not a finite number. Fix: give seconds, more than 0 up to 3600"
     )
+
+
+def test_write_output_makes_the_folder_and_names_the_option_when_it_cannot(tmp_path: Path) -> None:
+    """output_file allows a folder that does not exist yet: the writer makes it (before: FileNotFoundError)."""
+    made = tmp_path / "new" / "deeper" / "out.txt"
+    write_output(made, "--markdown", lambda path: path.write_text("x"))
+    assert made.read_text() == "x"
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ConfigError) as refused:
+        write_output(tmp_path / "a-file" / "out.png", "--png", lambda path: path.write_text("x"))
+    line = option_message(refused.value)
+    assert line.startswith(f"--png '{tmp_path}/a-file/out.png': cannot write it (") and "Fix: give" in line

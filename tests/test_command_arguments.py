@@ -8,7 +8,10 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -223,7 +226,10 @@ PLAN = ["plan", "--config-dir", CONFIG]
         ([*WS, "--sample-rate", "nan"], "--sample-rate invalid int value: 'nan'"),
         ([*WS, "--workers", "0"], "--workers '0': out of range"),
         ([*WS, "--multiplex", "0"], "--multiplex '0': out of range"),
-        ([*WS, "--api-key", "k\r\nX-Injected: 1"], "--api-key 'k\\r\\nX-Injected: 1': not visible ASCII"),
+        (
+            [*WS, "--api-key", "k\r\nX-Injected: 1"],
+            "the value of --api-key (or $CARTESIA_API_KEY) has a space",
+        ),
         (
             ["probe", "ws", "--url", "http://127.0.0.1:9/x"],
             "--url 'http://127.0.0.1:9/x': the scheme must be ws:// or wss://",
@@ -254,7 +260,7 @@ PLAN = ["plan", "--config-dir", CONFIG]
         ([*PLAN, "--peak-calls", "1e9"], "--peak-calls '1e9': not a whole number"),
         (
             [*PLAN, "--peak-hours", "20", "--offpeak-hours", "10"],
-            "--peak-hours/--offpeak-hours = (20.0, 10.0)",
+            "sonic-deploy plan: --peak-hours/--offpeak-hours (20.0, 10.0): out of range",
         ),
         ([*PLAN, "--probe-instance-type", "g6e.xlarge"], "--probe-instance-type without --probe"),
         (
@@ -262,6 +268,14 @@ PLAN = ["plan", "--config-dir", CONFIG]
             "--instance-types 'g6e.xlarge\\n': not an instance type",
         ),
         (["preflight", "--env", ""], "--env '': not an environment name"),
+        # One Region rule (config/rules.py check_region): the name's pattern and a Region AWS has.
+        ([*PLAN, "--region", "zz-fake-1"], "--region 'zz-fake-1': not a Region AWS has"),
+        (["probe", "sagemaker", "--endpoint", "e", "--region", "zz-fake-1"], "not a Region AWS has"),
+        ([*TURN, "--transcribe-region", "zz-fake-1"], "--transcribe-region 'zz-fake-1': not a Region AWS"),
+        ([*TURN, "--bedrock-region", "zz-fake-1"], "--bedrock-region 'zz-fake-1': not a Region AWS has"),
+        ([*TURN, "--region", "zz-fake-1"], "--region 'zz-fake-1': not a Region AWS has"),
+        ([*WS, "--voice-id", ""], "--voice-id '': not an identifier"),
+        ([*HTTP, "--model-id", ""], "--model-id '': not an identifier"),
         (
             ["connect", "--env", "dev", "--route", "ecs", "--config-dir", "/nonexistent"],
             "--config-dir '/nonexistent': no such folder",
@@ -315,3 +329,56 @@ def test_serve_on_a_port_in_use_is_one_line(capsys: pytest.CaptureFixture[str]) 
     assert stopped.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert f"cannot serve on --host '127.0.0.1' --port {port}: " in line and "Fix: another --port" in line
+
+
+def test_a_key_from_the_environment_is_checked_and_never_shown(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARTESIA_API_KEY", "sk_secret_123 \n")
+    with pytest.raises(SystemExit) as stopped:
+        cli.parse(WS)
+    assert stopped.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "the value of --api-key (or $CARTESIA_API_KEY) has a space" in line, line
+    assert "sk_secret" not in line and "2025-04-16" not in line
+    monkeypatch.setenv("CARTESIA_API_KEY", "sk_good")
+    assert cli.parse(WS).api_key == "sk_good"
+    monkeypatch.delenv("CARTESIA_API_KEY")
+    assert cli.parse(WS).api_key == ""
+
+
+def test_a_typed_key_is_never_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.parse([*WS, "--api-key", "sk_typed_456\t"])
+    assert "sk_typed" not in capsys.readouterr().err
+
+
+def test_a_pipe_or_a_device_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """A FIFO blocked the parse until a writer came (a hang); /dev/zero was read to 64 MiB."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for special in (str(fifo), "/dev/zero"):
+        argv = [*PLAN, "--probe", special, "--probe-instance-type", "g6.xlarge"]
+        done = subprocess.run(
+            [sys.executable, "-m", "sonic_deploy.cli", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,  # bounded: before the fix the FIFO never returned
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        (line,) = done.stderr.splitlines()
+        assert f"--probe '{special}': not a regular file" in line and "Fix: " in line
+
+
+def test_ctrl_c_while_the_arguments_are_checked_is_no_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse's types read files (a summary, transcripts): Ctrl-C can come during the parse."""
+
+    def interrupted(argv: Sequence[str] | None = None) -> argparse.Namespace:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "parse", interrupted)
+    assert cli.main(PLAN) == 130
+    assert capsys.readouterr().err == "sonic-deploy: interrupted\n"

@@ -18,8 +18,10 @@ from sonic_deploy.arguments import (
     OneLineParser,
     config_folder,
     input_file,
+    option_message,
     output_file,
     output_folder,
+    write_output,
 )
 from sonic_deploy.changes.assembly import check_assembly
 from sonic_deploy.changes.cdk_failures import (
@@ -186,8 +188,13 @@ def run_diff(args: argparse.Namespace) -> int:
             stacks += _diff_baselines(args, environment, synthesized)
     print(text_report(stacks, allow_dangerous=args.allow_dangerous), end="")
     if args.markdown is not None:
-        with args.markdown.open("a", encoding="utf-8") as summary:
-            summary.write(markdown_report(stacks, allow_dangerous=args.allow_dangerous))
+        report = markdown_report(stacks, allow_dangerous=args.allow_dangerous)
+
+        def append(path: Path) -> None:
+            with path.open("a", encoding="utf-8") as summary:
+                summary.write(report)
+
+        write_output(args.markdown, "--markdown", append)
     dangerous = any(stack.dangerous for stack in stacks)
     return EXIT_DANGEROUS if dangerous and not args.allow_dangerous else EXIT_OK
 
@@ -344,7 +351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except (TargetError, TemplateError, LiveTemplateError, ExecutionPolicyError, ConfigError) as error:
-        print(f"error: {one_line(str(error))}", file=sys.stderr)
+        shown = option_message(error) if isinstance(error, ConfigError) else one_line(str(error))
+        print(f"error: {shown}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

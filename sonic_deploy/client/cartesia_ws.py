@@ -210,7 +210,8 @@ class CartesiaSocket:
         self._sends = 0
         # Told when a context leaves: a pool closes a socket it retired once its last context has left.
         self.on_room: Callable[[CartesiaSocket], None] | None = None
-        self.unattributed = 0  # messages that no context could own (dropped or ending the socket's contexts)
+        self.unattributed = 0  # messages that no context could own, which ended the socket's contexts
+        self.foreign = 0  # on a dedicated socket, messages for another context, dropped (`_foreign`)
         self._contexts: dict[str, Context] = {}
         # Contexts that have ended here, the newest last: what the server still sends for them (audio after
         # a cancel, a second `done`) is dropped, as the SDK drops events of contexts it no longer waits for.
@@ -304,8 +305,9 @@ class CartesiaSocket:
     def _foreign(self) -> None:
         """A message for another context (or none) on a dedicated socket: not this context's audio, and,
         one context being open at a time, no other's either, so it is dropped, as the SDK drops it
-        (`AsyncWebSocket._process_responses` in cartesia/lib/_tts.py), and counted on the open context."""
-        self.unattributed += 1
+        (`AsyncWebSocket._process_responses` in cartesia/lib/_tts.py), and counted on the open context and
+        the socket (apart from `unattributed`: those end the socket's contexts, these end nothing)."""
+        self.foreign += 1
         for context in self._contexts.values():
             context.foreign += 1
 

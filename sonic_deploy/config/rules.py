@@ -143,6 +143,19 @@ def check_packages(path: Path, packages: ModelPackages) -> None:
             )
 
 
+def check_region(region: str) -> tuple[str, str] | None:
+    """What is wrong with `region` as an AWS Region, as (problem, fix), or None: the one rule for the config's
+    `region` and every command's Region option."""
+    if not REGION.fullmatch(region):  # not match(): `$` lets "us-east-2\n" through
+        return "not an AWS Region name", 'write a Region such as "us-east-2"'
+    if region not in known_zones():
+        return (
+            "not a Region AWS has (sonic_deploy/config/aws_zones.json lists them)",
+            f"use one of {', '.join(sorted(known_zones()))}; if AWS has opened it since, run `{REFRESH_COMMAND}`",
+        )
+    return None
+
+
 def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
     def fail(field: str, value: object, problem: str, fix: str) -> NoReturn:
         raise ConfigError(file=path, field=field, value=value, problem=problem, fix=fix)
@@ -154,15 +167,9 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
             f"only the default environment ({DEFAULT_ENVIRONMENT}) may leave the account out",
             'add `account = "<12-digit AWS account id>"`',
         )
-    if not REGION.fullmatch(env.region):  # not match(): `$` lets "us-east-2\n" through
-        fail("region", env.region, "not an AWS Region name", 'write a Region such as "us-east-2"')
-    if env.region not in known_zones():
-        fail(
-            "region",
-            env.region,
-            "not a Region AWS has (sonic_deploy/config/aws_zones.json lists them)",
-            f"use one of {', '.join(sorted(known_zones()))}; if AWS has opened it since, run `{REFRESH_COMMAND}`",
-        )
+    region_problem = check_region(env.region)
+    if region_problem is not None:
+        fail("region", env.region, *region_problem)
     _check_tags(fail, env.tags)
     if env.sonic_version not in catalogue.concurrency:
         fail(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sonic_deploy.arguments import write_output
 from sonic_deploy.config import ConfigError
 from sonic_deploy.planner.plan import Plan
 
@@ -56,14 +57,6 @@ def write_chart(plan: Plan, path: Path) -> None:
     )
     figure.tight_layout()
     try:
-        figure.savefig(path, dpi=120)
-    except OSError as error:
-        raise ConfigError(
-            file="command line",
-            field="--plot",
-            value=str(path),
-            problem=f"cannot write: {error.strerror}",
-            fix="give a path in a writable folder",
-        ) from None
+        write_output(path, "--plot", lambda to: figure.savefig(to, dpi=120))
     finally:
         pyplot.close(figure)

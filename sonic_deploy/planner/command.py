@@ -19,8 +19,7 @@ from sonic_deploy.arguments import (
     real,
     whole,
 )
-from sonic_deploy.config import ConfigError, load_settings, require_config_dir
-from sonic_deploy.config.rules import REGION
+from sonic_deploy.config import load_settings
 from sonic_deploy.planner.capacity import HOURS_PER_DAY, Workload
 from sonic_deploy.planner.chart import write_chart
 from sonic_deploy.planner.costs import EcsOverheads
@@ -59,7 +58,7 @@ def add_parser(subparsers: Any) -> None:
         type=ENVIRONMENT,
         help="environment in config/environments/ (Region, catalogue, Sonic version); default: dev",
     )
-    parser.add_argument("--config-dir", type=config_folder, default=Path("config"), help="the config/ folder")
+    parser.add_argument("--config-dir", type=config_folder, default="config", help="the config/ folder")
     parser.add_argument("--region", type=REGION_NAME, help="Region to price; default: the environment's")
     parser.add_argument(
         "--instance-types",
@@ -180,17 +179,10 @@ def check_plan(args: argparse.Namespace) -> str | None:
 
 def run_plan(args: argparse.Namespace) -> int:
     config_dir: Path = args.config_dir
-    require_config_dir(config_dir)
+    # argparse's types checked the folder (config_folder) and --region (REGION_NAME); the loader, the
+    # environment's own Region.
     settings = load_settings(config_dir, args.env)
     region = args.region or settings.environment.region
-    if not REGION.fullmatch(region):
-        raise ConfigError(
-            file="command line",
-            field="--region",
-            value=region,
-            problem="not an AWS Region name",
-            fix='write a Region such as "us-east-2"',
-        )
     workload = _workload(args)
     measured = None
     if args.probe is not None:

@@ -55,14 +55,7 @@ class _Level:
 
 
 def measured_streams(path: Path, budget_ms: float) -> MeasuredConcurrency:
-    if not (math.isfinite(budget_ms) and budget_ms > 0):
-        raise ConfigError(
-            file="command line",
-            field="--ttfa-budget-ms",
-            value=budget_ms,
-            problem="not a positive, finite number",
-            fix="give the time-to-first-audio budget in milliseconds, e.g. 300",
-        )
+    """`budget_ms` as --ttfa-budget-ms's type checked it (finite, above 0)."""
     data = read_summary_file(path)
     levels = sorted(_read_levels(data, path), key=lambda level: level.concurrency)
     searched = _slo_answer(data, path, levels, budget_ms)

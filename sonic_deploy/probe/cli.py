@@ -14,6 +14,7 @@ from typing import Any
 from sonic_deploy.arguments import (
     ENDPOINT_NAME,
     HEADER_VALUE,
+    IDENTIFIER,
     MAX_CONCURRENCY,
     MAX_MS,
     MAX_RATE,
@@ -26,6 +27,7 @@ from sonic_deploy.arguments import (
     output_file,
     output_folder,
     real,
+    secret,
     url,
     whole,
 )
@@ -124,8 +126,10 @@ def _load_options(parser: argparse.ArgumentParser) -> None:
     request.add_argument(
         "--transcripts", type=_transcript_file, metavar="FILE", help="file of transcripts, one per line"
     )
-    request.add_argument("--voice-id", default=DEFAULT_VOICE_ID)
-    request.add_argument("--model-id", default=DEFAULT_MODEL_ID, help="model_id for the Cartesia API")
+    request.add_argument("--voice-id", type=IDENTIFIER, default=DEFAULT_VOICE_ID)
+    request.add_argument(
+        "--model-id", type=IDENTIFIER, default=DEFAULT_MODEL_ID, help="model_id for the Cartesia API"
+    )
     request.add_argument("--language", default="en")
     request.add_argument("--preset", choices=sorted(PRESETS), help="telephony = 8 kHz mu-law")
     request.add_argument("--encoding", choices=ENCODINGS, help="default pcm_s16le")
@@ -252,6 +256,9 @@ def _run_folder(text: str) -> Path:
     return path
 
 
+_API_KEY = secret("--api-key", "CARTESIA_API_KEY")
+
+
 # A name or an address to listen on: a newline or a space in it is a typo, not a host.
 _HOST = name(r"[A-Za-z0-9_.:\[\]%-]{1,253}", "a host name or IP address", "127.0.0.1 or 0.0.0.0")
 
@@ -264,12 +271,9 @@ def _cartesia_options(parser: argparse.ArgumentParser, path: str) -> None:
         type=url(*schemes, example=f"{schemes[0]}://HOST:PORT{path}"),
         help=f"e.g. {schemes[0]}://HOST:PORT{path}",
     )
-    parser.add_argument(
-        "--api-key",
-        type=HEADER_VALUE,
-        default=os.environ.get("CARTESIA_API_KEY", ""),
-        help="X-API-Key (default: $CARTESIA_API_KEY)",
-    )
+    # No type= with the default: argparse would check $CARTESIA_API_KEY as if typed as --api-key;
+    # check_probe checks whichever was used, and never shows it.
+    parser.add_argument("--api-key", type=_API_KEY, help="X-API-Key (default: $CARTESIA_API_KEY)")
     parser.add_argument(
         "--cartesia-version",
         type=HEADER_VALUE,
@@ -397,7 +401,7 @@ def _serve_parser(routes: Any) -> None:
     )
     serve.add_argument(
         "--api-key",
-        type=HEADER_VALUE,
+        type=_API_KEY,
         help="require this key (as X-API-Key, Authorization: Bearer or ?api_key=)",
     )
     serve.add_argument(
@@ -537,6 +541,12 @@ def _agent_problem(args: argparse.Namespace) -> str | None:
 
 def check_probe(args: argparse.Namespace) -> str | None:
     """What makes a probe run's options wrong together, found before any request (None: nothing)."""
+    if hasattr(args, "api_key") and args.api_key is None:  # no --api-key: $CARTESIA_API_KEY, checked alike
+        args.api_key = os.environ.get("CARTESIA_API_KEY", "")
+        try:
+            _API_KEY(args.api_key)
+        except argparse.ArgumentTypeError as error:
+            return str(error)
     problem = _agent_problem(args) or (_slo_problem(args) if args.slo is not None else None)
     if problem is not None:
         return problem
@@ -709,9 +719,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def check_compare(args: argparse.Namespace) -> str | None:
-    """Both runs' summaries as the probe writes them: a corrupt or edited one is refused, naming the field."""
-    for folder in (args.first, args.second):
-        read_run(folder)  # a ConfigError names the file, the field and the fix
+    """Both runs' summaries as the probe writes them: a corrupt or edited one is refused, naming the field.
+    The checked summaries are what compare shows (`args.runs`): each file is read once."""
+    args.runs = [read_run(folder) for folder in (args.first, args.second)]  # a ConfigError names the field
     return None
 
 
@@ -721,5 +731,5 @@ def run_compare(args: argparse.Namespace) -> int:
     except ImportError as error:
         return _missing_extra(error)
 
-    print(compare(args.first, args.second, args.png))
+    print(compare(args.first, args.second, args.runs, args.png))
     return 0

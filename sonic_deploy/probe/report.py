@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from sonic_deploy.arguments import write_output
+from sonic_deploy.config.errors import one_line
 from sonic_deploy.probe.capacity_search import verdict
 from sonic_deploy.probe.output import REPORT, read_samples, read_summary
 from sonic_deploy.probe.slo import ERRORS, NO_SUCCESS
@@ -54,6 +56,9 @@ def summary_table(summary: dict[str, Any]) -> str:
         )
     if slo is not None:
         rows.append(verdict(slo))
+    foreign = {_load_label(level): level.get("foreign_messages", 0) for level in summary["levels"]}
+    if any(foreign.values()):
+        rows.append(_foreign_line(foreign))
     if summary.get("target", {}).get("workload") == "agent":
         rows.append(f"workload: {workload(summary['target'])}; TTFA counts from a turn's first piece.")
         rows.append("TTFA from the last piece, p50/p95 per level (0: audio had begun before it was sent):")
@@ -64,6 +69,13 @@ def summary_table(summary: dict[str, Any]) -> str:
             if "ttfa_last_piece_ms" in level
         )
     return "\n".join(rows)
+
+
+def _foreign_line(foreign: dict[str, int]) -> str:
+    """Messages for another context_id on a dedicated socket: not credited to any request (a server
+    mixing streams up), so shown, not hidden in the figures."""
+    counts = ", ".join(f"{label} {count}" for label, count in foreign.items() if count)
+    return f"messages for another context (not credited to any request): {counts}"
 
 
 def _load_label(level: dict[str, Any]) -> str:
@@ -100,9 +112,13 @@ def workload(target: dict[str, Any]) -> str:
 
 
 def _title(summary: dict[str, Any]) -> str:
+    """The run in one line, escaped: a summary is a file anyone can edit (an escape sequence in its route
+    must not reach the terminal)."""
     target = summary["target"]
     where = target.get("url") or target.get("endpoint")
-    return f"{target['route']} {where}, {workload(target)}  ({summary['client']['host']}, {summary['started_at']})"
+    return one_line(
+        f"{target['route']} {where}, {workload(target)}  ({summary['client']['host']}, {summary['started_at']})"
+    )
 
 
 def _percentile_lines(axis: Any, summary: dict[str, Any], label: str = "", style: str = "-") -> None:
@@ -166,10 +182,10 @@ def write_report(out_dir: Path) -> Path:
     return path
 
 
-def compare(first: Path, second: Path, png: Path) -> str:
-    """Two runs side by side (e.g. SageMaker against ECS): a text table and a plot."""
-    runs = [read_summary(first), read_summary(second)]
-    names = [f"A={first.name}", f"B={second.name}"]
+def compare(first: Path, second: Path, runs: list[dict[str, Any]], png: Path) -> str:
+    """Two runs side by side (e.g. SageMaker against ECS): a text table and a plot. `runs` are their
+    summaries as `probe compare` checked them (probe/summary_file.py `read_run`), read once."""
+    names = [one_line(f"A={first.name}"), one_line(f"B={second.name}")]
     lines = [f"{name}: {_title(run)}" for name, run in zip(names, runs, strict=True)]
     lines.append(
         f"{'load':>10}  {'A p50':>7} {'A p95':>7} {'A p99':>7} {'A err':>5}   "
@@ -196,12 +212,19 @@ def compare(first: Path, second: Path, png: Path) -> str:
                 if "ttfa_last_piece_ms" in level
             )
             lines.append(f"{name}: TTFA from the turn's last piece, p95: {figures}")
+    for name, run in zip(("A", "B"), runs, strict=True):
+        foreign = {_load_label(level): level.get("foreign_messages", 0) for level in run["levels"]}
+        if any(foreign.values()):
+            lines.append(f"{name}: {_foreign_line(foreign)}")
     figure, axis = plt.subplots(figsize=(7, 4.2), dpi=90)
     _percentile_lines(axis, runs[0], "A ", "-")
     _percentile_lines(axis, runs[1], "B ", "--")
-    axis.set_title(f"A: {runs[0]['target']['route']}  vs  B: {runs[1]['target']['route']}", fontsize=10)
+    routes = [one_line(run["target"]["route"]) for run in runs]
+    axis.set_title(f"A: {routes[0]}  vs  B: {routes[1]}", fontsize=10)
     figure.tight_layout()
-    figure.savefig(png)
-    plt.close(figure)
+    try:
+        write_output(png, "--png", figure.savefig)
+    finally:
+        plt.close(figure)
     lines.append(f"plot: {png}")
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from typing import Any
 
 from sonic_deploy.arguments import MAX_CONCURRENCY, MAX_RATE, MAX_TEXT_BYTES
 from sonic_deploy.config import ConfigError
+from sonic_deploy.config.errors import MISSING
 
 SUMMARY, SAMPLES = "summary.json", "samples.jsonl"  # the names probe/output.py writes
 # Far above any run (a week at the highest rate): a count beyond it is not the probe's.
@@ -64,6 +65,19 @@ def _count(path: Path, field: str, value: object, low: int, high: int) -> int:
     return value
 
 
+def _percentiles(path: Path, field: str, shares: object) -> dict[str, Any]:
+    """An object with p50, p95 and p99, each milliseconds or null (each present: the readers index them)."""
+    if not isinstance(shares, dict):
+        raise _refuse(path, field, shares, "not an object of percentiles (p50, p95, p99)")
+    for key in ("p50", "p95", "p99"):
+        if key not in shares:
+            raise _refuse(
+                path, f"{field}.{key}", MISSING, "missing (the probe writes it, null when unmeasured)"
+            )
+        _milliseconds(path, f"{field}.{key}", shares[key])
+    return shares
+
+
 def _milliseconds(path: Path, field: str, value: object) -> float | None:
     if value is None:
         return None
@@ -79,7 +93,12 @@ def check_level(path: Path, index: int, level: object) -> dict[str, Any]:
     where = f"levels[{index}]"
     if not isinstance(level, dict):
         raise _refuse(path, where, level, "not a JSON object")
-    concurrency, rate = level.get("concurrency"), level.get("rate")
+    # The readers (probe/report.py, planner/probe_summary.py) index these: a missing one is refused here,
+    # not a KeyError there. The probe writes each of them on every level, null when it does not apply.
+    for key in ("concurrency", "rate", "requests", "ok", "errors", "ttfa_ms"):
+        if key not in level:
+            raise _refuse(path, f"{where}.{key}", MISSING, "missing (the probe writes it on every level)")
+    concurrency, rate = level["concurrency"], level["rate"]
     if (concurrency is None) == (rate is None):
         raise _refuse(path, where, {"concurrency": concurrency, "rate": rate}, "needs concurrency or rate")
     if concurrency is not None:
@@ -90,29 +109,31 @@ def check_level(path: Path, index: int, level: object) -> dict[str, Any]:
         or not (math.isfinite(rate) and 0 < rate <= MAX_RATE)
     ):
         raise _refuse(path, f"{where}.rate", rate, f"not a rate from more than 0 to {MAX_RATE:g} requests/s")
-    requests = _count(path, f"{where}.requests", level.get("requests"), 0, MAX_COUNT)
-    ok = _count(path, f"{where}.ok", level.get("ok"), 0, MAX_COUNT)
+    requests = _count(path, f"{where}.requests", level["requests"], 0, MAX_COUNT)
+    ok = _count(path, f"{where}.ok", level["ok"], 0, MAX_COUNT)
     if ok > requests:
         raise _refuse(path, f"{where}.ok", ok, f"more than its {requests} requests")
-    ttfa = level.get("ttfa_ms")
-    if not isinstance(ttfa, dict):
-        raise _refuse(path, f"{where}.ttfa_ms", ttfa, "not an object of percentiles (p50, p95, p99)")
-    for key in ("p50", "p95", "p99"):
-        _milliseconds(path, f"{where}.ttfa_ms.{key}", ttfa.get(key))
-    if ok and ttfa.get("p95") is None:
+    ttfa = _percentiles(path, f"{where}.ttfa_ms", level["ttfa_ms"])
+    if ok and ttfa["p95"] is None:
         raise _refuse(path, f"{where}.ttfa_ms.p95", None, f"missing although {ok} requests succeeded")
     for optional in ("ttfa_last_piece_ms", "ttfa_audible_ms", "total_ms"):
         if optional in level:
-            shares = level[optional]
-            if not isinstance(shares, dict):
-                raise _refuse(path, f"{where}.{optional}", shares, "not an object of percentiles")
-            for key in ("p50", "p95", "p99"):
-                _milliseconds(path, f"{where}.{optional}.{key}", shares.get(key))
-    errors = level.get("errors", {})
+            _percentiles(path, f"{where}.{optional}", level[optional])
+    errors = level["errors"]
     if not isinstance(errors, dict):
         raise _refuse(path, f"{where}.errors", errors, "not an object of error kinds and counts")
     for kind, count in errors.items():
         _count(path, f"{where}.errors.{kind}", count, 0, requests)
+    # Each request ends ok or as one error kind (probe/stats.py `LevelStats.add`): the counts add up.
+    if ok + sum(errors.values()) != requests:
+        raise _refuse(
+            path,
+            f"{where}.errors",
+            errors,
+            f"{ok} ok and {sum(errors.values())} errors do not add up to its {requests} requests",
+        )
+    if "foreign_messages" in level:
+        _count(path, f"{where}.foreign_messages", level["foreign_messages"], 0, MAX_COUNT)
     return level
 
 
@@ -141,11 +162,24 @@ def check_summary(path: Path, data: dict[str, Any], *, whole_run: bool) -> list[
             if interval is None:
                 raise _refuse(path, "target.piece_interval_ms", None, "missing from an agent run")
         client = data.get("client")
-        if not isinstance(client, dict) or not isinstance(client.get("host", ""), str):
-            raise _refuse(path, "client", client, "not an object")
+        if not isinstance(client, dict) or not isinstance(client.get("host"), str):
+            raise _refuse(path, "client", client, "not an object naming the client's host")
         if not isinstance(data.get("started_at"), str):
             raise _refuse(path, "started_at", data.get("started_at"), "not a time")
-    return [check_level(path, index, level) for index, level in enumerate(levels)]
+    checked = [check_level(path, index, level) for index, level in enumerate(levels)]
+    # One level per load: `compare` keys them by it, and a capacity search tries each concurrency once.
+    seen: set[tuple[object, object]] = set()
+    for index, level in enumerate(checked):
+        load = (level["concurrency"], level["rate"])
+        if load in seen:
+            raise _refuse(
+                path,
+                f"levels[{index}]",
+                dict(zip(("concurrency", "rate"), load, strict=True)),
+                "a second level at the same load",
+            )
+        seen.add(load)
+    return checked
 
 
 def read_run(folder: Path) -> dict[str, Any]:

@@ -25,5 +25,5 @@ def test_plan_prints_one_line(
     assert main(["plan", "--env", "dev", "--config-dir", str(config)]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith(f"sonic-deploy: {config}/{DEV}: ") and captured.err.endswith("\n")
+    assert captured.err.startswith(f"sonic-deploy plan: {config}/{DEV}: ") and captured.err.endswith("\n")
     assert captured.err[:-1].isprintable(), captured.err

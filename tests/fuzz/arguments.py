@@ -104,6 +104,18 @@ CORRUPT_SUMMARIES: dict[str, bytes] = {
     "huge requests": _encoded(summary_json([summary_level(4, requests=10**30, ok=10**30)])),
     "level not an object": _encoded(summary_json([summary_level(2), "level"])),
     "target not an object": _encoded({**_VALID, "target": "x"}),
+    "client without host": _encoded({**_VALID, "client": {}}),
+    # Keys the readers index (probe/report.py, planner/probe_summary.py): missing, not a KeyError there.
+    "rate missing": _encoded(summary_json([{k: v for k, v in summary_level(4).items() if k != "rate"}])),
+    "p50 missing": _encoded(summary_json([{**summary_level(4), "ttfa_ms": {"p95": 120.0, "p99": 130.0}}])),
+    "last piece p95 missing": _encoded(
+        summary_json([{**summary_level(4), "ttfa_last_piece_ms": {"p50": 1.0, "p99": 2.0}}])
+    ),
+    "errors do not add up": _encoded(
+        summary_json([{**summary_level(4, requests=2, ok=1), "errors": {"429": 2, "500": 2}}])
+    ),
+    "duplicate level": _encoded(summary_json([summary_level(4), summary_level(4)])),
+    "negative foreign messages": _encoded(summary_json([{**summary_level(4), "foreign_messages": -1}])),
     "slo answer not a level": _encoded(
         {**_VALID, "slo": {"spec": "ttfa_p95<=250ms", "finished": True, "max_concurrency": 64}}
     ),

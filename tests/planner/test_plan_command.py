@@ -71,7 +71,14 @@ def probe_summary(tmp_path: Path) -> Path:
     """A probe summary of one ml.g6e.xlarge: p95 within 250 ms up to 6 streams, not at 10."""
     summary = tmp_path / "summary.json"
     levels = [
-        {"concurrency": c, "requests": 100, "ok": 100, "errors": {}, "ttfa_ms": {"p95": p}}
+        {
+            "concurrency": c,
+            "rate": None,
+            "requests": 100,
+            "ok": 100,
+            "errors": {},
+            "ttfa_ms": {"p50": p / 2, "p95": p, "p99": p},
+        }
         for c, p in ((4, 120.0), (6, 180.0), (10, 320.0))
     ]
     summary.write_text(json.dumps({"levels": levels}))
@@ -238,12 +245,12 @@ def test_plot_writes_a_png(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
         ),
         (
             ["--instance-types", "p5.48xlarge"],
-            "--instance-types = 'p5.48xlarge': not in config/instance_types",
+            "--instance-types 'p5.48xlarge': not in config/instance_types",
         ),
-        (["--region", "ohio"], "plan: --region 'ohio': not an AWS Region. Fix: give an AWS Region"),
+        (["--region", "ohio"], "plan: --region 'ohio': not an AWS Region name. Fix: give an AWS Region"),
         (["--region", "us-east-2\n"], "plan: --region 'us-east-2\\n': not an AWS Region"),
         (["--probe", "x.json"], "plan: --probe 'x.json': cannot read it (No such file or directory)"),
-        (["--plot", "plan.svg"], "--plot = 'plan.svg': not a .png file name"),
+        (["--plot", "plan.svg"], "sonic-deploy plan: --plot 'plan.svg': not a .png file name"),
         (["--env", "staging"], "environments: env = 'staging': unknown environment"),
     ],
 )
@@ -291,5 +298,7 @@ def test_run_elsewhere_the_default_config_folder_is_named(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["plan"]) == 2
-    assert "--config-dir = 'config': no environments/ folder there" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        main(["plan"])
+    assert stopped.value.code == 2
+    assert "--config-dir 'config': no such folder" in capsys.readouterr().err

@@ -20,6 +20,7 @@ from sonic_deploy.probe.output import Progress, RunOutput, read_samples, read_su
 from sonic_deploy.probe.report import compare, write_report
 from sonic_deploy.probe.requests import RequestTemplate
 from sonic_deploy.probe.stats import LevelStats
+from sonic_deploy.probe.summary_file import read_run
 
 from .harness import ProbeRun, ServerFactory
 
@@ -188,7 +189,7 @@ def test_summary_schema_report_and_compare(
         assert set(level["ttfa_ms"]) == set(level["total_ms"]) == set(level["rtf"]) == PERCENTILE_KEYS
     for out in outs:
         assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    text = compare(outs[0], outs[1], tmp_path / "compare.png")
+    text = compare(outs[0], outs[1], [read_run(out) for out in outs], tmp_path / "compare.png")
     assert "A=ws" in text and "B=sm" in text and "c=1" in text and "c=2" in text
     assert (tmp_path / "compare.png").stat().st_size > 1000
     assert write_report(outs[0]) == outs[0] / "report.png"

@@ -3,13 +3,15 @@ field and the fix; never taken as a measured capacity."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from sonic_deploy.cli import main
+from sonic_deploy.probe import report
 from tests.cdk_context import ROOT
-from tests.fuzz.arguments import CORRUPT_SUMMARIES
+from tests.fuzz.arguments import CORRUPT_SUMMARIES, summary_json, summary_level
 
 CORRUPT = sorted(name for name in CORRUPT_SUMMARIES if name != "valid")
 # Where each one is refused: the field the error names.
@@ -33,6 +35,13 @@ FIELDS = {
     "huge requests": "levels[0].requests",
     "level not an object": "levels[1]",
     "target not an object": "target",
+    "client without host": "client",
+    "rate missing": "levels[0].rate",
+    "p50 missing": "levels[0].ttfa_ms.p50",
+    "last piece p95 missing": "levels[0].ttfa_last_piece_ms.p95",
+    "errors do not add up": "levels[0].errors",
+    "duplicate level": "levels[1]",
+    "negative foreign messages": "levels[0].foreign_messages",
     "slo answer not a level": "slo.max_concurrency",
 }
 
@@ -53,7 +62,8 @@ def test_every_corrupt_case_has_its_field() -> None:
     assert set(FIELDS) == set(CORRUPT)
 
 
-# compare has no use for an SLO search's answer (plan --probe does); plan has none for the target (compare does).
+# compare has no use for an SLO search's answer (plan --probe does); plan has none for the target or the client
+# (compare does).
 @pytest.mark.parametrize("name", sorted(set(CORRUPT) - {"slo answer not a level"}))
 def test_probe_compare_refuses_a_corrupt_summary(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -67,7 +77,7 @@ def test_probe_compare_refuses_a_corrupt_summary(
     assert not (tmp_path / "c.png").exists()
 
 
-@pytest.mark.parametrize("name", sorted(set(CORRUPT) - {"target not an object"}))
+@pytest.mark.parametrize("name", sorted(set(CORRUPT) - {"target not an object", "client without host"}))
 def test_plan_refuses_a_corrupt_summary_as_measured_capacity(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -115,3 +125,47 @@ def test_probe_compare_wants_a_run_folder(
         main(["probe", "compare", str(given), str(good)])
     assert stopped.value.code == 2
     assert "Fix: give the folder a probe run wrote (its --out)" in one_line(capsys)
+
+
+def _compare(tmp_path: Path, summary: dict[str, object], png: Path) -> int:
+    (tmp_path / "edited").mkdir()
+    (tmp_path / "edited" / "summary.json").write_text(json.dumps(summary))
+    good = run(tmp_path, "valid")
+    return main(["probe", "compare", str(tmp_path / "edited"), str(good), "--png", str(png)])
+
+
+def test_compare_shows_summary_text_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    edited = summary_json([summary_level(4)])
+    edited["target"] = {"route": "ws\n\x1b[31mRED", "url": "ws://x"}
+    assert _compare(tmp_path, edited, tmp_path / "c.png") == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "ws\\n\\x1b[31mRED" in out
+
+
+def test_compare_reads_each_summary_once_as_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unchecked(folder: Path) -> dict[str, object]:
+        raise AssertionError(f"{folder} read again, unchecked")
+
+    monkeypatch.setattr(report, "read_summary", unchecked)
+    assert _compare(tmp_path, summary_json([summary_level(4)]), tmp_path / "c.png") == 0
+
+
+def test_compare_makes_the_png_s_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    png = tmp_path / "plots" / "today" / "c.png"  # output_file allows a folder not made yet
+    assert _compare(tmp_path, summary_json([summary_level(4)]), png) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_messages_for_another_context_are_shown_when_there_are_any(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quiet, mixed = summary_level(1), {**summary_level(4), "foreign_messages": 3}
+    assert _compare(tmp_path, summary_json([quiet, mixed]), tmp_path / "c.png") == 0
+    out = capsys.readouterr().out
+    assert "A: messages for another context (not credited to any request): c=4 3" in out
+    assert "B: messages for another context" not in out
+    table = report.summary_table(summary_json([quiet, mixed]))
+    assert table.splitlines()[-1] == "messages for another context (not credited to any request): c=4 3"
+    assert "another context" not in report.summary_table(summary_json([quiet]))

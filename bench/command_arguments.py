@@ -1,5 +1,5 @@
 """Count what bad command-line input does to every command: a clean error, a traceback, a hang, or an
-exit 0 on nonsense. `python -m tests.fuzz.measure_arguments [--code DIR] [--verbose]` runs each case in a
+exit 0 on nonsense. `PYTHONPATH=. python bench/command_arguments.py [--code DIR] [--verbose]` runs each case in a
 subprocess (bounded) against the code in DIR (default: this checkout), so a branch can be compared with an
 older tree (`git archive REV | tar -x -C DIR`). Not a test: the property tests and the example tests in
 tests/ are; this is the before/after count for a change."""
