@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -436,32 +437,36 @@ def test_a_repeated_synth_starts_from_the_published_assets(tmp_path: Path, confi
     assert check_assembly(out, environment="dev", config_dir=config) == ["SonicSageMaker"]
 
 
+_ANCESTORS_CHECK = """
+import sys
+from pathlib import Path
+from sonic_deploy.changes import assembly
+if sys.argv[2] == "none":
+    assembly.PROC = Path(sys.argv[1]) / "no-proc"
+out = Path(sys.argv[1]) / "out"
+assert assembly.live_locks(out) == [], assembly.live_locks(out)
+assembly.check_unlocked(out)
+"""
+
+
 @pytest.mark.parametrize("proc", ["linux", "none"])
-def test_the_clis_own_lock_is_not_another_clis_without_proc_either(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, proc: str
-) -> None:
-    """The CDK CLI that runs the app holds synth.lock in CDK_OUTDIR; where /proc is missing (macOS, or
-    hidepid) the app finds its parents with `ps`, or every synth would refuse its own CLI's lock."""
-    if proc == "none":
-        monkeypatch.setattr(assembly, "PROC", tmp_path / "no-proc")
+def test_the_clis_own_lock_is_not_another_clis_without_proc_either(tmp_path: Path, proc: str) -> None:
+    """The CDK CLI that runs the app holds synth.lock in CDK_OUTDIR, and is not always the app's parent (a
+    shell may run between them). Where /proc is missing (macOS, or hidepid) the app finds its parents with
+    `ps`, or every synth would refuse its own CLI's lock. Here this test is the CLI, a shell between."""
     out = tmp_path / "out"
     out.mkdir()
-    # The CLI is not always the app's parent (a shell may run between them): the lock holds our grandparent.
-    grandparent = int(
-        subprocess.run(
-            ["ps", "-o", "ppid=", "-p", str(os.getppid())],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        ).stdout
+    (out / assembly.SYNTH_LOCK).write_text(str(os.getpid()), encoding="utf-8")
+    check = [sys.executable, "-c", _ANCESTORS_CHECK, str(tmp_path), proc]
+    # `; exit $?` keeps the shell from exec'ing python in its place: python's parent is the shell.
+    result = subprocess.run(
+        ["sh", "-c", f"{shlex.join(check)}; exit $?"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(sonic_deploy.__file__).parent.parent)},
     )
-    if grandparent <= 1:
-        pytest.skip("this test runs as a direct child of init: it has no grandparent to hold the lock")
-    (out / assembly.SYNTH_LOCK).write_text(str(grandparent), encoding="utf-8")
-    assert grandparent in assembly._ancestors()
-    assert assembly.live_locks(out) == []
-    assembly.check_unlocked(out)
+    assert result.returncode == 0, result.stderr
 
 
 def test_children_are_found_without_proc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

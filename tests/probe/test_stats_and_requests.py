@@ -129,7 +129,7 @@ def test_sagemaker_probe_without_region_or_credentials_says_so(
         main(bad_region)
     assert stopped.value.code == 2
     assert (
-        "--region 'us east': not an AWS Region. Fix: give an AWS Region, e.g. us-east-2"
+        "--region 'us east': not an AWS Region name. Fix: give an AWS Region (write a Region such as"
         in capsys.readouterr().err
     )
     assert not (tmp_path / "o").exists()  # nothing written for a run that could not start
