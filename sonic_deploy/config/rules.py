@@ -105,14 +105,10 @@ def check_packages(path: Path, packages: ModelPackages) -> None:
     for version, by_region in packages.versions.items():
         for region, arn in by_region.items():
             field = toml_path(["versions", version, region])
-            if region not in known_zones():
-                raise ConfigError(
-                    file=path,
-                    field=field,
-                    value=region,
-                    problem="not a Region AWS has (sonic_deploy/config/aws_zones.json lists them)",
-                    fix=f"correct the Region name; if AWS has opened it since, run `{REFRESH_COMMAND}`",
-                )
+            wrong_region = check_region(region)
+            if wrong_region is not None:
+                problem, fix = wrong_region
+                raise ConfigError(file=path, field=field, value=region, problem=problem, fix=fix)
             match = MODEL_PACKAGE_ARN.fullmatch(arn)  # `$` with match() lets a trailing newline through
             if match is None:
                 raise ConfigError(

@@ -292,11 +292,17 @@ def test_a_region_and_zones_some_accounts_have(edit_config: EditConfig, region: 
     assert caught.value.field == "ecs.availability_zone", str(caught.value)
 
 
-def test_a_model_package_region_that_does_not_exist(edit_config: EditConfig) -> None:
+@pytest.mark.parametrize(
+    ("region", "problem"), [("mars-north-1", "not a Region AWS has"), ("mars-1", "not an AWS Region name")]
+)
+def test_a_model_package_region_that_does_not_exist(
+    edit_config: EditConfig, region: str, problem: str
+) -> None:
+    """The config's one Region rule (check_region), for the Regions model_packages.toml lists too."""
     config = edit_config(
-        "model_packages.toml", '[versions."sonic-3"]\n', '[versions."sonic-3"]\nmars-1 = "x"\n'
+        "model_packages.toml", '[versions."sonic-3"]\n', f'[versions."sonic-3"]\n{region} = "x"\n'
     )
-    assert error_for(config).startswith('versions."sonic-3"."mars-1" = \'mars-1\': not a Region AWS has')
+    assert error_for(config).startswith(f'versions."sonic-3"."{region}" = \'{region}\': {problem}')
 
 
 # ------------------------------------------------------------------------------------ free text ----
