@@ -139,6 +139,12 @@ class Settings:
         return configured if configured is not None else self.environment_name != DEFAULT_ENVIRONMENT
 
     @property
+    def canary_enabled(self) -> bool:
+        """`canary.enabled`, else on outside the default environment (dev)."""
+        configured = self.environment.canary.enabled
+        return configured if configured is not None else self.environment_name != DEFAULT_ENVIRONMENT
+
+    @property
     def licence_secret_name(self) -> str:
         """The secret that holds the offline licence in air-gapped mode (`sonic-deploy licence upload` makes
         it; the ECS stack imports it by name)."""

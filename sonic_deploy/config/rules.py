@@ -167,6 +167,7 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
     if region_problem is not None:
         fail("region", env.region, *region_problem)
     _check_tags(fail, env.tags)
+    _check_fargate_size(fail, "probe", env.probe.cpu, env.probe.memory_mib)
     if env.sonic_version not in catalogue.concurrency:
         fail(
             "sonic_version",

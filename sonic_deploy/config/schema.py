@@ -268,6 +268,10 @@ class AlarmConfig(Strict):
     model_latency_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = 500.0
     gpu_pinned_percent: Percent = 95.0
     gpu_pinned_minutes: Annotated[int, Field(ge=1, le=1440)] = 15
+    capacity_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
+        default=5,
+        description="concurrent streams above what the instances serve for this long: capacity exhausted",
+    )
 
 
 class SageMakerConfig(Strict):
@@ -356,6 +360,14 @@ class EcsAlarmConfig(Strict):
     worker_ttfa_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = 200.0
     gpu_pinned_percent: Percent = 95.0
     gpu_pinned_minutes: Annotated[int, Field(ge=1, le=1440)] = 15
+    capacity_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
+        default=5, description="worker load above worker capacity for this long: capacity exhausted"
+    )
+    provisioning_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
+        default=15,
+        description="a worker task waiting this long for a GPU instance (PROVISIONING, or PENDING): capacity or "
+        "quota is short",
+    )
 
 
 class WorkerTtfaConfig(Strict):
@@ -496,6 +508,48 @@ class EcsConfig(Strict):
     api: EcsApiConfig = EcsApiConfig()
 
 
+class ProbeTaskConfig(Strict):
+    """The probe's Fargate task in each stack: `sonic-deploy probe ... --in-vpc ENV` starts several, and the
+    canary one on a schedule."""
+
+    # One of Fargate's CPU and memory pairs: the loader checks the pair (rules.FARGATE_SIZES).
+    cpu: Annotated[int, Field(ge=256, le=16384)] = 1024
+    memory_mib: Annotated[int, Field(ge=512, le=122_880)] = 2048
+    streams_per_task: Annotated[int, Field(ge=1, le=4096)] = Field(
+        default=32, description="closed loop: concurrent streams one task drives (more: more tasks)"
+    )
+    rate_per_task: Annotated[float, Field(gt=0, le=10_000)] = Field(
+        default=20.0, description="open loop: requests a second one task drives (more: more tasks)"
+    )
+    max_tasks: Annotated[int, Field(ge=1, le=100)] = Field(
+        default=20, description="the most tasks one run starts (each is a Fargate task, billed by the second)"
+    )
+    results_retention_days: Annotated[int, Field(ge=1, le=3650)] = Field(
+        default=30, description="days the runs' samples are kept in the stack's probe bucket"
+    )
+
+
+class CanaryConfig(Strict):
+    """A scheduled run of the probe task through the caller's path, publishing first-audio time and success
+    as CloudWatch metrics (sonic_deploy/probe/canary_metrics.py), and the alarms on them."""
+
+    enabled: bool | None = Field(default=None, description="default: off in dev, on everywhere else")
+    every_minutes: Annotated[int, Field(ge=1, le=1440)] = 5
+    requests: Annotated[int, Field(ge=1, le=50)] = Field(default=3, description="measured requests a run")
+    transcript: Annotated[str, Field(min_length=1, max_length=500)] = (
+        "Thanks for calling. How can I help you today?"
+    )
+    voice_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")] | None = Field(
+        default=None, description="default: the probe's default voice"
+    )
+    ttfa_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = Field(
+        default=500.0, description="the alarm: canary first-audio p95 above this over 15 minutes"
+    )
+    failed_runs: Annotated[int, Field(ge=1, le=100)] = Field(
+        default=2, description="the alarm: this many runs in a row with a failed request (or no run at all)"
+    )
+
+
 class EnvironmentConfig(Strict):
     """One file in config/environments/: where and how to deploy."""
 
@@ -508,6 +562,8 @@ class EnvironmentConfig(Strict):
     network: NetworkConfig
     sagemaker: SageMakerConfig = SageMakerConfig()
     ecs: EcsConfig | None = None
+    probe: ProbeTaskConfig = ProbeTaskConfig()
+    canary: CanaryConfig = CanaryConfig()
 
 
 class InstanceType(Strict):

@@ -382,7 +382,7 @@ def test_a_key_with_a_newline_is_shown_escaped(edit_config: EditConfig) -> None:
     assert message.startswith(
         'sagemaker.alarms."bad\\nkey" = 1: unknown key. Fix: remove or rename it; known keys '
     )
-    assert "known keys here: email, errors_4xx_per_5min," in message
+    assert "known keys here: capacity_minutes, email, errors_4xx_per_5min," in message
 
 
 def test_a_huge_value_is_cut_short(edit_config: EditConfig) -> None:
