@@ -215,6 +215,22 @@ class SonicService(Construct):
                 )
             )
 
+    def task_count(self, name: str, *, statistic: str = "Average") -> cloudwatch.Metric:
+        """A Container Insights count of this service's tasks (ECS/ContainerInsights, dimensions ClusterName and
+        ServiceName: DesiredTaskCount, RunningTaskCount, PendingTaskCount; CloudWatch User Guide, "Amazon ECS
+        Container Insights metrics"). The cluster has Container Insights on (EcsStack)."""
+        return cloudwatch.Metric(
+            namespace="ECS/ContainerInsights",
+            metric_name=name,
+            statistic=statistic,
+            period=Duration.minutes(1),
+            dimensions_map={
+                "ClusterName": self.service.cluster.cluster_name,
+                "ServiceName": self.service.service_name,
+            },
+            label=name.removesuffix("TaskCount").lower(),
+        )
+
     def allow_from(
         self, peer: SonicService | ec2.ISecurityGroup, description: str, *, port: int | None = None
     ) -> None:
