@@ -69,7 +69,7 @@ class CanaryAlarms(Construct):
         budget, runs = canary.ttfa_p95_ms, canary.failed_runs
         self.ttfa = alerting.alarm(
             "CanaryTtfaP95",
-            metric=metrics.ttfa_ms("p95", period=TTFA_WINDOW),
+            metric=metrics.metric(canary_metrics.TTFA, statistic="p95", period=TTFA_WINDOW),
             threshold=budget,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             description=f"Canary time to first audio p95 above {budget:g} ms over 15 minutes, measured through the "
