@@ -261,22 +261,23 @@ def _draw(axes: Any, widget: dict[str, Any], samples: Sequence[Sample]) -> str:
             ha="right",
         )
     axes.set_title(title, fontsize=10, loc="left")
-    axes.set_xlabel("seconds into the probe run", fontsize=8)
     axes.set_ylim(0, axes.get_ylim()[1] * 1.3)  # room for the legend above the lines
     axes.tick_params(labelsize=8)
     axes.legend(fontsize=7, loc="upper left")
-    if missing:  # under the axis label, so it never covers a line
-        axes.text(
-            1.0,
-            -0.2,
-            "no data offline: " + "; ".join(missing),
-            ha="right",
-            va="top",
-            fontsize=7,
-            color="#666666",
-            transform=axes.transAxes,
-            wrap=True,
-        )
+    # Under the axis, wrapped to the widget's width, so it never covers a line.
+    footnote = "x: seconds into the probe run" + (
+        "; no data offline: " + "; ".join(missing) if missing else ""
+    )
+    axes.text(
+        0,
+        -0.1,
+        textwrap.fill(footnote, 10 * widget["width"]),
+        ha="left",
+        va="top",
+        fontsize=7,
+        color="#666666",
+        transform=axes.transAxes,
+    )
     return f"{title}: drew {', '.join(plotted)}" + (
         f"; no data offline: {'; '.join(missing)}" if missing else ""
     )

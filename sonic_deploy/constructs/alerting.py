@@ -14,6 +14,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from sonic_deploy.constructs.findings import acknowledge_compliance
+
 # How long a composite with a suppressor holds its page for the suppressor to go into ALARM, and how long
 # after the suppressor recovers it stays quiet (CloudFormation AWS::CloudWatch::CompositeAlarm,
 # ActionsSuppressorWaitPeriod and ActionsSuppressorExtensionPeriod). Caller alarms evaluate over 5 to 15
@@ -86,6 +88,12 @@ class Alerting(Construct):
             comparison_operator=comparison,
             treat_missing_data=missing_data,
             alarm_description=description,
+        )
+        acknowledge_compliance(
+            alarm,
+            "CloudWatchAlarmAction",
+            reason="a child of the route's composite alarms, which notify the alarm topic (Alerting.composite): "
+            "one incident pages once; deployment alarms and FIS stop conditions read its state",
         )
         self.alarms.append(alarm)
         return alarm
