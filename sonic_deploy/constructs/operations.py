@@ -122,7 +122,9 @@ class EcsOperations(Construct):
         )
         # Container Insights documents PendingTaskCount as the tasks in PENDING; whether a task still in
         # PROVISIONING (waiting for the capacity provider to launch a GPU instance) counts is not documented,
-        # so the alarm takes the larger of it and desired - running, which counts both.
+        # so the alarm takes the larger of it and desired - running, which counts both. MAX of an array of time
+        # series is the per-point maximum (CloudWatch User Guide, "Metric math syntax and functions"; the
+        # search tool here returned that page without its function table: UNVERIFIED in this repository).
         minutes = cfg.alarms.provisioning_minutes
         waiting = cloudwatch.MathExpression(
             expression="MAX([pending, desired - running])",
@@ -271,6 +273,9 @@ class SageMakerOperations(Construct):
         streams = settings.sagemaker_streams_per_instance
         target = streams * settings.environment.sagemaker.target_utilisation
         canary_metrics = canary.metrics if canary is not None else None
+        # AWS/SageMaker Invocations and Invocation4XX/5XXErrors, /aws/sagemaker/Endpoints GPUUtilization and
+        # GPUMemoryUtilization, dimensions EndpointName and VariantName (SageMaker Developer Guide, "Amazon
+        # SageMaker AI metrics in Amazon CloudWatch"; SonicEndpoint.metric).
         errors: list[cloudwatch.IMetric] = [
             endpoint.metric(name, statistic="Sum").with_(label=name)
             for name in ("Invocation4XXErrors", "Invocation5XXErrors")
