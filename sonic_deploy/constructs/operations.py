@@ -29,9 +29,9 @@ from sonic_deploy.config import Settings
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.constructs.canary_alarms import CanaryAlarms, CanaryMetrics
-from sonic_deploy.constructs.dashboard import OperationsDashboard, alarm_states, canary_widgets, graph, note
-from sonic_deploy.constructs.endpoint_alarms import CONCURRENCY, EndpointAlarms
-from sonic_deploy.constructs.gpu_capacity import GROUP_METRICS, GpuCapacity
+from sonic_deploy.constructs.dashboard import OperationsDashboard, ecs_rows, sagemaker_rows
+from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
+from sonic_deploy.constructs.gpu_capacity import GpuCapacity
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
 from sonic_deploy.constructs.sonic_metrics import SonicMetrics
 from sonic_deploy.constructs.sonic_service import SonicService
@@ -166,75 +166,20 @@ class EcsOperations(Construct):
             blind=blind,
         )
 
-        streams = metrics.streams()
-        canary_metrics = canary.metrics if canary is not None else None
-        refused: list[cloudwatch.IMetric] = [
-            metrics.sonic_metric("api_unserviceable_requests_size", statistic="Maximum").with_(
-                label="unserviceable"
-            ),
-            metrics.sonic_metric("api_queue_size", statistic="Maximum").with_(label="API queue"),
-        ]
-        if canary_metrics is not None:
-            refused.append(canary_metrics.runs()["Throttled"])
         self.dashboard = OperationsDashboard(
             self,
             "Dashboard",
             dashboard_name=f"{settings.resource_prefix}-ecs",
-            rows=[
-                [
-                    *canary_widgets(
-                        canary_metrics,
-                        budget_ms=settings.environment.canary.ttfa_p95_ms,
-                        environment=settings.environment_name,
-                        width=6,
-                    ),
-                    graph(
-                        f"Workers: time to first audio ({metrics.worker_ttfa.statistic}, ms)",
-                        [metrics.worker_ttfa_ms(period=ONE_MINUTE)],
-                        width=6,
-                        left_label="ms",
-                        budget=(cfg.alarms.worker_ttfa_p95_ms, f"alarm {cfg.alarms.worker_ttfa_p95_ms:g} ms"),
-                    ),
-                    alarm_states(alarms, width=6),
-                ],
-                [
-                    graph("Active streams: load vs capacity (chunks)", list(streams.values()), width=6),
-                    graph("Refused and queued (TCP NLB: no status codes)", refused, width=6),
-                    graph(
-                        "API targets",
-                        [load_balancer.healthy_targets().with_(label="healthy")],
-                        right=[load_balancer.unhealthy_targets().with_(label="unhealthy")],
-                        width=6,
-                    ),
-                    graph(
-                        "GPUs (%)",
-                        [
-                            metrics.gpu_utilisation().with_(label="GPU utilisation %"),
-                            metrics.gpu_memory_percent(),
-                        ],
-                        width=6,
-                        left_label="%",
-                    ),
-                ],
-                [
-                    graph(
-                        "Scaling: worker tasks",
-                        [workers.task_count(name) for name in ("DesiredTaskCount", "RunningTaskCount")],
-                        width=8,
-                    ),
-                    graph(
-                        "Scaling: GPU instances",
-                        [gpu_capacity.group_metric(metric) for metric in GROUP_METRICS],
-                        width=8,
-                    ),
-                    graph(
-                        "Worker tasks waiting for a GPU instance",
-                        [waiting, workers.task_count("PendingTaskCount")],
-                        width=8,
-                        budget=(1, f"alarm after {minutes} min"),
-                    ),
-                ],
-            ],
+            rows=ecs_rows(
+                settings=settings,
+                canary=canary.metrics if canary is not None else None,
+                metrics=metrics,
+                load_balancer=load_balancer,
+                workers=workers,
+                gpu_capacity=gpu_capacity,
+                waiting=waiting,
+                alarms=alarms,
+            ),
         )
 
 
@@ -270,79 +215,15 @@ class SageMakerOperations(Construct):
             blind=blind,
         )
 
-        streams = settings.sagemaker_streams_per_instance
-        target = streams * settings.environment.sagemaker.target_utilisation
-        canary_metrics = canary.metrics if canary is not None else None
-        # AWS/SageMaker Invocations and Invocation4XX/5XXErrors, /aws/sagemaker/Endpoints GPUUtilization and
-        # GPUMemoryUtilization, dimensions EndpointName and VariantName (SageMaker Developer Guide, "Amazon
-        # SageMaker AI metrics in Amazon CloudWatch"; SonicEndpoint.metric).
-        errors: list[cloudwatch.IMetric] = [
-            endpoint.metric(name, statistic="Sum").with_(label=name)
-            for name in ("Invocation4XXErrors", "Invocation5XXErrors")
-        ]
-        if canary_metrics is not None:
-            errors.append(canary_metrics.runs()["Throttled"])
-        name = settings.endpoint_name
         self.dashboard = OperationsDashboard(
             self,
             "Dashboard",
             dashboard_name=f"{settings.resource_prefix}-sagemaker",
-            rows=[
-                [
-                    *canary_widgets(
-                        canary_metrics,
-                        budget_ms=settings.environment.canary.ttfa_p95_ms,
-                        environment=settings.environment_name,
-                        width=6,
-                    ),
-                    graph(
-                        "Endpoint: model and overhead latency (ms)",
-                        [
-                            endpoint.latency_ms(metric, statistic)
-                            for metric in ("ModelLatency", "OverheadLatency")
-                            for statistic in ("p50", "p95")
-                        ],
-                        width=6,
-                        left_label="ms",
-                    ),
-                    alarm_states(alarms, width=6),
-                ],
-                [
-                    graph(
-                        "Active streams per instance vs capacity",
-                        [
-                            endpoint.metric(CONCURRENCY, statistic="Average").with_(
-                                label="concurrent requests"
-                            )
-                        ],
-                        width=6,
-                        budget=(streams, f"capacity {streams} per instance"),
-                    ),
-                    graph(
-                        "Requests and errors (429 is a 4XX)",
-                        [endpoint.metric("Invocations", statistic="Sum").with_(label="Invocations")],
-                        right=errors,
-                        width=6,
-                    ),
-                    graph(
-                        f"GPUs (%, summed over {gpus_per_instance} per instance)",
-                        [
-                            endpoint.metric(metric, instance_metric=True).with_(label=metric)
-                            for metric in ("GPUUtilization", "GPUMemoryUtilization")
-                        ],
-                        width=6,
-                        left_label="%",
-                    ),
-                    note(
-                        "### Instances and scaling\n"
-                        "SageMaker publishes no instance count to CloudWatch (its endpoint metrics are "
-                        "invocations, latency and utilisation). Current and desired counts: "
-                        f"`aws sagemaker describe-endpoint --endpoint-name {name}` "
-                        "(`ProductionVariants[].CurrentInstanceCount`, `DesiredInstanceCount`); scaling activity: "
-                        "`aws application-autoscaling describe-scaling-activities --service-namespace sagemaker`. "
-                        f"Scaling aims at {target:g} concurrent requests per instance.",
-                        width=6,
-                    ),
-                ],
-            ],
+            rows=sagemaker_rows(
+                settings=settings,
+                canary=canary.metrics if canary is not None else None,
+                endpoint=endpoint,
+                gpus_per_instance=gpus_per_instance,
+                alarms=alarms,
+            ),
         )

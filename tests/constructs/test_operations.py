@@ -11,6 +11,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from sonic_deploy.config import Settings, load_settings
+from sonic_deploy.dashboard_render import dashboards
 from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
 
 
@@ -152,6 +153,15 @@ def test_canary_alarms_when_the_canary_is_on(canary_on: tuple[Settings, dict[str
         composites = _named(template, "AWS::CloudWatch::CompositeAlarm")
         assert {"CanaryTtfaP95", "CanaryFailures"} <= _children(composites["CallersAffected"])
         assert "CanaryNotRunning" in _children(composites["MonitoringBlind"])
+        # The dashboard graphs the canary in place of the note, its budget the alarm's.
+        ((body,),) = [list(dashboards(template.to_json()).values())]
+        ttfa = next(w for w in body["widgets"] if w["properties"].get("title", "").startswith("Canary: time"))
+        assert ttfa["properties"]["annotations"]["horizontal"][0]["value"] == 450
+        assert not any(
+            w["type"] == "text" and "Canary" in w["properties"]["markdown"] for w in body["widgets"]
+        )
+        for y in {w["y"] for w in body["widgets"]}:
+            assert sum(w["width"] for w in body["widgets"] if w["y"] == y) == 24
 
 
 def test_sagemaker_composites(sagemaker_template: Template) -> None:
