@@ -120,8 +120,10 @@ class EcsOperations(Construct):
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             description="No API server target passes GET /status: every new connection fails.",
         )
-        # Container Insights documents PendingTaskCount as the tasks in PENDING; whether a task still in
-        # PROVISIONING (waiting for the capacity provider to launch a GPU instance) counts is not documented,
+        # PendingTaskCount is named in AWS's list of Container Insights metrics for ECS (CloudWatch User Guide,
+        # Application Insights, "Amazon ECS": no definition there); ECS's own pendingCount is "the number of
+        # tasks in the cluster that are in the PENDING state" (ECS API Reference, Service). Whether a task still
+        # in PROVISIONING (waiting for the capacity provider to launch a GPU instance) counts is not documented,
         # so the alarm takes the larger of it and desired - running, which counts both. MAX of an array of time
         # series is the per-point maximum (CloudWatch User Guide, "Metric math syntax and functions"; the
         # search tool here returned that page without its function table: UNVERIFIED in this repository).

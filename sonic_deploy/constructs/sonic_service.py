@@ -216,9 +216,11 @@ class SonicService(Construct):
             )
 
     def task_count(self, name: str, *, statistic: str = "Average") -> cloudwatch.Metric:
-        """A Container Insights count of this service's tasks (ECS/ContainerInsights, dimensions ClusterName and
-        ServiceName: DesiredTaskCount, RunningTaskCount, PendingTaskCount; CloudWatch User Guide, "Amazon ECS
-        Container Insights metrics"). The cluster has Container Insights on (EcsStack)."""
+        """A Container Insights count of this service's tasks: DesiredTaskCount, RunningTaskCount or
+        PendingTaskCount (named in the CloudWatch User Guide's list of Container Insights metrics for ECS,
+        Application Insights, "Amazon ECS"), in namespace ECS/ContainerInsights with dimensions ClusterName and
+        ServiceName (as mapbox/ecs-watchbot#351 found them in the console). The cluster has Container Insights
+        on (EcsStack)."""
         return cloudwatch.Metric(
             namespace="ECS/ContainerInsights",
             metric_name=name,
