@@ -365,9 +365,9 @@ class SonicMetrics(Construct):
     def gpu_metric(
         self, measurement: str, *, statistic: str = "Average", period: Duration = ONE_MINUTE
     ) -> cloudwatch.Metric:
-        """One of gpu_agent_config's nvidia_gpu measurements, over the GPU group. The agent names them
-        nvidia_smi_<measurement> (CloudWatch User Guide, "Collect NVIDIA GPU metrics"; memory_used and
-        memory_total in MiB)."""
+        """One of gpu_agent_config's nvidia_gpu measurements, over the GPU group, named
+        nvidia_smi_<measurement> as nvidia_smi_utilization_gpu (the agent's input is telegraf's nvidia_smi
+        plugin: memory_used and memory_total in MiB, telegraf plugins/inputs/nvidia_smi README)."""
         return cloudwatch.Metric(
             namespace=GPU_NAMESPACE,
             metric_name=f"nvidia_smi_{measurement}",
@@ -377,7 +377,8 @@ class SonicMetrics(Construct):
         )
 
     def gpu_memory_percent(self) -> cloudwatch.MathExpression:
-        """GPU memory in use, % of the GPUs' memory (utilization_memory is memory bandwidth, not use)."""
+        """GPU memory in use, % of the GPUs' memory: utilization_memory is nvidia-smi's memory-controller
+        busy time, not memory used / total (influxdata/telegraf#16617 shows the two apart)."""
         return cloudwatch.MathExpression(
             expression="100 * used / total",
             using_metrics={
