@@ -61,8 +61,10 @@ class EndpointAlarms(Construct):
             evaluation_periods=2,
             description=f"Sonic p95 model latency above {model_latency_p95_ms:g} ms for 10 minutes.",
         )
-        # Per model copy, one per instance here: what the scaling targets (streams_per_instance x
+        # Read as concurrency per instance, as the scaling reads it (its target is streams_per_instance x
         # target_utilisation); above streams_per_instance the instances serve no more and requests queue.
+        # UNVERIFIED: how "per model" averages over an instance-based variant's instances was not found in
+        # SageMaker's documentation here.
         self.concurrency = alerting.alarm(
             "ConcurrencyAboveCapacity",
             metric=endpoint.metric(CONCURRENCY, statistic="Average"),
