@@ -14,6 +14,7 @@ from sonic_deploy.config.schema import (
     LOG_RETENTION_DAYS,
     NATS_ROUTE_PORT,
     SERVICE_NAMESPACE,
+    CanaryConfig,
     EcsConfig,
     EnvironmentConfig,
     InstanceCatalogue,
@@ -168,6 +169,7 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
         fail("region", env.region, *region_problem)
     _check_tags(fail, env.tags)
     _check_fargate_size(fail, "probe", env.probe.cpu, env.probe.memory_mib)
+    _check_canary_window(fail, env.canary)
     if env.sonic_version not in catalogue.concurrency:
         fail(
             "sonic_version",
@@ -563,6 +565,23 @@ def _check_nats_cluster(fail: Fail, ecs: EcsConfig) -> None:
     else:
         return
     fail("ecs.services.nats.command", nats.command, problem, f"set command = {NATS_CLUSTER_COMMAND}")
+
+
+def _check_canary_window(fail: Fail, canary: CanaryConfig) -> None:
+    """The canary's failure alarms evaluate `failed_runs` periods of `every_minutes`; CloudWatch holds an alarm's
+    period x evaluation periods to one day when the period is under an hour, seven days otherwise
+    (PutMetricAlarm, Period: "can't be more than 604,800 seconds ... For alarms with a period of less than one
+    hour ... can't be longer than one day")."""
+    limit = 24 * 60 if canary.every_minutes < 60 else 7 * 24 * 60
+    window = canary.failed_runs * canary.every_minutes
+    if window > limit:
+        fail(
+            "canary.failed_runs",
+            canary.failed_runs,
+            f"{canary.failed_runs} runs every {canary.every_minutes} minutes is {window} minutes, longer than the "
+            f"{limit} CloudWatch lets an alarm look back at that period",
+            f"use at most {limit // canary.every_minutes}, or a shorter canary.every_minutes",
+        )
 
 
 def _check_fargate_size(fail: Fail, field: str, cpu: int, memory_mib: int) -> None:

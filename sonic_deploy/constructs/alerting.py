@@ -1,10 +1,11 @@
-"""An encrypted SNS topic for alarms, optional e-mail subscribers, and alarms that notify it."""
+"""An encrypted SNS topic for alarms, optional e-mail subscribers, the route's alarms, and the composite alarms
+that notify the topic."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Aws, Stack
+from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -13,9 +14,20 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from sonic_deploy.constructs.findings import acknowledge_compliance
+
+# How long a composite with a suppressor holds its page for the suppressor to go into ALARM, and how long
+# after the suppressor recovers it stays quiet (CloudFormation AWS::CloudWatch::CompositeAlarm,
+# ActionsSuppressorWaitPeriod and ActionsSuppressorExtensionPeriod). Caller alarms evaluate over 5 to 15
+# minutes, cause alarms over 1 to 15: five minutes lets the caller page come first in the usual order.
+SUPPRESSOR_WAIT = Duration.minutes(5)
+SUPPRESSOR_EXTENSION = Duration.minutes(10)
+
 
 class Alerting(Construct):
-    """Every alarm of a route goes to one topic; alarm and recovery both notify, so on-call sees the end."""
+    """One topic per route, notified by composite alarms only, on alarm and on recovery (so on-call sees the
+    end). The single alarms (`alarm`) have no actions: each is a child of a composite (`composite`), and stays
+    usable as an ECS deployment alarm or an FIS stop condition, which read its state, not its actions."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, key: kms.IKey, emails: Sequence[str] = ()
@@ -52,6 +64,7 @@ class Alerting(Construct):
             )
         )
         self.alarms: list[cloudwatch.Alarm] = []
+        self.composites: list[cloudwatch.CompositeAlarm] = []
 
     def alarm(
         self,
@@ -76,8 +89,38 @@ class Alerting(Construct):
             treat_missing_data=missing_data,
             alarm_description=description,
         )
-        action = cw_actions.SnsAction(self.topic)
-        alarm.add_alarm_action(action)
-        alarm.add_ok_action(action)
+        acknowledge_compliance(
+            alarm,
+            "CloudWatchAlarmAction",
+            reason="a child of the route's composite alarms, which notify the alarm topic (Alerting.composite): "
+            "one incident pages once; deployment alarms and FIS stop conditions read its state",
+        )
         self.alarms.append(alarm)
         return alarm
+
+    def composite(
+        self,
+        construct_id: str,
+        *,
+        alarms: Sequence[cloudwatch.IAlarm],
+        description: str,
+        suppressor: cloudwatch.IAlarm | None = None,
+    ) -> cloudwatch.CompositeAlarm:
+        """In ALARM while any of `alarms` is; pages the topic, unless `suppressor` is in ALARM (or goes into
+        it within SUPPRESSOR_WAIT)."""
+        if not alarms:
+            raise ValueError(f"composite alarm {construct_id} needs at least one alarm")
+        composite = cloudwatch.CompositeAlarm(
+            self,
+            construct_id,
+            alarm_rule=cloudwatch.AlarmRule.any_of(*alarms),
+            alarm_description=description,
+            actions_suppressor=suppressor,
+            actions_suppressor_wait_period=SUPPRESSOR_WAIT if suppressor is not None else None,
+            actions_suppressor_extension_period=SUPPRESSOR_EXTENSION if suppressor is not None else None,
+        )
+        action = cw_actions.SnsAction(self.topic)
+        composite.add_alarm_action(action)
+        composite.add_ok_action(action)
+        self.composites.append(composite)
+        return composite

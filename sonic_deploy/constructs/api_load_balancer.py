@@ -261,3 +261,8 @@ class ApiLoadBalancer(Construct):
         return self.target_group.metrics.un_healthy_host_count(
             statistic="Maximum", period=Duration.minutes(1)
         )
+
+    def healthy_targets(self) -> cloudwatch.Metric:
+        """AWS/NetworkELB HealthyHostCount of the API targets (dimensions LoadBalancer, TargetGroup; Elastic
+        Load Balancing User Guide for Network Load Balancers, "CloudWatch metrics")."""
+        return self.target_group.metrics.healthy_host_count(statistic="Minimum", period=Duration.minutes(1))

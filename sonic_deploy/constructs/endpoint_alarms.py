@@ -12,8 +12,16 @@ from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
 FIVE_MINUTES = Duration.minutes(5)
 
 
+# Includes queued requests; a streaming request counts until its last byte (the scaling's metric, as a
+# CloudWatch metric: AWS/SageMaker, dimensions EndpointName and VariantName; SageMaker Developer Guide,
+# "Amazon SageMaker AI metrics in Amazon CloudWatch").
+CONCURRENCY = "ConcurrentRequestsPerModel"
+
+
 class EndpointAlarms(Construct):
-    """5XX and 4XX errors (429 = no free capacity), ModelLatency p95, GPU utilisation pinned high."""
+    """5XX and 4XX errors (429 = no free capacity), ModelLatency p95, concurrency above what an instance
+    serves, GPU utilisation pinned high. None has actions of its own: the route's composites page
+    (SageMakerOperations)."""
 
     def __init__(
         self,
@@ -28,6 +36,8 @@ class EndpointAlarms(Construct):
         gpu_pinned_percent: float,
         gpu_pinned_minutes: int,
         gpus_per_instance: int,
+        streams_per_instance: int,
+        capacity_minutes: int,
     ) -> None:
         super().__init__(scope, construct_id)
         self.errors_5xx = alerting.alarm(
@@ -50,6 +60,19 @@ class EndpointAlarms(Construct):
             threshold=model_latency_p95_ms * 1000,
             evaluation_periods=2,
             description=f"Sonic p95 model latency above {model_latency_p95_ms:g} ms for 10 minutes.",
+        )
+        # Read as concurrency per instance, as the scaling reads it (its target is streams_per_instance x
+        # target_utilisation); above streams_per_instance the instances serve no more and requests queue.
+        # UNVERIFIED: how "per model" averages over an instance-based variant's instances was not found in
+        # SageMaker's documentation here.
+        self.concurrency = alerting.alarm(
+            "ConcurrencyAboveCapacity",
+            metric=endpoint.metric(CONCURRENCY, statistic="Average"),
+            threshold=streams_per_instance,
+            evaluation_periods=capacity_minutes,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            description=f"Concurrent requests per instance above the {streams_per_instance} streams it serves for "
+            f"{capacity_minutes} minutes: requests queue or get 429s (max_instances, the instance quota).",
         )
         self.gpu_pinned = alerting.alarm(
             "GpuPinned",

@@ -7,6 +7,7 @@ from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
@@ -18,6 +19,12 @@ from sonic_deploy.constructs.placement import SingleAzPlacement
 
 # ECS agent settings, written to /etc/ecs/ecs.config before the agent starts (after user data). From the agent's
 # configuration table (aws/amazon-ecs-agent README.md, at 8dfceca6):
+# The GPU group's metrics the dashboard graphs: what it wants, what serves, what is still booting.
+GROUP_METRICS = (
+    autoscaling.GroupMetric.DESIRED_CAPACITY,
+    autoscaling.GroupMetric.IN_SERVICE_INSTANCES,
+    autoscaling.GroupMetric.PENDING_INSTANCES,
+)
 AGENT_CONFIG = {
     # "Whether to block access to Instance Metadata for Tasks started with awsvpc network mode": the workers
     # are awsvpc tasks (SonicService), and this is the setting AWS's ECS guide names for them ("Amazon EC2
@@ -128,6 +135,10 @@ class GpuCapacity(Construct):
             # One spare instance so a rolling deploy at 100% minimum healthy has room for a new task.
             max_capacity=max_instances + 1,
             new_instances_protected_from_scale_in=False,
+            # For the dashboard: EC2 Auto Scaling publishes group metrics only once collection is enabled
+            # (CloudFormation AWS::AutoScaling::AutoScalingGroup MetricsCollection; free at 1-minute granularity,
+            # EC2 Auto Scaling User Guide, "Monitor CloudWatch metrics for your Auto Scaling groups").
+            group_metrics=[autoscaling.GroupMetrics(*GROUP_METRICS)],
         )
         acknowledge(
             self.auto_scaling_group,
@@ -173,6 +184,18 @@ class GpuCapacity(Construct):
             ],
         )
         return policy
+
+    def group_metric(self, metric: autoscaling.GroupMetric) -> cloudwatch.Metric:
+        """An AWS/AutoScaling group metric of the GPU group (dimension AutoScalingGroupName), one of
+        GROUP_METRICS."""
+        return cloudwatch.Metric(
+            namespace="AWS/AutoScaling",
+            metric_name=metric.name,
+            statistic="Average",
+            period=Duration.minutes(1),
+            dimensions_map={"AutoScalingGroupName": self.auto_scaling_group.auto_scaling_group_name},
+            label=metric.name.removeprefix("Group"),
+        )
 
     def allow_on_any_resource(
         self, sid: str, actions: list[str], *, why: str, conditions: dict[str, Any] | None = None

@@ -271,3 +271,14 @@ class SonicEndpoint(Construct):
             statistic=statistic,
             period=period,
         )
+
+    def latency_ms(self, name: str, statistic: str) -> cloudwatch.MathExpression:
+        """ModelLatency or OverheadLatency in milliseconds: SageMaker publishes both in microseconds (SageMaker
+        Developer Guide, "Amazon SageMaker AI metrics in Amazon CloudWatch")."""
+        metric_id = f"{name.lower()}_{statistic}"  # unique in a graph that shows several
+        return cloudwatch.MathExpression(
+            expression=f"{metric_id} / 1000",
+            using_metrics={metric_id: self.metric(name, statistic=statistic)},
+            label=f"{name} {statistic} (ms)",
+            period=ONE_MINUTE,
+        )

@@ -360,10 +360,38 @@ class SonicMetrics(Construct):
     def gpu_utilisation(
         self, *, statistic: str = "Average", period: Duration = ONE_MINUTE
     ) -> cloudwatch.Metric:
+        return self.gpu_metric("utilization_gpu", statistic=statistic, period=period)
+
+    def gpu_metric(
+        self, measurement: str, *, statistic: str = "Average", period: Duration = ONE_MINUTE
+    ) -> cloudwatch.Metric:
+        """One of gpu_agent_config's nvidia_gpu measurements, over the GPU group, named
+        nvidia_smi_<measurement> as nvidia_smi_utilization_gpu (the agent's input is telegraf's nvidia_smi
+        plugin: memory_used and memory_total in MiB, telegraf plugins/inputs/nvidia_smi README)."""
         return cloudwatch.Metric(
             namespace=GPU_NAMESPACE,
-            metric_name="nvidia_smi_utilization_gpu",
+            metric_name=f"nvidia_smi_{measurement}",
             statistic=statistic,
             period=period,
             dimensions_map={"AutoScalingGroupName": self.auto_scaling_group_name},
         )
+
+    def gpu_memory_percent(self) -> cloudwatch.MathExpression:
+        """GPU memory in use, % of the GPUs' memory: utilization_memory is nvidia-smi's memory-controller
+        busy time, not memory used / total (influxdata/telegraf#16617 shows the two apart)."""
+        return cloudwatch.MathExpression(
+            expression="100 * used / total",
+            using_metrics={
+                "used": self.gpu_metric("memory_used", statistic="Sum"),
+                "total": self.gpu_metric("memory_total", statistic="Sum"),
+            },
+            label="GPU memory used %",
+            period=ONE_MINUTE,
+        )
+
+    def streams(self) -> dict[str, cloudwatch.Metric]:
+        """Chunks in progress and chunks the workers can take, summed over the workers (what scaling tracks)."""
+        return {
+            name: self.sonic_metric(f"inferno_worker_{name}").with_(label=f"worker {name}")
+            for name in ("load", "capacity")
+        }

@@ -215,6 +215,24 @@ class SonicService(Construct):
                 )
             )
 
+    def task_count(self, name: str, *, statistic: str = "Average") -> cloudwatch.Metric:
+        """A Container Insights count of this service's tasks: DesiredTaskCount, RunningTaskCount or
+        PendingTaskCount (named in the CloudWatch User Guide's list of Container Insights metrics for ECS,
+        Application Insights, "Amazon ECS"), in namespace ECS/ContainerInsights with dimensions ClusterName and
+        ServiceName (as mapbox/ecs-watchbot#351 found them in the console). The cluster has Container Insights
+        on (EcsStack)."""
+        return cloudwatch.Metric(
+            namespace="ECS/ContainerInsights",
+            metric_name=name,
+            statistic=statistic,
+            period=Duration.minutes(1),
+            dimensions_map={
+                "ClusterName": self.service.cluster.cluster_name,
+                "ServiceName": self.service.service_name,
+            },
+            label=name.removesuffix("TaskCount").lower(),
+        )
+
     def allow_from(
         self, peer: SonicService | ec2.ISecurityGroup, description: str, *, port: int | None = None
     ) -> None:

@@ -15,8 +15,9 @@ GPU_METRICS_GRACE_MINUTES = 15
 
 
 class WorkerAlarms(Construct):
-    """No worker capacity, unserviceable requests, worker TTFA p95 and GPU pinned. The unserviceable and
-    TTFA alarms double as deployment alarms: they do not depend on the services they guard."""
+    """No worker capacity, unserviceable requests, worker TTFA p95, capacity exhausted, GPU pinned and GPU
+    metrics missing. The unserviceable and TTFA alarms double as deployment alarms: they do not depend on the
+    services they guard. None has actions of its own: the route's composites page (EcsOperations)."""
 
     def __init__(
         self,
@@ -28,6 +29,7 @@ class WorkerAlarms(Construct):
         ttfa_p95_ms: float,
         gpu_pinned_percent: float,
         gpu_pinned_minutes: int,
+        capacity_minutes: int,
     ) -> None:
         super().__init__(scope, construct_id)
         self.no_capacity = alerting.alarm(
@@ -55,6 +57,21 @@ class WorkerAlarms(Construct):
             description=f"Worker time to first audio ({statistic}) above {ttfa_p95_ms:g} ms for 10 minutes"
             + ("" if statistic == "p95" else " (the workers publish no percentiles: the mean is alarmed)")
             + ".",
+        )
+        streams = metrics.streams()
+        self.capacity_exhausted = alerting.alarm(
+            "WorkerCapacityExhausted",
+            metric=cloudwatch.MathExpression(
+                expression="load / capacity",
+                using_metrics=dict(streams),
+                label="worker load / capacity",
+                period=Duration.minutes(1),
+            ),
+            threshold=1,
+            evaluation_periods=capacity_minutes,
+            comparison=ABOVE,
+            description=f"Worker load above worker capacity for {capacity_minutes} minutes: requests queue; "
+            "scaling is not keeping up (max_workers, tasks waiting for GPU instances, the G and VT quota).",
         )
         # The GPU hosts' agent is installed at boot (SonicMetrics); if that failed, or the agent stopped,
         # the GPU policy sees nothing. It cannot hold the fleet (it never scales in), but it cannot add

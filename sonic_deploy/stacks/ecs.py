@@ -22,6 +22,7 @@ from sonic_deploy.constructs.gpu_capacity import GpuCapacity
 from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.network import Network
+from sonic_deploy.constructs.operations import EcsOperations
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.resilience import ResilienceExperiments
@@ -150,6 +151,7 @@ class EcsStack(SonicStack):
             ttfa_p95_ms=cfg.alarms.worker_ttfa_p95_ms,
             gpu_pinned_percent=cfg.alarms.gpu_pinned_percent,
             gpu_pinned_minutes=cfg.alarms.gpu_pinned_minutes,
+            capacity_minutes=cfg.alarms.capacity_minutes,
         )
 
         offline_licence = None
@@ -214,13 +216,26 @@ class EcsStack(SonicStack):
         )
 
         self._scaling(cfg, cluster, sonic.workers, metrics)
-        alerting.alarm(
+        unhealthy_targets = alerting.alarm(
             "UnhealthyApiTargets",
             metric=lb.unhealthy_targets(),
             threshold=0,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=2,
             description="API server targets behind the load balancer are failing GET /status.",
+        )
+        # Caller alarms on the whole stack, the composites that page, the dashboard (docs/operate.md).
+        EcsOperations(
+            self,
+            "Operations",
+            settings=settings,
+            alerting=alerting,
+            metrics=metrics,
+            worker_alarms=alarms,
+            unhealthy_targets=unhealthy_targets,
+            load_balancer=lb,
+            workers=sonic.workers,
+            gpu_capacity=capacity,
         )
 
         CfnOutput(self, "ApiUrl", value=lb.websocket_url)

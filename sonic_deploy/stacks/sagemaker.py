@@ -14,6 +14,7 @@ from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.network import Network
+from sonic_deploy.constructs.operations import SageMakerOperations
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
 from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
@@ -80,16 +81,29 @@ class SageMakerStack(SonicStack):
         )
 
         alarms = sm.alarms
-        EndpointAlarms(
+        alerting = Alerting(self, "Alerting", key=key, emails=alarms.email)
+        endpoint_alarms = EndpointAlarms(
             self,
             "Alarms",
-            alerting=Alerting(self, "Alerting", key=key, emails=alarms.email),
+            alerting=alerting,
             endpoint=endpoint,
             errors_5xx_per_5min=alarms.errors_5xx_per_5min,
             errors_4xx_per_5min=alarms.errors_4xx_per_5min,
             model_latency_p95_ms=alarms.model_latency_p95_ms,
             gpu_pinned_percent=alarms.gpu_pinned_percent,
             gpu_pinned_minutes=alarms.gpu_pinned_minutes,
+            gpus_per_instance=instance.gpus,
+            streams_per_instance=settings.sagemaker_streams_per_instance,
+            capacity_minutes=alarms.capacity_minutes,
+        )
+        # Canary alarms, the composites that page, the dashboard (docs/operate.md).
+        SageMakerOperations(
+            self,
+            "Operations",
+            settings=settings,
+            alerting=alerting,
+            endpoint=endpoint,
+            endpoint_alarms=endpoint_alarms,
             gpus_per_instance=instance.gpus,
         )
 

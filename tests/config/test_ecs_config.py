@@ -364,3 +364,12 @@ def test_nats_flags_in_gos_equals_form_are_read(edit_config: EditConfig) -> None
         '["-cluster_name=sonic", "--cluster=nats://0.0.0.0:6222", "-routes=nats://nats.sonic.internal:6222"]',
     )
     load_settings(config, "dev")
+
+
+def test_canary_alarm_window_beyond_what_cloudwatch_evaluates(edit_config: EditConfig) -> None:
+    edit_config(DEV, "every_minutes = 5", "every_minutes = 30")
+    config = edit_config(DEV, "failed_runs = 2 ", "failed_runs = 60 ")
+    assert error_for(config) == (
+        "canary.failed_runs = 60: 60 runs every 30 minutes is 1800 minutes, longer than the 1440 CloudWatch lets "
+        "an alarm look back at that period. Fix: use at most 48, or a shorter canary.every_minutes"
+    )

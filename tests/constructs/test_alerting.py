@@ -1,9 +1,11 @@
-"""Alerting and the SageMaker alarms: encrypted topic, alarm and OK actions, the four alarms."""
+"""Alerting and the SageMaker alarms: encrypted topic, the five alarms (no actions of their own), the
+composites that notify on alarm and recovery."""
 
 from __future__ import annotations
 
 from aws_cdk.assertions import Match, Template
 
+from sonic_deploy.config import Settings
 from tests.conftest import resources_of
 
 
@@ -20,12 +22,28 @@ def _alarm(template: Template, metric: str) -> dict[str, object]:
     return props
 
 
-def test_every_alarm_notifies_on_alarm_and_recovery(sagemaker_template: Template) -> None:
+def test_only_composites_notify_on_alarm_and_recovery(
+    sagemaker_template: Template, ecs_template: Template
+) -> None:
     alarms = resources_of(sagemaker_template, "AWS::CloudWatch::Alarm").values()
-    assert len(alarms) == 4
-    for alarm in alarms:
-        assert alarm["Properties"]["AlarmActions"] == alarm["Properties"]["OKActions"]
-        assert alarm["Properties"]["AlarmActions"][0]["Ref"].startswith("AlertingTopic")
+    assert len(alarms) == 5  # the canary is off in dev
+    for template in (sagemaker_template, ecs_template):
+        for alarm in resources_of(template, "AWS::CloudWatch::Alarm").values():
+            assert not {"AlarmActions", "OKActions", "InsufficientDataActions"} & set(alarm["Properties"])
+        composites = resources_of(template, "AWS::CloudWatch::CompositeAlarm").values()
+        assert composites
+        for composite in composites:
+            assert composite["Properties"]["AlarmActions"] == composite["Properties"]["OKActions"]
+            assert composite["Properties"]["AlarmActions"][0]["Ref"].startswith("AlertingTopic")
+
+
+def test_concurrency_above_what_the_instances_serve(
+    sagemaker_template: Template, dev_settings: Settings
+) -> None:
+    concurrency = _alarm(sagemaker_template, "ConcurrentRequestsPerModel")
+    assert concurrency["Threshold"] == dev_settings.sagemaker_streams_per_instance
+    assert concurrency["EvaluationPeriods"] == dev_settings.environment.sagemaker.alarms.capacity_minutes
+    assert (concurrency["Statistic"], concurrency["Period"]) == ("Average", 60)
 
 
 def test_error_alarms(sagemaker_template: Template) -> None:

@@ -159,6 +159,9 @@ def test_ecs_alarms(ecs_template: Template) -> None:
         "GpuMetricsMissing",
         "GpuPinned",
         "UnhealthyApiTargets",
+        "WorkerCapacityExhausted",
+        "NoHealthyApiTargets",
+        "WorkerTasksWaiting",
     }
     assert alarms["NoWorkerCapacity"]["TreatMissingData"] == "breaching"
     assert (

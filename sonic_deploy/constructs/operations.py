@@ -1,0 +1,231 @@
+"""What on-call sees and what pages them, per route: the alarms on what callers feel that need the whole
+stack (the canary's, no healthy targets, worker tasks waiting for GPU capacity), the composite alarms, and the
+route's dashboard.
+
+One incident pages once. Every single alarm is a child without actions (Alerting); three composites page:
+
+- CallersAffected: any alarm on what a caller feels now (slow or failed first audio in the canary, worker
+  TTFA, refused requests, no capacity or no healthy target at all, 5XX and 4XX on SageMaker). Pages at once.
+- CapacityAtRisk: any alarm on a cause that callers feel next (load above capacity, tasks waiting for a GPU
+  instance, GPUs pinned, unhealthy targets). Its actions are suppressed while CallersAffected is in ALARM
+  and for SUPPRESSOR_WAIT after it goes in (a cause usually fires minutes before its symptom: the caller page
+  then stands for both), and for SUPPRESSOR_EXTENSION after callers recover. It pages alone when capacity is
+  short and callers do not feel it yet: the time to act before they do.
+- MonitoringBlind: the signals themselves stopped (no GPU metrics, no canary run); suppressed the same way.
+
+The children stay the ECS deployment alarms and FIS stop conditions (EcsStack): those read alarm states, not
+actions. docs/operate.md, "Alarms", has each one with what to do first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from sonic_deploy.config import Settings
+from sonic_deploy.constructs.alerting import Alerting
+from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
+from sonic_deploy.constructs.canary_alarms import CanaryAlarms, CanaryMetrics
+from sonic_deploy.constructs.dashboard import OperationsDashboard, ecs_rows, sagemaker_rows
+from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
+from sonic_deploy.constructs.gpu_capacity import GpuCapacity
+from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
+from sonic_deploy.constructs.sonic_metrics import SonicMetrics
+from sonic_deploy.constructs.sonic_service import SonicService
+from sonic_deploy.constructs.worker_alarms import WorkerAlarms
+
+ONE_MINUTE = Duration.minutes(1)
+
+
+def _canary(scope: Construct, settings: Settings, alerting: Alerting, route: str) -> CanaryAlarms | None:
+    if not settings.canary_enabled:
+        return None
+    canary = settings.environment.canary
+    metrics = CanaryMetrics(
+        environment=settings.environment_name, route=route, every=Duration.minutes(canary.every_minutes)
+    )
+    return CanaryAlarms(scope, "CanaryAlarms", alerting=alerting, metrics=metrics, canary=canary)
+
+
+def _page(
+    alerting: Alerting,
+    *,
+    callers: Sequence[cloudwatch.IAlarm],
+    capacity: Sequence[cloudwatch.IAlarm],
+    blind: Sequence[cloudwatch.IAlarm],
+) -> list[cloudwatch.IAlarm]:
+    """The three composites (see the module's docstring); returns them, then every child, for the dashboard."""
+    affected = alerting.composite(
+        "CallersAffected",
+        alarms=callers,
+        description="Callers are affected now: slow or failed first audio, or refused requests. The children "
+        "in ALARM say which; the dashboard's top row says how badly.",
+    )
+    composites: list[cloudwatch.IAlarm] = [affected]
+    composites.append(
+        alerting.composite(
+            "CapacityAtRisk",
+            alarms=capacity,
+            suppressor=affected,
+            description="Capacity is short or about to be, and callers do not feel it yet: add capacity or find "
+            "what blocks scaling (the children in ALARM; the dashboard's scaling row).",
+        )
+    )
+    if blind:
+        composites.append(
+            alerting.composite(
+                "MonitoringBlind",
+                alarms=blind,
+                suppressor=affected,
+                description="A signal the alarms rely on stopped (GPU metrics, canary runs): alarms on it "
+                "cannot fire. The children in ALARM say which.",
+            )
+        )
+    return composites + list(alerting.alarms)
+
+
+class EcsOperations(Construct):
+    """The ECS route's caller alarms that need the load balancer and the worker service, its composites and
+    its dashboard."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: Settings,
+        alerting: Alerting,
+        metrics: SonicMetrics,
+        worker_alarms: WorkerAlarms,
+        unhealthy_targets: cloudwatch.IAlarm,
+        load_balancer: ApiLoadBalancer,
+        workers: SonicService,
+        gpu_capacity: GpuCapacity,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        cfg = settings.environment.ecs
+        assert cfg is not None
+        canary = _canary(self, settings, alerting, "ecs")
+        # A quiet NLB reports no metrics at all (Elastic Load Balancing, Network Load Balancers, "CloudWatch
+        # metrics": only while requests flow), so missing data is not breaching; the canary's requests keep it
+        # reporting, and NoWorkerCapacity covers a fleet that reports nothing.
+        self.no_healthy_targets = alerting.alarm(
+            "NoHealthyApiTargets",
+            metric=load_balancer.healthy_targets(),
+            threshold=1,
+            evaluation_periods=2,
+            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            description="No API server target passes GET /status: every new connection fails.",
+        )
+        # PendingTaskCount is named in AWS's list of Container Insights metrics for ECS (CloudWatch User Guide,
+        # Application Insights, "Amazon ECS": no definition there); ECS's own pendingCount is "the number of
+        # tasks in the cluster that are in the PENDING state" (ECS API Reference, Service). Whether a task still
+        # in PROVISIONING (waiting for the capacity provider to launch a GPU instance) counts is not documented,
+        # so the alarm takes the larger of it and desired - running, which counts both. MAX of an array of time
+        # series is the per-point maximum (CloudWatch User Guide, "Metric math syntax and functions"; the
+        # search tool here returned that page without its function table: UNVERIFIED in this repository).
+        minutes = cfg.alarms.provisioning_minutes
+        waiting = cloudwatch.MathExpression(
+            expression="MAX([pending, desired - running])",
+            using_metrics={
+                "pending": workers.task_count("PendingTaskCount"),
+                "desired": workers.task_count("DesiredTaskCount"),
+                "running": workers.task_count("RunningTaskCount"),
+            },
+            label="worker tasks not running",
+            period=ONE_MINUTE,
+        )
+        self.tasks_waiting = alerting.alarm(
+            "WorkerTasksWaiting",
+            metric=waiting,
+            threshold=1,
+            evaluation_periods=minutes,
+            description=f"A GPU worker task has waited {minutes} minutes to run (PROVISIONING or PENDING): no "
+            "GPU instance for it (the G and VT instance quota, capacity in the AZ, max_workers + 1 instances).",
+        )
+        callers: list[cloudwatch.IAlarm] = [
+            worker_alarms.no_capacity,
+            worker_alarms.unserviceable,
+            worker_alarms.ttfa,
+            self.no_healthy_targets,
+        ]
+        blind: list[cloudwatch.IAlarm] = [worker_alarms.gpu_metrics_missing]
+        if canary is not None:
+            callers += canary.caller_facing
+            blind.append(canary.not_running)
+        alarms = _page(
+            alerting,
+            callers=callers,
+            capacity=[
+                worker_alarms.capacity_exhausted,
+                self.tasks_waiting,
+                worker_alarms.gpu_pinned,
+                unhealthy_targets,
+            ],
+            blind=blind,
+        )
+
+        self.dashboard = OperationsDashboard(
+            self,
+            "Dashboard",
+            dashboard_name=f"{settings.resource_prefix}-ecs",
+            rows=ecs_rows(
+                settings=settings,
+                canary=canary.metrics if canary is not None else None,
+                metrics=metrics,
+                load_balancer=load_balancer,
+                workers=workers,
+                gpu_capacity=gpu_capacity,
+                waiting=waiting,
+                alarms=alarms,
+            ),
+        )
+
+
+class SageMakerOperations(Construct):
+    """The SageMaker route's canary alarms, its composites and its dashboard."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: Settings,
+        alerting: Alerting,
+        endpoint: SonicEndpoint,
+        endpoint_alarms: EndpointAlarms,
+        gpus_per_instance: int,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        canary = _canary(self, settings, alerting, "sagemaker")
+        callers: list[cloudwatch.IAlarm] = [
+            endpoint_alarms.errors_5xx,
+            endpoint_alarms.errors_4xx,
+            endpoint_alarms.model_latency,
+        ]
+        blind: list[cloudwatch.IAlarm] = []
+        if canary is not None:
+            callers += canary.caller_facing
+            blind.append(canary.not_running)
+        alarms = _page(
+            alerting,
+            callers=callers,
+            capacity=[endpoint_alarms.concurrency, endpoint_alarms.gpu_pinned],
+            blind=blind,
+        )
+
+        self.dashboard = OperationsDashboard(
+            self,
+            "Dashboard",
+            dashboard_name=f"{settings.resource_prefix}-sagemaker",
+            rows=sagemaker_rows(
+                settings=settings,
+                canary=canary.metrics if canary is not None else None,
+                endpoint=endpoint,
+                gpus_per_instance=gpus_per_instance,
+                alarms=alarms,
+            ),
+        )

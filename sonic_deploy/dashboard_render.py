@@ -1,0 +1,314 @@
+"""Draw a stack's CloudWatch dashboard offline, from its own JSON and a probe run's samples.
+
+    python -m sonic_deploy.dashboard_render cdk.out/SonicEcs.template.json probe-runs/X/samples.jsonl -o out.png
+
+The body is the synthesized DashboardBody (its Fn::Join resolved, references shown as <LogicalId>); every
+widget is drawn at its own x, y, width and height on the 24-column grid. What a probe run measures fills the
+widgets that graph it: the canary's first audio (p50/p95 per time bin) and its succeeded, failed and throttled
+counts, and active streams (requests in flight, from each sample's start and end). Every other line or widget
+says "no data offline: <metric>": nothing here is invented. No aws_cdk: it reads files only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GRID_COLUMNS = 24
+CANARY_NAMESPACE = "SonicDeploy/Canary"  # sonic_deploy/probe/canary_metrics.py
+# Metrics that count streams in flight: the ECS workers' load, SageMaker's concurrent requests.
+STREAM_METRICS = ("inferno_worker_load", "ConcurrentRequestsPerModel")
+
+
+def resolve(value: Any) -> str:
+    """A CloudFormation string value as text: Fn::Join joined, Ref and Fn::GetAtt as placeholders."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        ((function, argument),) = value.items()
+        if function == "Fn::Join":
+            return str(argument[0]).join(resolve(part) for part in argument[1])
+        if function == "Ref":
+            return f"<{argument}>"
+        if function == "Fn::GetAtt":
+            return f"<{'.'.join(argument) if isinstance(argument, list) else argument}>"
+        return f"<{function}>"
+    raise ValueError(f"not a CloudFormation string: {value!r}")
+
+
+def dashboards(template: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Logical ID -> dashboard body, for every AWS::CloudWatch::Dashboard in a template."""
+    bodies = {}
+    for logical_id, resource in template.get("Resources", {}).items():
+        if resource.get("Type") == "AWS::CloudWatch::Dashboard":
+            body = resource["Properties"]["DashboardBody"]
+            # A placeholder's quotes stay JSON: a Ref sits inside a JSON string in every dashboard CDK writes.
+            bodies[logical_id] = json.loads(resolve(body))
+    return bodies
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a metric widget: a metric (namespace, name, statistic) or an expression."""
+
+    namespace: str
+    name: str
+    stat: str
+    label: str
+    visible: bool
+
+    @property
+    def offline_name(self) -> str:
+        return self.name if self.namespace == "expression" else f"{self.namespace} {self.name} {self.stat}"
+
+
+def lines(properties: dict[str, Any]) -> list[Line]:
+    """The widget's metric array as lines ("." repeats the entry before, as CloudWatch's JSON allows)."""
+    found: list[Line] = []
+    previous: list[Any] = []
+    for entry in properties.get("metrics", []):
+        options = entry[-1] if entry and isinstance(entry[-1], dict) else {}
+        fields = [f for f in entry if not isinstance(f, dict)]
+        if "expression" in options:
+            found.append(
+                Line(
+                    "expression",
+                    options["expression"],
+                    "",
+                    str(options.get("label", options["expression"])),
+                    True,
+                )
+            )
+            continue
+        fields = [previous[i] if f == "." and i < len(previous) else f for i, f in enumerate(fields)]
+        previous = fields
+        namespace, name = fields[0], fields[1]
+        stat = options.get("stat", properties.get("stat", "Average"))
+        label = options.get("label", name)
+        found.append(Line(namespace, name, stat, label, options.get("visible", True)))
+    return found
+
+
+@dataclass(frozen=True)
+class Sample:
+    start: float
+    end: float
+    ok: bool
+    throttled: bool
+    ttfa_ms: float | None
+
+
+def load_samples(path: Path) -> list[Sample]:
+    """The measured requests of a probe run's samples.jsonl (warm-ups left out), times from the run's start."""
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = [r for r in records if not r.get("warmup")]
+    if not records:
+        raise ValueError(f"{path}: no measured requests")
+    samples = []
+    for r in records:
+        end = float(r["time"])
+        start = end - (r["total_ms"] or 0.0) / 1000
+        samples.append(
+            Sample(start, end, bool(r["ok"]), "429" in str(r.get("error") or ""), r.get("ttfa_ms"))
+        )
+    origin = min(s.start for s in samples)
+    return [Sample(s.start - origin, s.end - origin, s.ok, s.throttled, s.ttfa_ms) for s in samples]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest rank, as the probe's progress line shows it."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
+
+
+def bins(samples: Sequence[Sample], count: int = 24) -> list[tuple[float, float]]:
+    span = max(s.end for s in samples)
+    width = max(span / count, 1.0)
+    return [(i * width, (i + 1) * width) for i in range(math.ceil(span / width))]
+
+
+def offline_series(line: Line, samples: Sequence[Sample]) -> tuple[list[float], list[float]] | None:
+    """(bin midpoints in s, values) for a line a probe run measures, else None."""
+    windows = bins(samples)
+    xs, ys = [], []
+    for lo, hi in windows:
+        ended = [s for s in samples if lo <= s.end < hi]
+        value: float | None = None
+        if line.namespace == CANARY_NAMESPACE and line.name == "TimeToFirstAudio":
+            ttfa = [s.ttfa_ms for s in ended if s.ok and s.ttfa_ms is not None]
+            match = re.fullmatch(r"p(\d+(?:\.\d+)?)", line.stat)
+            if match is None:
+                return None
+            value = percentile(ttfa, float(match.group(1))) if ttfa else None
+        elif line.namespace == CANARY_NAMESPACE and line.name in (
+            "Succeeded",
+            "Failed",
+            "Throttled",
+            "Requests",
+        ):
+            value = float(
+                sum(
+                    1
+                    for s in ended
+                    if {"Succeeded": s.ok, "Failed": not s.ok, "Throttled": s.throttled, "Requests": True}[
+                        line.name
+                    ]
+                )
+            )
+        elif line.name in STREAM_METRICS:
+            # Time-weighted requests in flight over the bin.
+            value = sum(max(0.0, min(hi, s.end) - max(lo, s.start)) for s in samples) / (hi - lo)
+        else:
+            return None
+        if value is not None:
+            xs.append((lo + hi) / 2)
+            ys.append(value)
+    return xs, ys
+
+
+def _markdown_text(markdown: str, width: int) -> str:
+    plain = re.sub(r"[`*#]", "", markdown)
+    return "\n".join(
+        textwrap.fill(paragraph.strip(), width) for paragraph in plain.split("\n") if paragraph.strip()
+    )
+
+
+def render(body: dict[str, Any], samples: Sequence[Sample], out: Path, *, title: str = "") -> list[str]:
+    """Draw every widget of `body` into `out` (PNG); returns, per widget, what was drawn (for tests)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    widgets = body["widgets"]
+    rows = max(w["y"] + w["height"] for w in widgets)
+    figure = plt.figure(figsize=(22, rows * 0.62 + 0.6))
+    if title:
+        figure.suptitle(title, fontsize=13, x=0.01, ha="left")
+    top = 1 - 0.6 / (rows * 0.62 + 0.6)
+    drawn = []
+    for widget in widgets:
+        x, y, w, h = widget["x"], widget["y"], widget["width"], widget["height"]
+        # Inset within the cell so titles and tick labels of neighbours do not overlap.
+        left = x / GRID_COLUMNS + 0.028
+        bottom = top * (1 - (y + h) / rows) + 0.05
+        axes = figure.add_axes((left, bottom, w / GRID_COLUMNS - 0.038, top * h / rows - 0.1))
+        drawn.append(_draw(axes, widget, samples))
+    figure.savefig(out, dpi=90)
+    plt.close(figure)
+    return drawn
+
+
+def _empty(axes: Any, title: str, missing: Iterable[str]) -> str:
+    text = "no data offline: " + "; ".join(missing)
+    axes.set_title(title, fontsize=10, loc="left")
+    axes.set_xticks([])
+    axes.set_yticks([])
+    axes.text(
+        0.5,
+        0.5,
+        textwrap.fill(text, 48),
+        ha="center",
+        va="center",
+        fontsize=9,
+        color="#666666",
+        transform=axes.transAxes,
+    )
+    return f"{title}: {text}"
+
+
+def _draw(axes: Any, widget: dict[str, Any], samples: Sequence[Sample]) -> str:
+    properties = widget.get("properties", {})
+    title = properties.get("title", "")
+    if widget["type"] == "text":
+        axes.axis("off")
+        text = _markdown_text(properties.get("markdown", ""), 12 * widget["width"])
+        axes.text(0, 1, text, va="top", ha="left", fontsize=9, transform=axes.transAxes)
+        return f"text: {text}"
+    if widget["type"] == "alarm":
+        return _empty(axes, title, [f"alarm states ({len(properties.get('alarms', []))} alarms)"])
+    if widget["type"] != "metric":
+        return _empty(axes, title or widget["type"], [f"{widget['type']} widget"])
+    shown = [line for line in lines(properties) if line.visible]
+    missing, plotted = [], []
+    for line in shown:
+        series = offline_series(line, samples)
+        if series is None:
+            missing.append(line.offline_name)
+            continue
+        label = "requests in flight" if line.name in STREAM_METRICS else line.label
+        axes.plot(*series, marker=".", label=f"{label} (probe run)")
+        plotted.append(line.label)
+    if not plotted:
+        return _empty(axes, title, missing)
+    for annotation in properties.get("annotations", {}).get("horizontal", []):
+        axes.axhline(annotation["value"], color="#d62728", linestyle="--", linewidth=1)
+        axes.annotate(
+            annotation.get("label", ""),
+            (0.99, annotation["value"]),
+            xycoords=("axes fraction", "data"),
+            fontsize=8,
+            color="#d62728",
+            va="bottom",
+            ha="right",
+        )
+    axes.set_title(title, fontsize=10, loc="left")
+    axes.set_ylim(0, axes.get_ylim()[1] * 1.3)  # room for the legend above the lines
+    axes.tick_params(labelsize=8)
+    axes.legend(fontsize=7, loc="upper left")
+    # Under the axis, wrapped to the widget's width, so it never covers a line.
+    footnote = "x: seconds into the probe run" + (
+        "; no data offline: " + "; ".join(missing) if missing else ""
+    )
+    axes.text(
+        0,
+        -0.1,
+        textwrap.fill(footnote, 10 * widget["width"]),
+        ha="left",
+        va="top",
+        fontsize=7,
+        color="#666666",
+        transform=axes.transAxes,
+    )
+    return f"{title}: drew {', '.join(plotted)}" + (
+        f"; no data offline: {'; '.join(missing)}" if missing else ""
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m sonic_deploy.dashboard_render", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "template", type=Path, help="a synthesized template, e.g. cdk.out/SonicEcs.template.json"
+    )
+    parser.add_argument("samples", type=Path, help="a probe run's samples.jsonl")
+    parser.add_argument("-o", "--out", type=Path, default=Path("dashboard.png"))
+    parser.add_argument("--title", default=None, help="default: the dashboard's logical ID and the template")
+    args = parser.parse_args(argv)
+    try:
+        found = dashboards(json.loads(args.template.read_text()))
+        if len(found) != 1:
+            raise ValueError(f"{args.template}: {len(found)} dashboards, expected one per stack")
+        ((logical_id, body),) = found.items()
+        samples = load_samples(args.samples)
+    except (OSError, ValueError, KeyError) as error:
+        print(f"dashboard_render: {error}", file=sys.stderr)
+        return 2
+    title = args.title if args.title is not None else f"{logical_id} ({args.template.name}), offline"
+    for line in render(body, samples, args.out, title=title):
+        print(line)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
