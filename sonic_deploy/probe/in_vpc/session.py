@@ -36,8 +36,10 @@ TRANSCRIPTS = "transcripts.txt"
 _STORE_URL = name(
     r"(s3://[a-z0-9.-]{3,63}|file://)/[!-~]{1,1000}", "an s3:// or file:// URL", "s3://BUCKET/runs/RUN"
 )
-# Options of this machine: never sent to a task.
+# Options of this machine: never sent to a task. --budget: the turn's budget is judged here, on the merged
+# turns (its file need not be in the image).
 LOCAL_OPTIONS = {
+    "--budget",
     "--in-vpc",
     "--tasks",
     "--config-dir",
