@@ -176,8 +176,8 @@ class S3Store:
         try:
             response = self.client.get_object(Bucket=self.bucket, Key=self.prefix + key)
         except ClientError as error:
-            # NoSuchKey when the caller may list the bucket; AccessDenied (403) when it may not, which the
-            # task role may: both mean "not there yet" only for NoSuchKey (S3 GetObject's documentation).
+            # A missing key is NoSuchKey to a caller that may list the bucket (both roles may: s3:ListBucket),
+            # and AccessDenied to one that may not (S3 GetObject's documentation): that one is an error here.
             if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return None
             raise

@@ -179,6 +179,11 @@ def prepare(
             f"--in-vpc {args.in_vpc}: the environment does not deploy the {stack_route} route (routes = "
             f"{json.dumps(routes)} in {config_file}). Fix: probe the route it deploys, or another environment"
         )
+    probe = settings.environment.probe
+    concurrency, rate = load
+    needed = tasks_needed(concurrency, rate, probe.streams_per_task, probe.rate_per_task)
+    described = f"concurrency {concurrency}" if concurrency else f"rate {rate:g}/s"
+    count = choose_tasks(needed, args.tasks, probe.max_tasks, described, config_file)  # before any AWS call
     region = settings.environment.region
     stack_name = settings.stack_name(stack_route)
     try:
@@ -186,11 +191,6 @@ def prepare(
     except BotoCoreError as error:
         raise _aws_failure(f"--profile {args.profile}", error) from None
     deployment = find_deployment(cloudformation, settings.environment_name, stack_route, stack_name)
-    probe = settings.environment.probe
-    concurrency, rate = load
-    needed = tasks_needed(concurrency, rate, probe.streams_per_task, probe.rate_per_task)
-    described = f"concurrency {concurrency}" if concurrency else f"rate {rate:g}/s"
-    count = choose_tasks(needed, args.tasks, probe.max_tasks, described, config_file)
     run_id = new_run_id(stack_route)
     store = run_store(s3, deployment.bucket, run_id)
     added: list[str] = []

@@ -59,7 +59,7 @@ def serve(store: ObjectStore, index: int, run_command: RunCommand) -> int:
     """The task's life: ready, then each command in turn. 0 after "done"; 1 after a failure, which is also
     put where the runner looks (failed/INDEX.json), so that it stops the run and says why."""
     try:
-        manifest = RunManifest.from_json(_wait_for(store, RUN, RunManifest("", 0, 1.0, 300.0)))
+        manifest = RunManifest.from_json(_wait_for(store, RUN, RunManifest("", 0, 0.2, 300.0)))
         put_json(store, ready_key(index), {"index": index, "host": socket.gethostname(), "at": time.time()})
         _say(f"task {index} of {manifest.task_count} ready ({store.where()})")
         seq = 0

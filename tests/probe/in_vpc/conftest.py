@@ -52,7 +52,9 @@ def local_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Calla
         stubber = Stubber(cloudformation)
         name = cloudformation_stack_name("dev", route)
         base = ECS_OUTPUTS if route == "ecs" else SAGEMAKER_OUTPUTS
-        stubber.add_response("describe_stacks", stack_description(name, {**base, **outputs}), {"StackName": name})
+        stubber.add_response(
+            "describe_stacks", stack_description(name, {**base, **outputs}), {"StackName": name}
+        )
         stubber.activate()
         ecs = ProcessEcs(tmp_path)
         bucket = tmp_path / "bucket"
@@ -62,7 +64,9 @@ def local_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Calla
             return cloudformation, ecs, None
 
         monkeypatch.setattr(session, "aws_clients", clients)
-        monkeypatch.setattr(session, "run_store", lambda s3, name, run_id: DirectoryStore(bucket / "runs" / run_id))
+        monkeypatch.setattr(
+            session, "run_store", lambda s3, name, run_id: DirectoryStore(bucket / "runs" / run_id)
+        )
         monkeypatch.setattr(session, "TIMING", FAST)
         local = LocalAws(ecs, bucket, stubber)
         made.append(local)

@@ -102,7 +102,12 @@ class ProcessEcs:
                 described.append(task(n, "RUNNING"))
             else:
                 described.append(
-                    task(n, "STOPPED", stoppedReason="Essential container in task exited", container={"exitCode": code})
+                    task(
+                        n,
+                        "STOPPED",
+                        stoppedReason="Essential container in task exited",
+                        container={"exitCode": code},
+                    )
                 )
         return {"tasks": described, "failures": []}
 

@@ -19,7 +19,18 @@ from tests.probe.turn.test_command import STANDINS
 from .conftest import CONFIG, ROOT, LocalAws
 from .fakes import task_arn
 
-FAST_SERVER = ("--first-byte-ms", "20", "--jitter-ms", "15", "--chunk-ms", "20", "--pace", "0.2", "--ms-per-char", "1")
+FAST_SERVER = (
+    "--first-byte-ms",
+    "20",
+    "--jitter-ms",
+    "15",
+    "--chunk-ms",
+    "20",
+    "--pace",
+    "0.2",
+    "--ms-per-char",
+    "1",
+)
 
 
 def _summary(out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -52,8 +63,12 @@ def test_a_sweep_on_three_tasks_merges_exactly_and_splits_the_load(
         for measure in ("ttfa_ms", "total_ms", "connect_ms", "max_gap_ms"):
             assert level[measure] == whole.percentiles(measure), measure
         # Each task ran its share of the level, as Level.share splits it, and said which it was.
-        shares = {i: Level(index, concurrency=concurrency, requests=13, warmup=1).share(i, 3) for i in range(3)}
-        assert Counter(s["task"] for s in measured) == {i: share.requests for i, share in shares.items() if share.requests}
+        shares = {
+            i: Level(index, concurrency=concurrency, requests=13, warmup=1).share(i, 3) for i in range(3)
+        }
+        assert Counter(s["task"] for s in measured) == {
+            i: share.requests for i, share in shares.items() if share.requests
+        }
         assert all(s["task"] == s["worker"] for s in samples)
 
     # The tasks' commands: the probe's own options, the stack's defaults, the hidden task options; nothing local.
@@ -88,7 +103,16 @@ def test_an_open_loop_shares_the_rate_and_transcripts_travel_through_the_bucket(
     transcripts.write_text("One line.\nAnother line, a bit longer.\n")
     out = tmp_path / "out"
     argv = ["probe", "ws", "--in-vpc", "dev", "--config-dir", CONFIG, "--tasks", "2", "--rate", "20"]
-    argv += ["--duration", "1", "--transcripts", str(transcripts), "--out", str(out), "--quiet", "--no-report"]
+    argv += [
+        "--duration",
+        "1",
+        "--transcripts",
+        str(transcripts),
+        "--out",
+        str(out),
+        "--quiet",
+        "--no-report",
+    ]
     assert main(argv) == 0
     summary, samples = _summary(out)
     (level,) = summary["levels"]
@@ -114,7 +138,16 @@ def test_turn_runs_its_calls_on_the_tasks_and_summarizes_them_here(
     ws = server.base.replace("http://", "ws://")
     out = tmp_path / "turn"
     argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", CONFIG, "--tasks", "2", "--route", "ecs"]
-    argv += ["--llm-model", "stand-in", "--llm-url", f"{server.base}/v1", "--stt-url", ws, "--concurrency", "3"]
+    argv += [
+        "--llm-model",
+        "stand-in",
+        "--llm-url",
+        f"{server.base}/v1",
+        "--stt-url",
+        ws,
+        "--concurrency",
+        "3",
+    ]
     argv += ["--turns", "2", "--warmup-turns", "0", "--gap-ms", "0", "--ramp-up", "0.1", "--out", str(out)]
     argv += ["--quiet", "--no-plot", "--budget", str(ROOT / "config/turn_budget.toml")]
     assert main(argv) == 0
