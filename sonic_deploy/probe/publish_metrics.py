@@ -109,6 +109,8 @@ def publish(cloudwatch: Any, data: Sequence[dict[str, Any]]) -> int:
 
 
 def cloudwatch_client(region: str | None) -> Any:
+    """boto3's client; region None: boto3's chain, which in an ECS task reads AWS_REGION ("The Region where
+    the task runs", set by ECS: Amazon ECS developer guide, "Amazon ECS environment variables")."""
     import boto3
 
     return boto3.client("cloudwatch", region_name=region)

@@ -78,12 +78,12 @@ def add_options(parser: argparse.ArgumentParser, example_load: str) -> None:
         "--tasks",
         type=whole(1, 100, "Fargate tasks"),
         metavar="N",
-        help=f"tasks to start (default: from the load and [probe] in the config, e.g. {example_load})",
+        help=f"tasks to start; unset: from the load and [probe] in the config, e.g. {example_load}",
     )
     group.add_argument(
         "--config-dir", type=config_folder, default=Path("config"), help="the config/ folder (--in-vpc)"
     )
-    group.add_argument("--profile", help="AWS profile for --in-vpc (default: the usual credential chain)")
+    group.add_argument("--profile", help="AWS profile for --in-vpc; unset: the usual credential chain")
     # Inside a task: where the run's objects are, and which task this is (the runner sets them).
     group.add_argument("--in-vpc-task", type=_STORE_URL, help=argparse.SUPPRESS)
     group.add_argument("--task-index", type=whole(0, 99, "a task index"), help=argparse.SUPPRESS)
