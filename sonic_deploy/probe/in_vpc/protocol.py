@@ -112,8 +112,10 @@ def level_of(command: dict[str, Any]) -> Level:
 
 
 def local_start(start_at: float) -> float:
-    """A wall-clock start as this process's perf_counter. Each task reads its own clock (Fargate's are kept
-    by the Amazon Time Sync Service), so the tasks start together even if the operator's clock is off."""
+    """A wall-clock start (the runner's clock) as this process's perf_counter. Each task reads its own clock
+    (Fargate's are kept by the Amazon Time Sync Service), so the tasks start together. An operator's clock
+    behind theirs by more than the start delay puts the start in their past: each task then starts as soon
+    as it sees the command (within a poll of the others), and reports how late (`late_s`)."""
     return time.perf_counter() + (start_at - time.time())
 
 

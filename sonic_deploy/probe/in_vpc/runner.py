@@ -345,11 +345,28 @@ class Fleet:
                     f"(the task definition's log group); an image that cannot be pulled needs the deploy to push it"
                 )
 
+    def _unrecorded(self) -> list[str]:
+        """Tasks of this run that ECS knows and this runner does not: one whose RunTask was answered just as
+        Ctrl-C came (ListTasks by startedBy lists the tasks whose desired status is RUNNING)."""
+        try:
+            pages = self.ecs.get_paginator("list_tasks").paginate(
+                cluster=self.deployment.cluster, startedBy=self.run_id[:128]
+            )
+            listed = [str(arn) for page in pages for arn in page.get("taskArns", [])]
+        except Exception as error:
+            self.say(
+                f"could not list the run's tasks ({error}): look for startedBy {self.run_id} in the console"
+            )
+            return []
+        return [arn for arn in listed if arn not in self.arns]
+
     def stop_all(self, reason: str) -> None:
-        """StopTask every task started (each, whatever the others do); never raises."""
+        """StopTask every task started (each, whatever the others do), and any other of this run's that ECS
+        lists; never raises."""
         if self.stopped:
             return
         self.stopped = True
+        self.arns.extend(self._unrecorded())
         failed = []
         for arn in self.arns:
             try:

@@ -137,13 +137,20 @@ class Session:
     def run(self, work: Callable[[InVpcRun], None]) -> None:
         """Start the tasks, wait until they are ready, do `work` with them, tell them it is done; stop every
         task whatever happens (Ctrl-C and SIGTERM too: those propagate as KeyboardInterrupt once stopped)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from sonic_deploy.probe.in_vpc.runner import _aws_failure
+
         conversation = InVpcRun(self.fleet, self.store, self.count, self.timing, self.say)
         reason = "sonic-deploy probe --in-vpc: run ended"
         try:
             with terminated_as_interrupt():
-                conversation.start(self.command)
-                work(conversation)
-                conversation.finish()
+                try:
+                    conversation.start(self.command)
+                    work(conversation)
+                    conversation.finish()
+                except (BotoCoreError, ClientError) as error:  # the bucket's (ECS's are InVpcError already)
+                    raise _aws_failure(f"the run's objects in {self.store.where()}", error) from None
         except BaseException as error:
             reason = f"sonic-deploy probe --in-vpc: {type(error).__name__}"
             raise
@@ -165,7 +172,7 @@ def prepare(
     """The run's set-up: the environment's config, its stack (its outputs fill what `defaults` returns, for
     each option not given, on `args` and in the tasks' command), the task count, the tasks' command.
     `argv`: this command's own tokens after `prefix` (`probe ROUTE`), which begins each task's command."""
-    from botocore.exceptions import BotoCoreError
+    from botocore.exceptions import BotoCoreError, ClientError
 
     from sonic_deploy.config import load_settings, require_config_dir
     from sonic_deploy.probe.in_vpc.runner import _aws_failure
@@ -200,7 +207,10 @@ def prepare(
             added += [option, value]
     drop = set(LOCAL_OPTIONS)
     if getattr(args, "transcripts", None):
-        store.put(TRANSCRIPTS, "".join(line + "\n" for line in args.transcripts).encode())
+        try:
+            store.put(TRANSCRIPTS, "".join(line + "\n" for line in args.transcripts).encode())
+        except (BotoCoreError, ClientError) as error:
+            raise _aws_failure(f"s3:PutObject to {store.where()}", error) from None
         drop.add("--transcripts")
 
     def command(index: int) -> list[str]:

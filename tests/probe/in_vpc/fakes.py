@@ -111,6 +111,17 @@ class ProcessEcs:
                 )
         return {"tasks": described, "failures": []}
 
+    def get_paginator(self, operation: str) -> Any:
+        assert operation == "list_tasks"
+        ecs = self
+
+        class Pages:
+            def paginate(self, cluster: str, startedBy: str) -> list[dict[str, Any]]:  # noqa: N803 (ECS's name)
+                running = [task_arn(n) for n, p in enumerate(ecs.processes) if p.poll() is None]
+                return [{"taskArns": running}]
+
+        return Pages()
+
     def stop_task(self, cluster: str, task: str, reason: str) -> dict[str, Any]:
         self.stopped.append(task)
         process = self.processes[int(task.rsplit("/", 1)[1], 16)]

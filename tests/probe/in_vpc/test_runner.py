@@ -104,7 +104,12 @@ def _expect_describe(stubber: Stubber, *described: dict[str, Any]) -> None:
     )
 
 
-def _expect_stop(stubber: Stubber, *numbers: int) -> None:
+def _expect_stop(stubber: Stubber, *numbers: int, unrecorded: int | None = None) -> None:
+    """ListTasks by the run's startedBy (what ECS still runs of it), then StopTask for each task."""
+    listed = [task_arn(n) for n in numbers] + ([] if unrecorded is None else [task_arn(unrecorded)])
+    stubber.add_response("list_tasks", {"taskArns": listed}, {"cluster": CLUSTER, "startedBy": RUN_ID})
+    if unrecorded is not None:
+        numbers = (*numbers, unrecorded)
     for n in numbers:
         stopped = task(n, "RUNNING", desiredStatus="STOPPED")
         stubber.add_response(
@@ -415,3 +420,31 @@ def test_the_task_command_drops_local_options_in_every_spelling() -> None:
     ]
     kept = task_argv(parser, argv, in_vpc.LOCAL_OPTIONS, ["--task-index", "0"])
     assert kept == ["--concurrency", "4", "--quiet", "--task-index", "0"]
+
+
+def test_a_task_ecs_started_as_ctrl_c_came_is_stopped_too(ecs: tuple[Any, Stubber]) -> None:
+    client, stubber = ecs
+    fleet = Fleet(client, DEPLOYMENT, RUN_ID, lambda text: None)
+    fleet.arns = [task_arn(0)]  # task 1's RunTask was answered, but its ARN never recorded
+    _expect_stop(stubber, 0, unrecorded=1)
+    fleet.stop_all("interrupted")
+    assert fleet.arns == [task_arn(0), task_arn(1)]
+
+
+class _DeniedStore(DirectoryStore):
+    def put(self, key: str, body: bytes) -> None:
+        from botocore.exceptions import ClientError
+
+        error = {
+            "Error": {"Code": "AccessDenied", "Message": "User is not authorized to perform: s3:PutObject"}
+        }
+        raise ClientError(error, "PutObject")  # type: ignore[arg-type]
+
+
+def test_a_bucket_that_refuses_the_runner_is_one_line_and_nothing_left_running(
+    ecs: tuple[Any, Stubber], tmp_path: Path
+) -> None:
+    client, stubber = ecs
+    _expect_stop(stubber)  # none started: ListTasks finds none
+    with pytest.raises(InVpcError, match=r"the run's objects in .* failed: AccessDenied: .*s3:PutObject"):
+        _session(client, _DeniedStore(tmp_path / "run"), 2).run(lambda conversation: None)
