@@ -160,3 +160,38 @@ def test_turn_runs_its_calls_on_the_tasks_and_summarizes_them_here(
         assert command[command.index("--tts-url") + 1] == server.ws_url
         assert "--budget" not in command  # judged here, on all the turns
     assert len(aws.ecs.stopped) == 2
+
+
+def test_http_and_sagemaker_default_to_the_stacks_outputs(
+    reference_server: ServerFactory, local_aws: Callable[..., LocalAws], tmp_path: Path
+) -> None:
+    server = reference_server(*FAST_SERVER)
+    common = [
+        "--in-vpc",
+        "dev",
+        "--config-dir",
+        CONFIG,
+        "--tasks",
+        "2",
+        "--concurrency",
+        "2",
+        "--requests",
+        "4",
+    ]
+    common += ["--warmup", "0", "--quiet", "--no-report"]
+    aws = local_aws("ecs", ApiUrl=server.ws_url)
+    assert main(["probe", "http", *common, "--out", str(tmp_path / "http")]) == 0
+    summary, _ = _summary(tmp_path / "http")
+    assert summary["target"]["url"] == server.http_url  # ApiUrl's host, /tts/bytes
+    assert summary["levels"][0]["ok"] == 4
+    assert {command[command.index("--url") + 1] for command in aws.ecs.commands} == {server.http_url}
+
+    aws = local_aws("sagemaker")
+    argv = ["probe", "sagemaker", *common, "--endpoint-url", server.base, "--out", str(tmp_path / "sm")]
+    assert main(argv) == 0
+    summary, _ = _summary(tmp_path / "sm")
+    assert (summary["target"]["endpoint"], summary["target"]["region"]) == ("sonic-dev", "us-east-2")
+    assert summary["levels"][0]["ok"] == 4
+    for command in aws.ecs.commands:
+        assert command[command.index("--endpoint") + 1] == "sonic-dev"
+        assert command[command.index("--endpoint-url") + 1] == server.base  # given, so kept
