@@ -725,15 +725,17 @@ def _in_vpc_session(args: argparse.Namespace) -> in_vpc.Session:
             "--cartesia-version": out["CartesiaVersion"],
         }
 
-    if args.slo is not None:
+    label = None
+    if args.slo is not None:  # the search may reach --slo-max: the tasks are there for it from the start
         load: tuple[int | None, float | None] = (args.slo_max, None)
+        label = f"--slo up to --slo-max {args.slo_max}"
     elif args.rate:
         load = (None, max(args.rate))
     else:
         load = (max(args.concurrency), None)
     argv: list[str] = args.argv
     at = argv.index(route, argv.index("probe") + 1) + 1
-    return in_vpc.prepare(args, args.command_parser, argv[at:], argv[:at], stack_route, load, defaults)
+    return in_vpc.prepare(args, args.command_parser, argv[at:], argv[:at], stack_route, load, defaults, label)
 
 
 def _publish_metrics(args: argparse.Namespace, out_dir: Path, region: str | None) -> int:

@@ -168,6 +168,7 @@ def prepare(
     stack_route: str,
     load: tuple[int | None, float | None],
     defaults: Callable[[ProbeDeployment], dict[str, str]],
+    load_label: str | None = None,
 ) -> Session:
     """The run's set-up: the environment's config, its stack (its outputs fill what `defaults` returns, for
     each option not given, on `args` and in the tasks' command), the task count, the tasks' command.
@@ -189,7 +190,7 @@ def prepare(
     probe = settings.environment.probe
     concurrency, rate = load
     needed = tasks_needed(concurrency, rate, probe.streams_per_task, probe.rate_per_task)
-    described = f"concurrency {concurrency}" if concurrency else f"rate {rate:g}/s"
+    described = load_label or (f"concurrency {concurrency}" if concurrency else f"rate {rate:g}/s")
     count = choose_tasks(needed, args.tasks, probe.max_tasks, described, config_file)  # before any AWS call
     region = settings.environment.region
     stack_name = settings.stack_name(stack_route)

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sonic_deploy.cli import main
 from sonic_deploy.probe.load import Level
 from sonic_deploy.probe.stats import LevelStats
@@ -195,3 +197,47 @@ def test_http_and_sagemaker_default_to_the_stacks_outputs(
     for command in aws.ecs.commands:
         assert command[command.index("--endpoint") + 1] == "sonic-dev"
         assert command[command.index("--endpoint-url") + 1] == server.base  # given, so kept
+
+
+def test_the_slo_search_runs_on_the_tasks_started_once(
+    reference_server: ServerFactory, local_aws: Callable[..., LocalAws], tmp_path: Path
+) -> None:
+    server = reference_server("--capacity", "2", "--first-byte-ms", "20", "--audio-ms", "100")
+    aws = local_aws("ecs", ApiUrl=server.ws_url)
+    out = tmp_path / "slo"
+    argv = ["probe", "ws", "--in-vpc", "dev", "--config-dir", CONFIG, "--slo", "errors<=0", "--slo-max", "64"]
+    argv += ["--requests", "12", "--error-backoff-ms", "20", "--out", str(out), "--quiet", "--no-report"]
+    assert main(argv) == 0
+    summary, samples = _summary(out)
+    slo = summary["slo"]
+    assert [(t["concurrency"], t["passed"]) for t in slo["tried"]] == [
+        (1, True),
+        (2, True),
+        (4, False),
+        (3, False),
+    ]
+    assert slo["max_concurrency"] == 2
+    assert len(aws.ecs.processes) == 2  # --slo-max 64 at 32 streams a task, for all four levels
+    assert {s["task"] for s in samples if s["concurrency"] == 2} == {0, 1}
+
+
+def test_a_search_to_the_default_slo_max_needs_more_tasks_than_allowed(
+    local_aws: Callable[..., LocalAws], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    local_aws("ecs")
+    argv = [
+        "probe",
+        "ws",
+        "--in-vpc",
+        "dev",
+        "--config-dir",
+        CONFIG,
+        "--slo",
+        "errors<=0",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert main(argv) == 2
+    assert (
+        "--slo up to --slo-max 1024 needs 32 tasks, more than probe.max_tasks = 20" in capsys.readouterr().err
+    )
