@@ -563,9 +563,8 @@ def check_probe(args: argparse.Namespace) -> str | None:
         needed = "--url" if args.probe_command in ("ws", "http") else "--endpoint"
         if getattr(args, needed.removeprefix("--")) is None:
             return f"{needed} is required. Fix: give {needed}, or --in-vpc ENV to probe a deployed stack from its VPC"
-    if (
-        hasattr(args, "api_key") and args.api_key is None and args.in_vpc is None
-    ):  # no --api-key: $CARTESIA_API_KEY, checked alike
+    # No --api-key: $CARTESIA_API_KEY, checked alike (with --in-vpc, the tasks' own, from Secrets Manager).
+    if hasattr(args, "api_key") and args.api_key is None and args.in_vpc is None:
         args.api_key = os.environ.get("CARTESIA_API_KEY", "")
         try:
             _API_KEY(args.api_key)
@@ -662,7 +661,10 @@ def _run_probe(args: argparse.Namespace) -> int:
         return serve(store, args.task_index, level_runner(settings, args.task_index, args.task_count))
     out_dir: Path = args.out or default_out_dir(route)
     try:
-        output = RunOutput(out_dir, target.describe(), Progress(stderr_or_none(args.quiet)), search)
+        described = (
+            target.describe() if session is None else {**target.describe(), "in_vpc": session.describe()}
+        )
+        output = RunOutput(out_dir, described, Progress(stderr_or_none(args.quiet)), search)
     except FileExistsError as error:
         print(f"sonic-deploy probe: {error}", file=sys.stderr)
         return 2

@@ -134,6 +134,18 @@ class Session:
     timing: Timing
     say: Callable[[str], None] = field(default=stderr_say)
 
+    def describe(self) -> dict[str, Any]:
+        """Where the run measured from, for summary.json (its `client` is this machine, which only merged)."""
+        d = self.deployment
+        return {
+            "environment": d.environment,
+            "stack": d.stack_name,
+            "region": d.region,
+            "tasks": self.count,
+            "run_id": self.fleet.run_id,
+            "objects": self.store.where(),
+        }
+
     def run(self, work: Callable[[InVpcRun], None]) -> None:
         """Start the tasks, wait until they are ready, do `work` with them, tell them it is done; stop every
         task whatever happens (Ctrl-C and SIGTERM too: those propagate as KeyboardInterrupt once stopped)."""

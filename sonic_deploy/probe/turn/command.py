@@ -451,6 +451,7 @@ def run_turn(args: argparse.Namespace) -> int:
             "frame_ms": args.frame_ms,
         },
         "load": {**load.describe(), "turns_per_call": args.turns, "warmup_turns": args.warmup_turns},
+        **({} if session is None else {"in_vpc": session.describe()}),
     }
     write_summary(out_dir, summary, described)
     print(summary_text(summary))

@@ -53,6 +53,15 @@ def test_a_sweep_on_three_tasks_merges_exactly_and_splits_the_load(
 
     summary, samples = _summary(out)
     assert summary["target"]["url"] == server.ws_url  # the stack's ApiUrl
+    (run,) = aws.runs()
+    assert summary["target"]["in_vpc"] == {
+        "environment": "dev",
+        "stack": "sonic-dev-ecs",
+        "region": "us-east-2",
+        "tasks": 3,
+        "run_id": run.name,
+        "objects": run.as_uri(),
+    }
     assert [level["concurrency"] for level in summary["levels"]] == [2, 5]
     for index, concurrency in enumerate((2, 5)):
         measured = [s for s in samples if s["level"] == index and not s["warmup"]]
@@ -91,7 +100,6 @@ def test_a_sweep_on_three_tasks_merges_exactly_and_splits_the_load(
     }
     # Every task stopped once done, and the run's objects kept.
     assert aws.ecs.stopped == [task_arn(i) for i in range(3)]
-    (run,) = aws.runs()
     assert (run / "commands" / "2.json").exists()  # two levels, then done
     assert json.loads((run / "commands" / "2.json").read_text()) == {"kind": "done"}
 
@@ -158,6 +166,7 @@ def test_turn_runs_its_calls_on_the_tasks_and_summarizes_them_here(
     assert summary["turns"] == summary["ok"] == len(lines) == 3 * 2  # 3 calls of 2 turns
     assert Counter(line["task"] for line in lines) == {0: 4, 1: 2}  # 2 calls and 1 call
     assert summary["turn_ms"]["p95"] is not None
+    assert summary["in_vpc"]["tasks"] == 2
     for command in aws.ecs.commands:
         assert command[command.index("--tts-url") + 1] == server.ws_url
         assert "--budget" not in command  # judged here, on all the turns
