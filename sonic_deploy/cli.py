@@ -35,6 +35,8 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The arguments, checked alone (argparse's types) and together (each command's `check`), before any
     work: a mistake exits 2 with one line naming the option, the value and the fix."""
     args = build_parser().parse_args(argv)
+    # The command line as given: `probe --in-vpc` passes it on to its tasks.
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     return checked(args)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import math
 import os
 import ssl
@@ -13,6 +14,7 @@ from typing import Any
 
 from sonic_deploy.arguments import (
     ENDPOINT_NAME,
+    ENVIRONMENT,
     HEADER_VALUE,
     IDENTIFIER,
     MAX_CONCURRENCY,
@@ -34,7 +36,9 @@ from sonic_deploy.arguments import (
 from sonic_deploy.client.cartesia_api import DEFAULT_BUFFER_DELAY_MS, MAX_BUFFER_DELAY_MS
 from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.config.errors import one_line
+from sonic_deploy.probe.canary_metrics import NAMESPACE
 from sonic_deploy.probe.capacity_search import DEFAULT_MAXIMUM, DEFAULT_START
+from sonic_deploy.probe.in_vpc import session as in_vpc
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
     DEFAULT_MODEL_ID,
@@ -267,9 +271,8 @@ def _cartesia_options(parser: argparse.ArgumentParser, path: str) -> None:
     schemes = ("ws", "wss") if path.endswith("websocket") else ("http", "https")
     parser.add_argument(
         "--url",
-        required=True,
         type=url(*schemes, example=f"{schemes[0]}://HOST:PORT{path}"),
-        help=f"e.g. {schemes[0]}://HOST:PORT{path}",
+        help=f"e.g. {schemes[0]}://HOST:PORT{path} (required; with --in-vpc, default: the stack's ApiUrl)",
     )
     # No type= with the default: argparse would check $CARTESIA_API_KEY as if typed as --api-key;
     # check_probe checks whichever was used, and never shows it.
@@ -330,8 +333,12 @@ def add_parser(subparsers: Any) -> None:
     sagemaker = routes.add_parser(
         "sagemaker", formatter_class=_HELP, help="SageMaker InvokeEndpointWithResponseStream"
     )
-    sagemaker.add_argument("--endpoint", required=True, type=ENDPOINT_NAME, help="endpoint name")
-    sagemaker.add_argument("--region", type=REGION_NAME)
+    sagemaker.add_argument(
+        "--endpoint",
+        type=ENDPOINT_NAME,
+        help="endpoint name (required; with --in-vpc, default: the stack's EndpointName)",
+    )
+    sagemaker.add_argument("--region", type=REGION_NAME, help="with --in-vpc, default: the stack's Region")
     sagemaker.add_argument(
         "--endpoint-url",
         type=url("http", "https", example="http://127.0.0.1:8080"),
@@ -347,6 +354,14 @@ def add_parser(subparsers: Any) -> None:
     for route in (ws, http, sagemaker):
         _load_options(route)
         _slo_options(route)
+        in_vpc.add_options(route, "--concurrency 64 at 32 streams a task: 2 tasks")
+        route.add_argument_group("canary").add_argument(
+            "--publish-metrics",
+            type=ENVIRONMENT,
+            metavar="ENV",
+            help=f"after the run, put its canary metrics to CloudWatch ({NAMESPACE}: TTFA, requests, "
+            "failures, throttles; dimensions Environment=ENV and Route); a failed publish exits 1",
+        )
         route.set_defaults(func=run_probe, check=check_probe, command_parser=route)
     _serve_parser(routes)
     add_turn_parser(routes)
@@ -541,7 +556,15 @@ def _agent_problem(args: argparse.Namespace) -> str | None:
 
 def check_probe(args: argparse.Namespace) -> str | None:
     """What makes a probe run's options wrong together, found before any request (None: nothing)."""
-    if hasattr(args, "api_key") and args.api_key is None:  # no --api-key: $CARTESIA_API_KEY, checked alike
+    problem = in_vpc.check(args)
+    if problem is not None:
+        return problem
+    if args.in_vpc is None:  # in the VPC, the stack's outputs give them
+        needed = "--url" if args.probe_command in ("ws", "http") else "--endpoint"
+        if getattr(args, needed.removeprefix("--")) is None:
+            return f"{needed} is required. Fix: give {needed}, or --in-vpc ENV to probe a deployed stack from its VPC"
+    # No --api-key: $CARTESIA_API_KEY, checked alike (with --in-vpc, the tasks' own, from Secrets Manager).
+    if hasattr(args, "api_key") and args.api_key is None and args.in_vpc is None:
         args.api_key = os.environ.get("CARTESIA_API_KEY", "")
         try:
             _API_KEY(args.api_key)
@@ -570,13 +593,23 @@ def _run_probe(args: argparse.Namespace) -> int:
     from sonic_deploy.probe.workers import run_levels, run_schedule
 
     route = args.probe_command
+    session: in_vpc.Session | None = None
+    store: in_vpc.ObjectStore | None = None
+    if args.in_vpc_task is not None:  # inside a task: the run's store first (it may hold the transcripts)
+        store = in_vpc.task_store(args)
+    elif args.in_vpc is not None:
+        try:
+            session = _in_vpc_session(args)  # fills --url, --endpoint... from the stack's outputs
+        except in_vpc.InVpcError as error:
+            print(f"sonic-deploy probe: {error}", file=sys.stderr)
+            return 2
     target = TargetSpec(
         route=route,
         url=getattr(args, "url", None),
         endpoint=getattr(args, "endpoint", None),
         region=getattr(args, "region", None),
         endpoint_url=getattr(args, "endpoint_url", None),
-        api_key=getattr(args, "api_key", ""),
+        api_key=getattr(args, "api_key", None) or "",
         cartesia_version=getattr(args, "cartesia_version", DEFAULT_CARTESIA_VERSION),
         multiplex=getattr(args, "multiplex", 1),
         timeout_s=args.timeout,
@@ -622,22 +655,40 @@ def _run_probe(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"sonic-deploy probe: {problem}", file=sys.stderr)
             return 2
+    if store is not None:
+        from sonic_deploy.probe.in_vpc.task import level_runner, serve
+
+        return serve(store, args.task_index, level_runner(settings, args.task_index, args.task_count))
     out_dir: Path = args.out or default_out_dir(route)
     try:
-        output = RunOutput(out_dir, target.describe(), Progress(stderr_or_none(args.quiet)), search)
+        described = (
+            target.describe() if session is None else {**target.describe(), "in_vpc": session.describe()}
+        )
+        output = RunOutput(out_dir, described, Progress(stderr_or_none(args.quiet)), search)
     except FileExistsError as error:
         print(f"sonic-deploy probe: {error}", file=sys.stderr)
         return 2
     print(f"probe {route}: writing to {out_dir}/", file=sys.stderr)
-    interrupted = False
+    interrupted: int | None = None
+    failed = False
     try:
-        if search is None:
+        if session is not None:
+            from sonic_deploy.probe.in_vpc.runner import run_schedule_in_vpc
+            from sonic_deploy.probe.workers import fixed
+
+            schedule = fixed(levels) if search is None else search.levels()
+            session.run(lambda conversation: run_schedule_in_vpc(conversation, schedule, output))
+        elif search is None:
             run_levels(settings, levels, max(1, args.workers), output)
         else:
             run_schedule(settings, search.levels(), max(1, args.workers), output)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as stop:
+        interrupted = 143 if isinstance(stop, in_vpc.Terminated) else 130
         output.interrupted()
+    except in_vpc.InVpcError as error:
+        failed = True
+        output.interrupted()
+        print(f"sonic-deploy probe: {error}", file=sys.stderr)
     finally:
         output.close()
         output.write_summary()
@@ -648,7 +699,66 @@ def _run_probe(args: argparse.Namespace) -> int:
         # No answer: said where it is not missed. The run itself worked (the levels are measurements),
         # so the exit code stays 0, unless interrupted.
         print(f"sonic-deploy probe: {search.verdict()}", file=sys.stderr)
-    return 130 if interrupted else 0
+    if interrupted is not None:
+        return interrupted
+    if failed:
+        return 1
+    if args.publish_metrics is not None:
+        return _publish_metrics(args, out_dir, target.region)
+    return 0
+
+
+def _in_vpc_session(args: argparse.Namespace) -> in_vpc.Session:
+    """The in-VPC run of `probe ws|http|sagemaker`: the ECS stack for ws and http, the SageMaker one for
+    sagemaker; the target's options default to the stack's outputs."""
+    from sonic_deploy.connect.deployment import api_urls
+
+    route = args.probe_command
+    stack_route = "sagemaker" if route == "sagemaker" else "ecs"
+
+    def defaults(deployment: in_vpc.ProbeDeployment) -> dict[str, str]:
+        out = deployment.outputs
+        if route == "sagemaker":
+            return {"--endpoint": out["EndpointName"], "--region": out["Region"]}
+        websocket, base = api_urls(out["ApiUrl"], deployment.stack_name)
+        return {
+            "--url": websocket if route == "ws" else f"{base}/tts/bytes",
+            "--model-id": out["ModelId"],
+            "--cartesia-version": out["CartesiaVersion"],
+        }
+
+    label = None
+    if args.slo is not None:  # the search may reach --slo-max: the tasks are there for it from the start
+        load: tuple[int | None, float | None] = (args.slo_max, None)
+        label = f"--slo up to --slo-max {args.slo_max}"
+    elif args.rate:
+        load = (None, max(args.rate))
+    else:
+        load = (max(args.concurrency), None)
+    argv: list[str] = args.argv
+    at = argv.index(route, argv.index("probe") + 1) + 1
+    return in_vpc.prepare(args, args.command_parser, argv[at:], argv[:at], stack_route, load, defaults, label)
+
+
+def _publish_metrics(args: argparse.Namespace, out_dir: Path, region: str | None) -> int:
+    from sonic_deploy.probe import publish_metrics
+    from sonic_deploy.probe.output import read_samples
+
+    route = publish_metrics.ROUTES[args.probe_command]
+    data = publish_metrics.metric_data(
+        read_samples(out_dir), args.publish_metrics, route, datetime.datetime.now(datetime.UTC)
+    )
+    try:
+        calls = publish_metrics.publish(publish_metrics.cloudwatch_client(region), data)
+    except publish_metrics.PublishError as error:
+        print(f"sonic-deploy probe: --publish-metrics: {error}", file=sys.stderr)
+        return 1
+    print(
+        f"sonic-deploy probe: published {len(data)} data to {NAMESPACE} (Environment={args.publish_metrics}, "
+        f"Route={route}) in {calls} call(s)",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def check_serve(args: argparse.Namespace) -> str | None:

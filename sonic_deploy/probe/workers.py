@@ -34,7 +34,7 @@ Schedule = Generator[Level, LevelStats, None]
 
 def run_levels(settings: ProbeSettings, levels: Iterable[Level], workers: int, sink: LevelSink) -> None:
     """Run a fixed list of levels in order, in this process or in `workers` processes."""
-    run_schedule(settings, _fixed(levels), workers, sink)
+    run_schedule(settings, fixed(levels), workers, sink)
 
 
 def run_schedule(settings: ProbeSettings, schedule: Schedule, workers: int, sink: LevelSink) -> None:
@@ -43,18 +43,21 @@ def run_schedule(settings: ProbeSettings, schedule: Schedule, workers: int, sink
     It is sent them before the sink is told the level is done, so that what the sink then writes (the summary)
     holds the schedule's verdict on it. Worker processes are started once, for all the levels."""
     if workers <= 1:
-        _drive(schedule, lambda level: event_loop.run(run_level(settings, level, 0, 1, sink.record)), sink)
+        drive(schedule, lambda level: event_loop.run(run_level(settings, level, 0, 1, sink.record)), sink)
         return
     _run_in_processes(settings, schedule, workers, sink)
 
 
-def _fixed(levels: Iterable[Level]) -> Schedule:
+def fixed(levels: Iterable[Level]) -> Schedule:
+    """A fixed list of levels as a schedule (it ignores the statistics it is sent)."""
     # Not `yield from levels`: that would pass each sent value on to the list's iterator, which has no send.
     for level in levels:  # noqa: UP028
         yield level
 
 
-def _drive(schedule: Schedule, run_one: Callable[[Level], LevelStats], sink: LevelSink) -> None:
+def drive(schedule: Schedule, run_one: Callable[[Level], LevelStats], sink: LevelSink) -> None:
+    """Each level of `schedule` through `run_one`, its merged statistics sent back, the sink told (the
+    local processes here, the in-VPC tasks in in_vpc/runner.py)."""
     level = next(schedule, None)
     while level is not None:
         sink.begin_level(level)
@@ -134,7 +137,7 @@ def _run_in_processes(settings: ProbeSettings, schedule: Schedule, workers: int,
 
     interrupted = False
     try:
-        _drive(schedule, run_one, sink)
+        drive(schedule, run_one, sink)
     except KeyboardInterrupt:
         interrupted = True
         raise

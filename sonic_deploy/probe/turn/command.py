@@ -26,6 +26,7 @@ from sonic_deploy.arguments import (
 )
 from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.client.turn_hops import LanguageModel, SpeechToText
+from sonic_deploy.probe.in_vpc import session as in_vpc
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
     DEFAULT_MODEL_ID,
@@ -37,6 +38,7 @@ from sonic_deploy.probe.turn.call import CallPlan, Hops
 from sonic_deploy.probe.turn.caller_audio import SHIPPED, CallerAudio, CallerAudioError, read_wav, shipped
 
 if TYPE_CHECKING:
+    from sonic_deploy.probe.turn.run import Load
     from sonic_deploy.probe.turn.speakers import Speaker
 
 SYSTEM_PROMPT = (
@@ -203,6 +205,7 @@ def add_turn_parser(routes: Any) -> None:
     )
     out.add_argument("--no-plot", action="store_true", help="no waterfall.png")
     out.add_argument("--quiet", action="store_true", help="no live progress line")
+    in_vpc.add_options(turn, "--concurrency 40 at 32 streams a task: 2 tasks")
     turn.set_defaults(func=run_turn, turn_parser=turn, check=_problem, command_parser=turn)
 
 
@@ -248,11 +251,13 @@ def _ignored(args: argparse.Namespace) -> str | None:
 def _problem(args: argparse.Namespace) -> str | None:
     if (ignored := _ignored(args)) is not None:
         return ignored
+    if (in_vpc_problem := in_vpc.check(args)) is not None:
+        return in_vpc_problem
     if args.warmup_turns < 0 or args.warmup_turns >= args.turns:
         return f"--warmup-turns {args.warmup_turns} leaves no turn to time of --turns {args.turns}: give 0 to {args.turns - 1}"
-    if args.route == "ecs" and not args.tts_url:
+    if args.route == "ecs" and not args.tts_url and args.in_vpc is None:
         return "--route ecs needs --tts-url ws(s)://HOST:PORT/tts/websocket (sonic-deploy connect prints it)"
-    if args.route == "sagemaker" and not args.endpoint:
+    if args.route == "sagemaker" and not args.endpoint and args.in_vpc is None:
         return "--route sagemaker needs --endpoint NAME (sonic-deploy connect prints it)"
     if args.llm == "openai" and not args.llm_url:
         return (
@@ -362,13 +367,43 @@ def _budget(args: argparse.Namespace) -> Budget | None:
     return load_budget(args.budget)
 
 
+def _in_vpc_session(args: argparse.Namespace) -> in_vpc.Session:
+    """`probe turn --in-vpc ENV`: the --route's stack; the TTS options default to its outputs."""
+    from sonic_deploy.connect.deployment import api_urls
+
+    def defaults(deployment: in_vpc.ProbeDeployment) -> dict[str, str]:
+        out = deployment.outputs
+        if args.route == "sagemaker":
+            return {"--endpoint": out["EndpointName"], "--region": out["Region"]}
+        return {
+            "--tts-url": api_urls(out["ApiUrl"], deployment.stack_name)[0],
+            "--model-id": out["ModelId"],
+            "--cartesia-version": out["CartesiaVersion"],
+        }
+
+    load = (args.concurrency, None) if args.rate is None else (None, args.rate)
+    argv: list[str] = args.argv
+    at = argv.index("turn", argv.index("probe") + 1) + 1
+    return in_vpc.prepare(args, args.command_parser, argv[at:], argv[:at], args.route, load, defaults)
+
+
 def run_turn(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.turn_parser
+    session: in_vpc.Session | None = None
+    if args.in_vpc is not None:
+        try:
+            session = _in_vpc_session(args)
+        except in_vpc.InVpcError as error:
+            print(f"sonic-deploy probe turn: {error}", file=sys.stderr)
+            return 2
     try:
         utterances = _utterances(args)
+        if args.in_vpc_task is not None:
+            return _run_turn_task(args, utterances)
         budget = _budget(args)
-        stt, llm = _speech_to_text(args), _language_model(args)
-        speaker = _speaker(args, utterances[0])
+        if session is None:
+            stt, llm = _speech_to_text(args), _language_model(args)
+            speaker = _speaker(args, utterances[0])
         if args.stt == "transcribe":  # Transcribe takes 16-bit PCM only: the agent decodes the line's mu-law
             utterances = tuple(item.as_pcm16() for item in utterances)
     except (CallerAudioError, BudgetError, ValueError) as error:
@@ -380,7 +415,62 @@ def run_turn(args: argparse.Namespace) -> int:
         )
         return 2
     from sonic_deploy.probe.event_loop import precise_loop, steady_collector
-    from sonic_deploy.probe.turn.run import Load, TurnOutput, run, summarize, summary_text, write_summary
+    from sonic_deploy.probe.turn.run import TurnOutput, run, summarize, summary_text, write_summary
+
+    plan, load = _plan_and_load(args, utterances)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out_dir = args.out or Path("probe-runs") / f"turn-{args.route}-{stamp}"
+    output = TurnOutput(out_dir, None if args.quiet else sys.stderr)
+    failed = False
+    # The caller's frames go out on timers: the loop whose timers fire when due (event_loop.py).
+    try:
+        if session is not None:
+            session.run(lambda conversation: _emit_all(conversation.run_turn(), output))
+        else:
+            hops = Hops(stt, llm, speaker, args.system or None)
+            with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
+                runner.run(run(hops, plan, load, output))
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: the turns finished so far are in " + str(out_dir / "samples.jsonl"),
+            file=sys.stderr,
+        )
+    except in_vpc.InVpcError as error:
+        failed = True
+        print(f"sonic-deploy probe turn: {error}", file=sys.stderr)
+    finally:
+        output.close()
+    summary = summarize(output.lines, budget)
+    described = {
+        "kind": "turn",
+        "hops": {"stt": args.stt, "llm": args.llm, "llm_model": args.llm_model, "tts": args.route},
+        "caller_audio": [item.name for item in utterances],
+        "audio": {
+            "encoding": utterances[0].encoding,
+            "sample_rate": utterances[0].sample_rate,
+            "frame_ms": args.frame_ms,
+        },
+        "load": {**load.describe(), "turns_per_call": args.turns, "warmup_turns": args.warmup_turns},
+        **({} if session is None else {"in_vpc": session.describe()}),
+    }
+    write_summary(out_dir, summary, described)
+    print(summary_text(summary))
+    if not args.no_plot and summary["ok"]:
+        from sonic_deploy.probe.turn.plot import write_waterfall
+
+        title = f"turn: {args.stt} -> {args.llm} ({args.llm_model}) -> Sonic on {args.route}, {summary['ok']} turns"
+        print(f"waterfall: {write_waterfall(summary, out_dir / 'waterfall.png', title)}")
+    print(f"samples and summary: {out_dir}")
+    return 0 if summary["ok"] and not failed else 1
+
+
+def _emit_all(lines: list[dict[str, Any]], output: Any) -> None:
+    for line in sorted(lines, key=lambda item: (item.get("task", 0), item.get("call", 0))):
+        output.emit(line)
+
+
+def _plan_and_load(args: argparse.Namespace, utterances: tuple[CallerAudio, ...]) -> tuple[CallPlan, Load]:
+    from sonic_deploy.probe.turn.run import Load
 
     plan = CallPlan(
         utterances=utterances,
@@ -399,39 +489,41 @@ def run_turn(args: argparse.Namespace) -> int:
         seed=args.seed,
         ramp_up_s=args.ramp_up,
     )
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    out_dir = args.out or Path("probe-runs") / f"turn-{args.route}-{stamp}"
-    output = TurnOutput(out_dir, None if args.quiet else sys.stderr)
-    hops = Hops(stt, llm, speaker, args.system or None)
-    # The caller's frames go out on timers: the loop whose timers fire when due (event_loop.py).
-    try:
-        with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
-            runner.run(run(hops, plan, load, output))
-    except KeyboardInterrupt:
-        print(
-            "\ninterrupted: the turns finished so far are in " + str(out_dir / "samples.jsonl"),
-            file=sys.stderr,
-        )
-    finally:
-        output.close()
-    summary = summarize(output.lines, budget)
-    described = {
-        "kind": "turn",
-        "hops": {"stt": args.stt, "llm": args.llm, "llm_model": args.llm_model, "tts": args.route},
-        "caller_audio": [item.name for item in utterances],
-        "audio": {
-            "encoding": utterances[0].encoding,
-            "sample_rate": utterances[0].sample_rate,
-            "frame_ms": args.frame_ms,
-        },
-        "load": {**load.describe(), "turns_per_call": args.turns, "warmup_turns": args.warmup_turns},
-    }
-    write_summary(out_dir, summary, described)
-    print(summary_text(summary))
-    if not args.no_plot and summary["ok"]:
-        from sonic_deploy.probe.turn.plot import write_waterfall
+    return plan, load
 
-        title = f"turn: {args.stt} -> {args.llm} ({args.llm_model}) -> Sonic on {args.route}, {summary['ok']} turns"
-        print(f"waterfall: {write_waterfall(summary, out_dir / 'waterfall.png', title)}")
-    print(f"samples and summary: {out_dir}")
-    return 0 if summary["ok"] else 1
+
+def _run_turn_task(args: argparse.Namespace, utterances: tuple[CallerAudio, ...]) -> int:
+    """Inside a task: this task's share of the calls, when the runner says, its turns uploaded."""
+    import tempfile
+    import time
+
+    from sonic_deploy.probe.event_loop import precise_loop, steady_collector
+    from sonic_deploy.probe.in_vpc.protocol import local_start
+    from sonic_deploy.probe.in_vpc.task import serve
+    from sonic_deploy.probe.turn.run import TurnOutput, run
+
+    store = in_vpc.task_store(args)
+    stt, llm = _speech_to_text(args), _language_model(args)
+    speaker = _speaker(args, utterances[0])
+    if args.stt == "transcribe":
+        utterances = tuple(item.as_pcm16() for item in utterances)
+    plan, load = _plan_and_load(args, utterances)
+    share = load.share(args.task_index, args.task_count)
+
+    def run_command(command: dict[str, Any], emit: Any) -> dict[str, Any]:
+        if command["kind"] != "turn":
+            raise ValueError(f"a turn run got a {command['kind']!r} command")
+        time.sleep(max(0.0, local_start(float(command["start_at"])) - time.perf_counter()))
+        with tempfile.TemporaryDirectory() as folder:
+            output = TurnOutput(Path(folder), None)
+            hops = Hops(stt, llm, speaker, args.system or None)
+            try:
+                with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
+                    runner.run(run(hops, plan, share, output))
+            finally:
+                output.close()
+        for line in output.lines:
+            emit(line)
+        return {"turns": len(output.lines), "load": share.describe()}
+
+    return serve(store, args.task_index, run_command)

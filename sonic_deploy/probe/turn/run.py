@@ -11,7 +11,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -35,6 +35,19 @@ class Load:
     # Closed loop: the slots start evenly over this many seconds. Calls started together keep in step (their
     # frames, turns and requests all due at the same instants), a burst no real set of calls makes.
     ramp_up_s: float = 2.0
+
+    def share(self, index: int, count: int) -> Load:
+        """Task `index` of `count`'s part (probe turn --in-vpc): the parts add up to the whole. Closed loop:
+        the calls at once and the calls in all split as evenly as they go (a task with no slot gets no call);
+        open loop: 1/count of the rate, on a seed of its own (independent Poisson arrivals add up to the rate)."""
+
+        def part(total: int, among: int) -> int:
+            return 0 if index >= among else total // among + (1 if index < total % among else 0)
+
+        if self.rate is not None:
+            return replace(self, rate=self.rate / count, seed=self.seed + index)
+        holders = max(1, min(count, self.concurrency))
+        return replace(self, concurrency=part(self.concurrency, count), calls=part(self.calls, holders))
 
     def describe(self) -> dict[str, Any]:
         if self.rate is not None:

@@ -1,0 +1,215 @@
+"""How the runner and the tasks talk: JSON objects under `runs/<run-id>/` in the stack's probe bucket, written
+once and never changed, so that neither side needs a lock or a conditional write.
+
+    run.json                      the runner: the task count and how often to poll
+    ready/<index>.json            a task: it parsed its options and built its target, and waits for commands
+    commands/<seq>.json           the runner: level <seq> (a `Level` and a wall-clock start), "turn", or "done"
+    results/<seq>/<index>/samples.jsonl   a task: its samples of command <seq>
+    results/<seq>/<index>/stats.json      a task, after its samples: its encoded `LevelStats` (the marker)
+    failed/<index>.json           a task: what stopped it (the runner stops the run and shows it)
+
+The runner and the tasks reach the bucket only through `ObjectStore`: `S3Store` in AWS, `DirectoryStore`
+(a folder, `file://` URLs) in tests and for rehearsing a run on one machine.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from sonic_deploy.probe.load import Level
+
+RUN = "run.json"
+RUNS_PREFIX = "runs/"
+
+
+class ObjectStore(Protocol):
+    """The three calls the run needs. Keys are relative to the run's prefix."""
+
+    def put(self, key: str, body: bytes) -> None: ...
+
+    def get(self, key: str) -> bytes | None:
+        """The object, or None if there is none (yet)."""
+        ...
+
+    def list(self, prefix: str) -> list[str]:
+        """The keys under `prefix` (relative to the run's prefix, as `put` takes them)."""
+        ...
+
+    def where(self) -> str:
+        """The run's prefix as a URL (s3://BUCKET/runs/RUN or file:///...), for messages and tasks."""
+        ...
+
+
+def ready_key(index: int) -> str:
+    return f"ready/{index}.json"
+
+
+def command_key(seq: int) -> str:
+    return f"commands/{seq}.json"
+
+
+def samples_key(seq: int, index: int) -> str:
+    return f"results/{seq}/{index}/samples.jsonl"
+
+
+def stats_key(seq: int, index: int) -> str:
+    return f"results/{seq}/{index}/stats.json"
+
+
+def failed_key(index: int) -> str:
+    return f"failed/{index}.json"
+
+
+def put_json(store: ObjectStore, key: str, value: object) -> None:
+    store.put(key, json.dumps(value).encode())
+
+
+def get_json(store: ObjectStore, key: str) -> Any:
+    body = store.get(key)
+    return None if body is None else json.loads(body)
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """What every task reads first: how many tasks share the load, and how often to look for commands."""
+
+    run_id: str
+    task_count: int
+    poll_s: float = 1.0
+    # A task that has no command for this long gives up: a runner that died (a closed laptop) must not
+    # leave tasks billing until someone notices. The runner stops its tasks itself in every other case.
+    idle_timeout_s: float = 900.0
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunManifest:
+        return cls(
+            str(data["run_id"]), int(data["task_count"]), float(data["poll_s"]), float(data["idle_timeout_s"])
+        )
+
+
+def level_command(level: Level, start_at: float) -> dict[str, Any]:
+    """Run `level` (each task its share), beginning at `start_at` (time.time(), seconds since the epoch)."""
+    return {"kind": "level", "level": asdict(level), "start_at": start_at}
+
+
+def turn_command(start_at: float) -> dict[str, Any]:
+    return {"kind": "turn", "start_at": start_at}
+
+
+DONE: dict[str, Any] = {"kind": "done"}
+
+
+def level_of(command: dict[str, Any]) -> Level:
+    return Level(**command["level"])
+
+
+def local_start(start_at: float) -> float:
+    """A wall-clock start (the runner's clock) as this process's perf_counter. Each task reads its own clock
+    (Fargate's are kept by the Amazon Time Sync Service), so the tasks start together. An operator's clock
+    behind theirs by more than the start delay puts the start in their past: each task then starts as soon
+    as it sees the command (within a poll of the others), and reports how late (`late_s`)."""
+    return time.perf_counter() + (start_at - time.time())
+
+
+def encode_stats(encoded: dict[str, Any]) -> dict[str, Any]:
+    """`LevelStats.encode()` as JSON: the HDR histograms' compressed form is base64 bytes."""
+    return {**encoded, "histograms": {m: blob.decode("ascii") for m, blob in encoded["histograms"].items()}}
+
+
+def decode_stats(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **data,
+        "histograms": {m: blob.encode("ascii") for m, blob in data["histograms"].items()},
+        "gc": tuple(data["gc"]),
+    }
+
+
+class DirectoryStore:
+    """A run's objects as files under a folder: the fake bucket of the tests, and `file://` runs. Each file is
+    written to a partial name and renamed, so that a reader never sees half an object (as with S3)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def put(self, key: str, body: bytes) -> None:
+        path = self.root / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        partial.write_bytes(body)
+        partial.replace(path)
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            return (self.root / key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def list(self, prefix: str) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        keys = (path.relative_to(self.root).as_posix() for path in self.root.rglob("*") if path.is_file())
+        return sorted(key for key in keys if key.startswith(prefix) and not key.endswith(".partial"))
+
+    def where(self) -> str:
+        return self.root.absolute().as_uri()
+
+
+class S3Store:
+    """The run's prefix in the stack's probe bucket, through a boto3 S3 client. The bucket encrypts what is
+    put (its default encryption) and expires it (probe.results_retention_days)."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str) -> None:
+        self.client, self.bucket, self.prefix = client, bucket, prefix.rstrip("/") + "/"
+
+    def put(self, key: str, body: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=body)
+
+    def get(self, key: str) -> bytes | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=self.prefix + key)
+        except ClientError as error:
+            # A missing key is NoSuchKey to a caller that may list the bucket (both roles may: s3:ListBucket),
+            # and AccessDenied to one that may not (S3 GetObject's documentation): that one is an error here.
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise
+        body: bytes = response["Body"].read()
+        return body
+
+    def list(self, prefix: str) -> list[str]:
+        keys: list[str] = []
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
+            keys.extend(str(item["Key"])[len(self.prefix) :] for item in page.get("Contents", []))
+        return sorted(keys)
+
+    def where(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+
+def run_prefix(run_id: str) -> str:
+    return f"{RUNS_PREFIX}{run_id}/"
+
+
+def open_store(url: str, s3_client: Any = None) -> ObjectStore:
+    """The store a task is pointed at (`--in-vpc-task URL`): s3://BUCKET/runs/RUN, or file:///FOLDER."""
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        return DirectoryStore(Path(parts.path))
+    if parts.scheme == "s3" and parts.netloc:
+        if s3_client is None:
+            import boto3
+
+            s3_client = boto3.client("s3")
+        return S3Store(s3_client, parts.netloc, parts.path.lstrip("/"))
+    raise ValueError(f"{url!r} is not an s3://BUCKET/PREFIX or file:///FOLDER URL")

@@ -1,0 +1,252 @@
+"""`probe ... --in-vpc ENV` end to end on this machine: the real runner, real tasks (`sonic-deploy` processes,
+as the image's ENTRYPOINT runs them) against the reference server, the run's bucket a folder. The merged
+summary is exact (the percentiles of one histogram of all the samples) and the load really was split."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sonic_deploy.cli import main
+from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.stats import LevelStats
+from tests.probe.harness import ServerFactory
+from tests.probe.turn.test_command import STANDINS
+
+from .conftest import CONFIG, ROOT, LocalAws
+from .fakes import task_arn
+
+FAST_SERVER = (
+    "--first-byte-ms",
+    "20",
+    "--jitter-ms",
+    "15",
+    "--chunk-ms",
+    "20",
+    "--pace",
+    "0.2",
+    "--ms-per-char",
+    "1",
+)
+
+
+def _summary(out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    summary = json.loads((out / "summary.json").read_text())
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    return summary, samples
+
+
+def test_a_sweep_on_three_tasks_merges_exactly_and_splits_the_load(
+    reference_server: ServerFactory, local_aws: Callable[..., LocalAws], tmp_path: Path
+) -> None:
+    server = reference_server(*FAST_SERVER)
+    aws = local_aws("ecs", ApiUrl=server.ws_url)
+    out = tmp_path / "out"
+    argv = ["probe", "ws", "--in-vpc", "dev", "--config-dir", CONFIG, "--tasks", "3", "--concurrency", "2,5"]
+    argv += ["--requests", "13", "--warmup", "1", "--out", str(out), "--quiet", "--no-report"]
+    assert main(argv) == 0
+
+    summary, samples = _summary(out)
+    assert summary["target"]["url"] == server.ws_url  # the stack's ApiUrl
+    (run,) = aws.runs()
+    assert summary["target"]["in_vpc"] == {
+        "environment": "dev",
+        "stack": "sonic-dev-ecs",
+        "region": "us-east-2",
+        "tasks": 3,
+        "run_id": run.name,
+        "objects": run.as_uri(),
+    }
+    assert [level["concurrency"] for level in summary["levels"]] == [2, 5]
+    for index, concurrency in enumerate((2, 5)):
+        measured = [s for s in samples if s["level"] == index and not s["warmup"]]
+        level = summary["levels"][index]
+        assert level["requests"] == level["ok"] == len(measured) == 13
+        # One histogram of every sample, as a single run over all of them would hold.
+        whole = LevelStats()
+        for sample in measured:
+            whole.add(sample)
+        for measure in ("ttfa_ms", "total_ms", "connect_ms", "max_gap_ms"):
+            assert level[measure] == whole.percentiles(measure), measure
+        # Each task ran its share of the level, as Level.share splits it, and said which it was.
+        shares = {
+            i: Level(index, concurrency=concurrency, requests=13, warmup=1).share(i, 3) for i in range(3)
+        }
+        assert Counter(s["task"] for s in measured) == {
+            i: share.requests for i, share in shares.items() if share.requests
+        }
+        assert all(s["task"] == s["worker"] for s in samples)
+
+    # The tasks' commands: the probe's own options, the stack's defaults, the hidden task options; nothing local.
+    for index, command in enumerate(aws.ecs.commands):
+        assert command[:2] == ["probe", "ws"]
+        for local in ("--in-vpc", "--out", "--config-dir", "--tasks", "--api-key"):
+            assert local not in command
+        assert command[command.index("--url") + 1] == server.ws_url
+        assert command[command.index("--model-id") + 1] == "sonic-3"
+        assert command[command.index("--task-index") + 1] == str(index)
+        assert command[command.index("--task-count") + 1] == "3"
+    call = aws.ecs.calls[0]
+    assert call["launchType"] == "FARGATE" and call["count"] == 1
+    assert call["networkConfiguration"]["awsvpcConfiguration"] == {
+        "subnets": ["subnet-0a1b2c3d4e5f60718", "subnet-0f1e2d3c4b5a69788"],
+        "securityGroups": ["sg-0123456789abcdef0"],
+        "assignPublicIp": "DISABLED",
+    }
+    # Every task stopped once done, and the run's objects kept.
+    assert aws.ecs.stopped == [task_arn(i) for i in range(3)]
+    assert (run / "commands" / "2.json").exists()  # two levels, then done
+    assert json.loads((run / "commands" / "2.json").read_text()) == {"kind": "done"}
+
+
+def test_an_open_loop_shares_the_rate_and_transcripts_travel_through_the_bucket(
+    reference_server: ServerFactory, local_aws: Callable[..., LocalAws], tmp_path: Path
+) -> None:
+    server = reference_server(*FAST_SERVER)
+    aws = local_aws("ecs", ApiUrl=server.ws_url)
+    transcripts = tmp_path / "lines.txt"
+    transcripts.write_text("One line.\nAnother line, a bit longer.\n")
+    out = tmp_path / "out"
+    argv = ["probe", "ws", "--in-vpc", "dev", "--config-dir", CONFIG, "--tasks", "2", "--rate", "20"]
+    argv += [
+        "--duration",
+        "1",
+        "--transcripts",
+        str(transcripts),
+        "--out",
+        str(out),
+        "--quiet",
+        "--no-report",
+    ]
+    assert main(argv) == 0
+    summary, samples = _summary(out)
+    (level,) = summary["levels"]
+    measured = [s for s in samples if not s["warmup"]]
+    assert level["requests"] == len(measured) and level["ok"] == len(measured) > 0
+    assert {s["task"] for s in measured} == {0, 1}
+    assert {s["rate"] for s in measured} == {20.0}
+    whole = LevelStats()
+    for sample in measured:
+        whole.add(sample)
+    assert level["ttfa_ms"] == whole.percentiles("ttfa_ms")
+    # A file of this machine's is not on the command line: the tasks read it from the run's objects.
+    assert all("--transcripts" not in command for command in aws.ecs.commands)
+    (run,) = aws.runs()
+    assert (run / "transcripts.txt").read_text() == "One line.\nAnother line, a bit longer.\n"
+
+
+def test_turn_runs_its_calls_on_the_tasks_and_summarizes_them_here(
+    reference_server: ServerFactory, local_aws: Callable[..., LocalAws], tmp_path: Path
+) -> None:
+    server = reference_server(*STANDINS)
+    aws = local_aws("ecs", ApiUrl=server.ws_url)
+    ws = server.base.replace("http://", "ws://")
+    out = tmp_path / "turn"
+    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", CONFIG, "--tasks", "2", "--route", "ecs"]
+    argv += [
+        "--llm-model",
+        "stand-in",
+        "--llm-url",
+        f"{server.base}/v1",
+        "--stt-url",
+        ws,
+        "--concurrency",
+        "3",
+    ]
+    argv += ["--turns", "2", "--warmup-turns", "0", "--gap-ms", "0", "--ramp-up", "0.1", "--out", str(out)]
+    argv += ["--quiet", "--no-plot", "--budget", str(ROOT / "config/turn_budget.toml")]
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    lines = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert summary["turns"] == summary["ok"] == len(lines) == 3 * 2  # 3 calls of 2 turns
+    assert Counter(line["task"] for line in lines) == {0: 4, 1: 2}  # 2 calls and 1 call
+    assert summary["turn_ms"]["p95"] is not None
+    assert summary["in_vpc"]["tasks"] == 2
+    for command in aws.ecs.commands:
+        assert command[command.index("--tts-url") + 1] == server.ws_url
+        assert "--budget" not in command  # judged here, on all the turns
+    assert len(aws.ecs.stopped) == 2
+
+
+def test_http_and_sagemaker_default_to_the_stacks_outputs(
+    reference_server: ServerFactory, local_aws: Callable[..., LocalAws], tmp_path: Path
+) -> None:
+    server = reference_server(*FAST_SERVER)
+    common = [
+        "--in-vpc",
+        "dev",
+        "--config-dir",
+        CONFIG,
+        "--tasks",
+        "2",
+        "--concurrency",
+        "2",
+        "--requests",
+        "4",
+    ]
+    common += ["--warmup", "0", "--quiet", "--no-report"]
+    aws = local_aws("ecs", ApiUrl=server.ws_url)
+    assert main(["probe", "http", *common, "--out", str(tmp_path / "http")]) == 0
+    summary, _ = _summary(tmp_path / "http")
+    assert summary["target"]["url"] == server.http_url  # ApiUrl's host, /tts/bytes
+    assert summary["levels"][0]["ok"] == 4
+    assert {command[command.index("--url") + 1] for command in aws.ecs.commands} == {server.http_url}
+
+    aws = local_aws("sagemaker")
+    argv = ["probe", "sagemaker", *common, "--endpoint-url", server.base, "--out", str(tmp_path / "sm")]
+    assert main(argv) == 0
+    summary, _ = _summary(tmp_path / "sm")
+    assert (summary["target"]["endpoint"], summary["target"]["region"]) == ("sonic-dev", "us-east-2")
+    assert summary["levels"][0]["ok"] == 4
+    for command in aws.ecs.commands:
+        assert command[command.index("--endpoint") + 1] == "sonic-dev"
+        assert command[command.index("--endpoint-url") + 1] == server.base  # given, so kept
+
+
+def test_the_slo_search_runs_on_the_tasks_started_once(
+    reference_server: ServerFactory, local_aws: Callable[..., LocalAws], tmp_path: Path
+) -> None:
+    server = reference_server("--capacity", "2", "--first-byte-ms", "20", "--audio-ms", "100")
+    aws = local_aws("ecs", ApiUrl=server.ws_url)
+    out = tmp_path / "slo"
+    argv = ["probe", "ws", "--in-vpc", "dev", "--config-dir", CONFIG, "--slo", "errors<=0", "--slo-max", "64"]
+    argv += ["--requests", "12", "--error-backoff-ms", "20", "--out", str(out), "--quiet", "--no-report"]
+    assert main(argv) == 0
+    summary, samples = _summary(out)
+    slo = summary["slo"]
+    assert [(t["concurrency"], t["passed"]) for t in slo["tried"]] == [
+        (1, True),
+        (2, True),
+        (4, False),
+        (3, False),
+    ]
+    assert slo["max_concurrency"] == 2
+    assert len(aws.ecs.processes) == 2  # --slo-max 64 at 32 streams a task, for all four levels
+    assert {s["task"] for s in samples if s["concurrency"] == 2} == {0, 1}
+
+
+def test_a_search_to_the_default_slo_max_needs_more_tasks_than_allowed(
+    local_aws: Callable[..., LocalAws], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    local_aws("ecs")
+    argv = [
+        "probe",
+        "ws",
+        "--in-vpc",
+        "dev",
+        "--config-dir",
+        CONFIG,
+        "--slo",
+        "errors<=0",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert main(argv) == 2
+    assert (
+        "--slo up to --slo-max 1024 needs 32 tasks, more than probe.max_tasks = 20" in capsys.readouterr().err
+    )

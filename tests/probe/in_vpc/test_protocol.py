@@ -1,0 +1,121 @@
+"""The run's objects: the boto3 S3 adapter against botocore's Stubber (PutObject, GetObject, ListObjectsV2 in
+the shapes S3 returns them), the folder that stands in for the bucket, and the statistics' trip as JSON."""
+
+from __future__ import annotations
+
+import datetime
+import io
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from botocore.response import StreamingBody
+from botocore.stub import ANY, Stubber
+
+from sonic_deploy.probe.in_vpc.protocol import (
+    DirectoryStore,
+    S3Store,
+    decode_stats,
+    encode_stats,
+    open_store,
+    run_prefix,
+)
+from sonic_deploy.probe.stats import LevelStats
+
+BUCKET = "sonic-dev-ecs-probebucket-1x2y3z"
+PREFIX = run_prefix("ws-20261202T010000Z-abc123")
+MODIFIED = datetime.datetime(2026, 12, 2, 1, 0, tzinfo=datetime.UTC)
+
+
+@pytest.fixture
+def s3() -> tuple[S3Store, Stubber]:
+    client = boto3.client("s3", region_name="us-east-2")
+    stubber = Stubber(client)
+    stubber.activate()
+    return S3Store(client, BUCKET, PREFIX), stubber
+
+
+def test_put_get_and_list_use_the_runs_prefix(s3: tuple[S3Store, Stubber]) -> None:
+    store, stubber = s3
+    stubber.add_response(
+        "put_object",
+        {"ETag": '"9b2cf535f27731c974343645a3985328"', "ServerSideEncryption": "aws:kms"},
+        {"Bucket": BUCKET, "Key": PREFIX + "ready/0.json", "Body": b'{"index": 0}'},
+    )
+    store.put("ready/0.json", b'{"index": 0}')
+    body = b'{"kind": "done"}'
+    stubber.add_response(
+        "get_object",
+        {"Body": StreamingBody(io.BytesIO(body), len(body)), "ContentLength": len(body), "ETag": '"e"'},
+        {"Bucket": BUCKET, "Key": PREFIX + "commands/1.json"},
+    )
+    assert store.get("commands/1.json") == body
+    stubber.add_client_error(
+        "get_object",
+        "NoSuchKey",
+        "The specified key does not exist.",
+        404,
+        expected_params={"Bucket": BUCKET, "Key": ANY},
+    )
+    assert store.get("commands/2.json") is None
+    page = {"Name": BUCKET, "Prefix": PREFIX + "ready/", "KeyCount": 1, "MaxKeys": 1000, "IsTruncated": True}
+    stubber.add_response(
+        "list_objects_v2",
+        {**page, "Contents": [{"Key": PREFIX + "ready/0.json", "LastModified": MODIFIED, "Size": 12}],
+         "NextContinuationToken": "token-2"},
+        {"Bucket": BUCKET, "Prefix": PREFIX + "ready/"},
+    )  # fmt: skip
+    stubber.add_response(
+        "list_objects_v2",
+        {**page, "IsTruncated": False, "Contents": [{"Key": PREFIX + "ready/1.json", "LastModified": MODIFIED, "Size": 12}]},
+        {"Bucket": BUCKET, "Prefix": PREFIX + "ready/", "ContinuationToken": "token-2"},
+    )  # fmt: skip
+    assert store.list("ready/") == ["ready/0.json", "ready/1.json"]
+    stubber.add_response(
+        "list_objects_v2",
+        {"Name": BUCKET, "Prefix": PREFIX + "failed/", "KeyCount": 0, "MaxKeys": 1000, "IsTruncated": False},
+        {"Bucket": BUCKET, "Prefix": PREFIX + "failed/"},
+    )
+    assert store.list("failed/") == []
+    stubber.assert_no_pending_responses()
+    assert store.where() == f"s3://{BUCKET}/{PREFIX}"
+
+
+def test_a_denied_read_is_an_error_not_a_missing_object(s3: tuple[S3Store, Stubber]) -> None:
+    store, stubber = s3
+    stubber.add_client_error("get_object", "AccessDenied", "Access Denied", 403)
+    with pytest.raises(ClientError):
+        store.get("run.json")
+
+
+def test_a_task_opens_the_store_its_runner_names(tmp_path: Path) -> None:
+    client = boto3.client("s3", region_name="us-east-2")
+    opened = open_store(f"s3://{BUCKET}/{PREFIX}", client)
+    assert isinstance(opened, S3Store) and (opened.bucket, opened.prefix) == (BUCKET, PREFIX)
+    folder = open_store((tmp_path / "run").as_uri())
+    assert isinstance(folder, DirectoryStore)
+    folder.put("results/0/1/stats.json", b"{}")
+    assert folder.list("results/0/") == ["results/0/1/stats.json"]
+    assert folder.get("results/0/2/stats.json") is None
+    with pytest.raises(ValueError, match="not an s3://"):
+        open_store("http://example.com/x")
+
+
+def test_statistics_survive_the_trip_as_json_exactly() -> None:
+    stats = LevelStats()
+    for i in range(200):
+        stats.add(
+            {
+                "ok": i % 9 != 0,
+                "error": "status_429",
+                "underruns": 0,
+                "ttfa_ms": 30 + i * 0.37,
+                "total_ms": 500.0 + i,
+            }
+        )
+    import json
+
+    merged = LevelStats()
+    merged.merge(decode_stats(json.loads(json.dumps(encode_stats(stats.encode())))))
+    assert merged.summary(8, None) == stats.summary(8, None)
