@@ -23,6 +23,8 @@ from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.placement import SingleAzPlacement
+from sonic_deploy.constructs.probe_canary import ProbeCanary, canary_command
+from sonic_deploy.constructs.probe_task import ProbeTask
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.resilience import ResilienceExperiments
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
@@ -254,6 +256,34 @@ class EcsStack(SonicStack):
             )
             for name, experiment in resilience.templates.items():
                 CfnOutput(self, f"{name}Experiment", value=experiment.attr_id)
+
+        # The probe inside the VPC, in the workers' AZ, through the internal NLB (docs/deploy.md).
+        probe = ProbeTask(
+            self,
+            "Probe",
+            network=network,
+            vpc_cidr=settings.route_cidr("ecs"),
+            subnets=placement.subnets,
+            key=key,
+            log_retention=retention,
+            log_retention_days=env.log_retention_days,
+            results_retention=Duration.days(env.probe.results_retention_days),
+            cpu=env.probe.cpu,
+            memory_mib=env.probe.memory_mib,
+            cluster=cluster,
+            calls_in_vpc=[ec2.Port.tcp(settings.ecs_listener_port)],
+            secrets={"CARTESIA_API_KEY": secrets.for_task("api_key")},
+        )
+        if settings.canary_enabled:
+            target = ["probe", "ws", "--url", lb.websocket_url, "--model-id", settings.ecs_model_id]
+            target += ["--cartesia-version", cfg.cartesia_version]
+            ProbeCanary(
+                self,
+                "Canary",
+                probe=probe,
+                command=canary_command(target, env.canary, settings.environment_name),
+                every=Duration.minutes(env.canary.every_minutes),
+            )
 
     def _scaling(
         self, cfg: EcsConfig, cluster: ecs.Cluster, workers: SonicService, metrics: SonicMetrics
