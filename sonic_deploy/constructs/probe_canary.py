@@ -84,7 +84,7 @@ class ProbeCanary(Construct):
             iam.PolicyStatement(
                 sid="PassTheProbeRoles",
                 actions=["iam:PassRole"],
-                resources=[probe.task_role.role_arn, probe.execution_role.role_arn],
+                resources=[probe.execution_role.role_arn, probe.task_role.role_arn],
                 conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
             )
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, CfnResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
@@ -15,14 +15,32 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from sonic_deploy.constructs.egress import HTTPS, https_only
-from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance, skip_checkov
+from sonic_deploy.constructs.findings import (
+    acknowledge,
+    acknowledge_compliance,
+    acknowledge_custom_resource_handler,
+    skip_checkov,
+)
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.probe_image import ProbeImage
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 from sonic_deploy.probe.canary_metrics import NAMESPACE as CANARY_NAMESPACE
 
 CONTAINER_NAME = "probe"  # the contract's ProbeContainer: the runner and the canary override its command
-RUNS_PREFIX = "runs/"  # the runner's objects: runs/<run-id>/...
+# The stack outputs the in-VPC runner reads (the contract of issue 17), in both stacks.
+PROBE_OUTPUTS = (
+    "ProbeCluster",
+    "ProbeTaskDefinition",
+    "ProbeContainer",
+    "ProbeSubnets",
+    "ProbeSecurityGroup",
+    "ProbeBucket",
+)
+RUNS_PREFIX = "runs/"
+# CDK's stack-wide provider behind a bucket's `auto_delete_objects` (aws-cdk-lib aws-s3 lib/bucket.ts).
+AUTO_DELETE_PROVIDER = (
+    "Custom::S3AutoDeleteObjectsCustomResourceProvider"  # the runner's objects: runs/<run-id>/...
+)
 # Fargate tasks in subnets without NAT pull through ECR's two interface endpoints and S3's gateway, and log
 # through CloudWatch Logs' endpoint ("Amazon ECR interface VPC endpoints (AWS PrivateLink)": tasks on Fargate
 # platform 1.4.0 or later need com.amazonaws.region.ecr.dkr, ecr.api and the S3 gateway endpoint); the canary
@@ -184,6 +202,7 @@ class ProbeTask(Construct):
         acknowledge(bucket, "AwsSolutions-S1", reason=not_logged)
         acknowledge_compliance(bucket, "S3BucketLoggingEnabled", reason=not_logged)
         skip_checkov(bucket, "CKV_AWS_18", reason=not_logged)
+        _acknowledge_auto_delete_provider(Stack.of(self))
         acknowledge_compliance(
             bucket,
             "S3BucketReplicationEnabled",
@@ -209,7 +228,7 @@ class ProbeTask(Construct):
             # SSE-KMS: a PutObject needs GenerateDataKey, a GetObject Decrypt, on the bucket's key, through S3.
             iam.PolicyStatement(
                 sid="EncryptItsRunsWithTheBucketKey",
-                actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
                 resources=[key.key_arn],
                 conditions={"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}},
             ),
@@ -259,6 +278,23 @@ class ProbeTask(Construct):
         )
         CfnOutput(stack, "ProbeSecurityGroup", value=self.security_group.security_group_id)
         CfnOutput(stack, "ProbeBucket", value=self.bucket.bucket_name)
+
+
+def _acknowledge_auto_delete_provider(stack: Stack) -> None:
+    """The Lambda function behind the bucket's auto-delete (CDK's one provider per stack, at its root)."""
+    provider = stack.node.try_find_child(AUTO_DELETE_PROVIDER)
+    handler = provider.node.try_find_child("Handler") if provider is not None else None
+    role = provider.node.try_find_child("Role") if provider is not None else None
+    assert isinstance(handler, CfnResource), f"{AUTO_DELETE_PROVIDER} has no handler: has CDK renamed it?"
+    if isinstance(role, CfnResource):
+        # CDK's explicit DependsOn repeats what the function's GetAtt of the role already orders
+        # (cfn-lint W3005).
+        handler.remove_dependency(role)
+    acknowledge_custom_resource_handler(
+        handler,
+        outside_vpc="it calls only S3's API (list and delete the probe bucket's objects) when CloudFormation "
+        "deletes the bucket, from the Lambda service's network, and needs nothing in the VPC",
+    )
 
 
 def _logical_id(construct: Construct) -> str:
