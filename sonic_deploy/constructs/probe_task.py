@@ -116,7 +116,7 @@ class ProbeTask(Construct):
         # layers, the bucket), and a TLS listener of the ECS API (egress.py says why not a narrower peer).
         https_only(self.security_group)
         for port in calls_in_vpc:
-            if port is not HTTPS:
+            if port.to_string() != HTTPS.to_string():  # HTTPS is allowed already
                 self.security_group.add_egress_rule(
                     ec2.Peer.ipv4(vpc_cidr), port, "The probed API in the VPC"
                 )
