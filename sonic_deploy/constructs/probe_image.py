@@ -56,8 +56,8 @@ class ProbeImage(Construct):
     cdk-ecr-deployment copy fills from the asset during the deploy, tagged with the asset's hash.
 
     The repository goes with the stack (its images with it, EmptyOnDelete): every deploy rebuilds the image
-    from the code it deploys, so nothing in it is worth keeping, and a retained named repository would stop
-    the next create."""
+    from the code it deploys, so nothing in it is worth keeping, and a retained one would be left behind by
+    every deletion of the stack."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, key: kms.IKey, copy_log_retention_days: int

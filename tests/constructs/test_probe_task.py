@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import App, Stack
+from aws_cdk import App, IgnoreStrategy, Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
 
 from sonic_deploy.config import Settings
 from sonic_deploy.config.schema import CanaryConfig
 from sonic_deploy.constructs.probe_canary import canary_command
-from sonic_deploy.constructs.probe_image import ProbeImage
+from sonic_deploy.constructs.probe_image import CONTEXT, COPY_MEMORY_MIB, REPOSITORY_ROOT, ProbeImage
 from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS
 from sonic_deploy.probe.canary_metrics import NAMESPACE
 from tests.cdk_context import cli_context
@@ -267,6 +267,44 @@ def test_the_docker_context_holds_the_package_and_its_metadata_only(tmp_path: Pa
         "docker/probe",
         "docker/probe/Dockerfile",
     }
+
+
+@pytest.mark.parametrize(
+    ("path", "staged"),
+    [
+        ("sonic_deploy/cli.py", True),
+        ("sonic_deploy/probe/turn/utterances/book-16k.wav", True),
+        ("pyproject.toml", True),
+        ("docker/probe/Dockerfile", True),
+        ("sonic_deploy/probe/__pycache__/cli.cpython-311.pyc", False),
+        ("sonic_deploy/stray.pyc", False),
+        (".venv/lib/python3.11/site-packages/x.py", False),
+        ("node_modules/aws-cdk/package.json", False),
+        ("cdk.out/manifest.json", False),
+        ("tests/conftest.py", False),
+        (".git/HEAD", False),
+        ("docker/other/Dockerfile", False),
+    ],
+)
+def test_the_context_rules_stage_sources_only(path: str, staged: bool) -> None:
+    """Paths that need not exist here (bytecode, a virtualenv), judged by CDK's own Docker ignore strategy."""
+    strategy = IgnoreStrategy.docker(str(REPOSITORY_ROOT), CONTEXT)
+    assert strategy.ignores(str(REPOSITORY_ROOT / path)) is not staged
+
+
+def test_a_registry_copy_of_the_probe_copys_memory_size_is_refused(tmp_path: Path) -> None:
+    """cdk-ecr-deployment shares one Lambda per memory size: the probe's copy would run with the registry
+    copy's role, which may not pull the asset."""
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    dev = config / "environments/dev.toml"
+    dev.write_text(
+        dev.read_text().replace("[ecs]\n", f"[ecs]\nimage_copy_memory_mib = {COPY_MEMORY_MIB}\n", 1)
+    )
+    with pytest.raises(
+        ValueError, match=f"ecs.image_copy_memory_mib = {COPY_MEMORY_MIB} is the probe image copy's"
+    ):
+        synthesize_from(config)
 
 
 # The bucket
