@@ -13,6 +13,7 @@ from aws_cdk import App, IgnoreStrategy, Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
 
+from sonic_deploy.changes.classify import classify
 from sonic_deploy.config import Settings
 from sonic_deploy.config.schema import CanaryConfig
 from sonic_deploy.constructs.probe_canary import canary_command
@@ -547,3 +548,24 @@ def test_the_canary_command_leaves_out_the_voice_unless_configured() -> None:
     assert command[-2:] == ["--publish-metrics", "prod"]
     voiced = canary_command(["probe", "ws"], CanaryConfig(voice_id="v1"), "prod")
     assert voiced[voiced.index("--voice-id") + 1] == "v1"
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_code_change_is_a_new_task_definition_revision_and_nothing_dangerous(
+    canary_on: dict[str, Template], route: str
+) -> None:
+    """The image's tag is the hash of its sources: `make diff` after a change under sonic_deploy/ shows the
+    copy and the schedule changed and the task definition replaced (a new revision), none of it dangerous."""
+    before = canary_on[route].to_json()
+    _, copy = _one(canary_on[route], "Custom::CDKECRDeployment", "ProbeImageCopy")
+    tag = json.dumps(copy["Properties"]["DestImage"]).rsplit(":", 1)[1][:64]
+    after = json.loads(json.dumps(before).replace(tag, "f" * 64))
+    changes = classify(before, after, stack=route)
+    kinds = {(c.resource_type, c.kind.value) for c in changes.changes}
+    assert kinds == {
+        ("Custom::CDKECRDeployment", "changed"),  # the tag it copies
+        ("AWS::ECS::TaskDefinition", "replaced"),  # a new revision: ContainerDefinitions is create-only
+        ("AWS::Scheduler::Schedule", "changed"),  # it starts the new revision
+        ("AWS::IAM::Policy", "changed"),  # the schedule role's RunTask names the new revision
+    }
+    assert changes.dangerous == ()
