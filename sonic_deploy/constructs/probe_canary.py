@@ -110,10 +110,14 @@ class ProbeCanary(Construct):
                         )
                     ),
                 ),
-                # The ECS target's input is RunTask's TaskOverride ("containerOverrides": name and command of
-                # a container; Amazon EventBridge User Guide, "Amazon ECS tasks" under target specifics; ECS
-                # API Reference, TaskOverride/ContainerOverride). A token-aware JSON string: the command holds
-                # the stack's own values (the API's URL, the endpoint's name).
+                # The templated ECS target's input is RunTask's TaskOverride: {"containerOverrides": [{"name",
+                # "command"}]} (the shape of EventBridge's ECS target, Amazon EventBridge User Guide, "Amazon ECS
+                # tasks"; ECS API Reference, TaskOverride and ContainerOverride). The Scheduler API Reference
+                # (Target.Input) does not spell it out for ECS: aws/aws-cdk#34129 uses this input with the
+                # templated target as its workaround. UNVERIFIED against a deployed schedule: if the override is
+                # not applied, the task runs the image's CMD (`probe --help`) and publishes nothing, which the
+                # canary's failed-runs alarm counts as a missing run; the universal target (aws-sdk:ecs:runTask) is the fallback.
+                # A token-aware JSON string: the command holds the stack's own values (URL, endpoint name).
                 input=Stack.of(self).to_json_string(
                     {"containerOverrides": [{"name": CONTAINER_NAME, "command": list(command)}]}
                 ),

@@ -114,6 +114,8 @@ class ProbeTask(Construct):
         )
         # HTTPS: the interface endpoints (ECR, logs, monitoring, the SageMaker runtime), S3's gateway (image
         # layers, the bucket), and a TLS listener of the ECS API (egress.py says why not a narrower peer).
+        # Where the subnets route to NAT (connected ECS) that reaches the internet too, as the services'
+        # groups do there; the probe calls only what its command names.
         https_only(self.security_group)
         for port in calls_in_vpc:
             if port.to_string() != HTTPS.to_string():  # HTTPS is allowed already
