@@ -46,9 +46,10 @@ def canary_command(target: Sequence[str], canary: CanaryConfig, environment_name
 
 
 class ProbeCanary(Construct):
-    """A schedule every `every` that runs one probe task (FARGATE, awsvpc, the probe's subnets and group, no
-    public IP) with `command` as the probe container's command, and the role the schedule runs it with: it
-    may start only this task definition, in this cluster, and pass only its two roles to ECS."""
+    """A schedule every `[canary] every_minutes` that runs one probe task (FARGATE, awsvpc, the probe's
+    subnets and group, no public IP) with `canary_command(target, ...)` as the probe container's command, and
+    the role the schedule runs it with: it may start only this task definition, in this cluster, and pass
+    only its two roles to ECS."""
 
     def __init__(
         self,
@@ -56,10 +57,13 @@ class ProbeCanary(Construct):
         construct_id: str,
         *,
         probe: ProbeTask,
-        command: Sequence[str],
-        every: Duration,
+        target: Sequence[str],
+        canary: CanaryConfig,
+        environment_name: str,
     ) -> None:
         super().__init__(scope, construct_id)
+        command = canary_command(target, canary, environment_name)
+        every = Duration.minutes(canary.every_minutes)
         task_definition = probe.task_definition
         self.role = iam.Role(
             self,

@@ -14,6 +14,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from sonic_deploy.config.schema import ProbeTaskConfig
 from sonic_deploy.constructs.egress import HTTPS, https_only
 from sonic_deploy.constructs.findings import (
     acknowledge,
@@ -65,7 +66,8 @@ def invoke_endpoint(endpoint_arn: str) -> iam.PolicyStatement:
 class ProbeTask(Construct):
     """A Fargate task definition ("probe": the probe image, read-only root filesystem with a writable /tmp,
     Linux/X86_64) with a least-privilege task role, a security group whose egress is only what the probe
-    calls, the encrypted bucket its runs write to (runs/, expired after `results_retention`), and the stack
+    calls, the encrypted bucket its runs write to (runs/, expired after `[probe] results_retention_days`;
+    the task's size is `[probe]`'s too), and the stack
     outputs the in-VPC runner reads (ProbeCluster, ProbeTaskDefinition, ProbeContainer, ProbeSubnets,
     ProbeSecurityGroup, ProbeBucket).
 
@@ -86,9 +88,7 @@ class ProbeTask(Construct):
         key: kms.IKey,
         log_retention: logs.RetentionDays,
         log_retention_days: int,
-        results_retention: Duration,
-        cpu: int,
-        memory_mib: int,
+        config: ProbeTaskConfig,
         cluster: ecs.ICluster | None = None,
         calls_in_vpc: Sequence[ec2.Port] = (),
         task_statements: Sequence[iam.PolicyStatement] = (),
@@ -100,7 +100,7 @@ class ProbeTask(Construct):
             self, "Cluster", vpc=network.vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
         )
         self.image = ProbeImage(self, "Image", key=key, copy_log_retention_days=log_retention_days)
-        self.bucket = self._bucket(key, results_retention)
+        self.bucket = self._bucket(key, Duration.days(config.results_retention_days))
         # The probe writes its samples to its bucket through the S3 gateway endpoint, which lets through
         # only reads otherwise.
         network.allow_s3_writes("WriteTheProbeBucket", [self.bucket.arn_for_objects(f"{RUNS_PREFIX}*")])
@@ -143,8 +143,8 @@ class ProbeTask(Construct):
         self.task_definition = ecs.FargateTaskDefinition(
             self,
             "Task",
-            cpu=cpu,
-            memory_limit_mib=memory_mib,
+            cpu=config.cpu,
+            memory_limit_mib=config.memory_mib,
             task_role=self.task_role,
             execution_role=self.execution_role,
             runtime_platform=ecs.RuntimePlatform(

@@ -23,7 +23,7 @@ from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.placement import SingleAzPlacement
-from sonic_deploy.constructs.probe_canary import ProbeCanary, canary_command
+from sonic_deploy.constructs.probe_canary import ProbeCanary
 from sonic_deploy.constructs.probe_task import ProbeTask
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.resilience import ResilienceExperiments
@@ -267,9 +267,7 @@ class EcsStack(SonicStack):
             key=key,
             log_retention=retention,
             log_retention_days=env.log_retention_days,
-            results_retention=Duration.days(env.probe.results_retention_days),
-            cpu=env.probe.cpu,
-            memory_mib=env.probe.memory_mib,
+            config=env.probe,
             cluster=cluster,
             calls_in_vpc=[ec2.Port.tcp(settings.ecs_listener_port)],
             secrets={"CARTESIA_API_KEY": secrets.for_task("api_key")},
@@ -281,8 +279,9 @@ class EcsStack(SonicStack):
                 self,
                 "Canary",
                 probe=probe,
-                command=canary_command(target, env.canary, settings.environment_name),
-                every=Duration.minutes(env.canary.every_minutes),
+                target=target,
+                canary=env.canary,
+                environment_name=settings.environment_name,
             )
 
     def _scaling(

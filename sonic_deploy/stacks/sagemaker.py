@@ -14,7 +14,7 @@ from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.network import Network
-from sonic_deploy.constructs.probe_canary import ProbeCanary, canary_command
+from sonic_deploy.constructs.probe_canary import ProbeCanary
 from sonic_deploy.constructs.probe_task import TASK_ENDPOINTS, ProbeTask, invoke_endpoint
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
@@ -117,9 +117,7 @@ class SageMakerStack(SonicStack):
             key=key,
             log_retention=log_retention(env.log_retention_days),
             log_retention_days=env.log_retention_days,
-            results_retention=Duration.days(env.probe.results_retention_days),
-            cpu=env.probe.cpu,
-            memory_mib=env.probe.memory_mib,
+            config=env.probe,
             task_statements=[invoke_endpoint(endpoint.endpoint.ref)],
         )
         if settings.canary_enabled:
@@ -128,8 +126,7 @@ class SageMakerStack(SonicStack):
                 self,
                 "Canary",
                 probe=probe,
-                command=canary_command(
-                    [*target, "--region", self.region], env.canary, settings.environment_name
-                ),
-                every=Duration.minutes(env.canary.every_minutes),
+                target=[*target, "--region", self.region],
+                canary=env.canary,
+                environment_name=settings.environment_name,
             )
