@@ -126,4 +126,8 @@ SINGLE_TASK_SERVICES = {
 DESTROYED_WITH_THE_STACK = {
     "SonicLogs": "The SageMaker endpoint's log group has the endpoint's name: retained, it would stop the next "
     "deploy of the same endpoint (SageMaker's own group name, sonic_endpoint.py)",
+    "ProbeImageRepository": "The probe image's repository: every deploy rebuilds the image from the code it "
+    "deploys, so nothing in it is worth keeping (probe_image.py)",
+    "ProbeBucket": "The probe's runs: samples the runner has already merged into its local summary, expired "
+    "after probe.results_retention_days anyway (probe_task.py)",
 }

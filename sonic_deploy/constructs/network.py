@@ -30,9 +30,9 @@ class Network(Construct):
     public subnets and NAT for routes whose containers must call out (the ECS route's licence check).
 
     Every endpoint has a policy: the S3 gateway endpoint lets through reads of this account's buckets and of
-    the objects in `s3_reads` (and lists of the buckets in `s3_lists`) and nothing else (nothing in either
-    route writes to S3); each
-    interface endpoint lets through only this account's principals, on this account's resources where the
+    the objects in `s3_reads` (and lists of the buckets in `s3_lists`), writes of the objects named with
+    `allow_s3_writes` (the probe's runs), and nothing else; each interface endpoint lets through only this
+    account's principals, on this account's resources where the
     service's actions have resources (`interface_endpoint_policy`).
     """
 
@@ -187,6 +187,19 @@ class Network(Construct):
             )
             for statement in interface_endpoint_policy(self, service.short_name):
                 self.endpoints[service.short_name].add_to_policy(statement)
+
+    def allow_s3_writes(self, sid: str, objects: Sequence[str]) -> None:
+        """Let this account's principals write `objects` (ARNs, e.g. a bucket's prefix) through the S3 gateway
+        endpoint, which lets through only reads otherwise."""
+        self.s3_endpoint.add_to_policy(
+            iam.PolicyStatement(
+                sid=sid,
+                principals=[iam.AnyPrincipal()],
+                actions=["s3:PutObject"],
+                resources=list(objects),
+                conditions={"StringEquals": {"aws:PrincipalAccount": Aws.ACCOUNT_ID}},
+            )
+        )
 
 
 def import_vpc(

@@ -34,6 +34,9 @@ EXPIRE_UNTAGGED_AFTER = Duration.days(7)
 # cdk-ecr-deployment makes one copying Lambda per stack (and memory size), at the stack's root, with this id
 # prefix (its `lambdaPurpose`).
 COPY_HANDLER_ID = "Custom::CDKECRDeployment"
+# ... followed by the library's singleton uuid without its dashes and the memory size ("3008MiB"): one handler
+# per memory size (cdk-ecr-deployment 4.2.76, lib/index.ts renderSingletonUuid).
+COPY_SINGLETON_UUID = "bd07c930edb94112a20f03f096f53666"
 # The copying Lambda logs in to ECR Public (ecr-public:GetAuthorizationToken, in us-east-1) for any image
 # whose name contains this, with or without credentials of ours (cdk-ecr-deployment 4.2.76,
 # lambda-src/utils.go NewImageOpts).
@@ -163,16 +166,8 @@ class ImageRegistry(Construct):
                 memory_limit=memory_mib,
                 role=role.without_policy_updates(),
             )
-        handler = self._copy_handler()
-        # CDK makes the function's log group with cdk.json's @aws-cdk/aws-lambda:useCdkManagedLogGroup.
-        copy_logs = handler.node.try_find_child("LogGroup")
-        assert isinstance(copy_logs, logs.LogGroup), "the copying Lambda has no log group: set that flag"
-        copy_logs.apply_removal_policy(KEEP_ONCE_CREATED)
-        copy_logs_l1 = cast(logs.CfnLogGroup, copy_logs.node.default_child)
-        copy_logs_l1.retention_in_days = log_retention_days  # the library sets none: kept forever
-        # The key policy lets CloudWatch Logs use the key for any log group of this account and Region
-        # (EncryptionKey's AllowCloudWatchLogs statement).
-        copy_logs_l1.kms_key_id = key.key_arn
+        handler = self._copy_handler(memory_mib)
+        copy_logs = keep_copy_logs(handler, key, log_retention_days)
 
         push = iam.ManagedPolicy(
             self,
@@ -209,32 +204,24 @@ class ImageRegistry(Construct):
                 "public images come from; it has no resource-level permission (Service Authorization "
                 "Reference). ecr:GetAuthorizationToken is checkov's own exclusion",
             )
-        self._acknowledge_handler(handler)
-
-    def _copy_handler(self) -> lambda_.Function:
-        (handler,) = (
-            child for child in Stack.of(self).node.children if child.node.id.startswith(COPY_HANDLER_ID)
-        )
-        assert isinstance(handler, lambda_.Function)
-        return handler
-
-    @staticmethod
-    def _acknowledge_handler(handler: lambda_.Function) -> None:
-        """What remains on the copying Lambda, and why."""
-        function = handler.node.default_child
-        assert isinstance(function, lambda_.CfnFunction)
-        acknowledge_custom_resource_handler(
+        acknowledge_copy_handler(
             handler,
             outside_vpc="it pulls from registries on the internet (Cartesia's, public.ecr.aws), which the VPC "
             "cannot reach in air-gapped mode (no egress); outside the VPC it has the Lambda service's network, "
             "never a path into the VPC, and it only runs while CloudFormation creates or updates a copy",
         )
-        ignore_cfn_lint_on(
-            function,
-            "W3005",
-            reason="cdk-ecr-deployment writes a DependsOn on the role beside the GetAtt of it: the extra edge "
-            "is the library's and orders nothing differently",
+
+    def _copy_handler(self, memory_mib: int) -> lambda_.Function:
+        """The copies' Lambda: one per stack and memory size (its id ends with the size; the probe image's
+        copy has one of its own, probe_image.py)."""
+        (handler,) = (
+            child
+            for child in Stack.of(self).node.children
+            if child.node.id.startswith(COPY_HANDLER_ID)
+            and child.node.id.endswith(f"{COPY_SINGLETON_UUID}{memory_mib}MiB")
         )
+        assert isinstance(handler, lambda_.Function)
+        return handler
 
     def _scoped_statements(
         self, images: Mapping[str, ImageSource], secret: secretsmanager.ISecret, copy_logs: logs.ILogGroup
@@ -305,3 +292,30 @@ class ImageRegistry(Construct):
     def image(self, name: str) -> ecs.ContainerImage:
         """The image in its repository, by digest when config pins one (`repo@sha256:...`), else by tag."""
         return ecs.ContainerImage.from_ecr_repository(self.repositories[name], self._references[name])
+
+
+def keep_copy_logs(handler: lambda_.Function, key: kms.IKey, retention_days: int) -> logs.LogGroup:
+    """The copying Lambda's log group, kept, expiring and encrypted (the library sets neither)."""
+    # CDK makes the function's log group with cdk.json's @aws-cdk/aws-lambda:useCdkManagedLogGroup.
+    copy_logs = handler.node.try_find_child("LogGroup")
+    assert isinstance(copy_logs, logs.LogGroup), "the copying Lambda has no log group: set that flag"
+    copy_logs.apply_removal_policy(KEEP_ONCE_CREATED)
+    copy_logs_l1 = cast(logs.CfnLogGroup, copy_logs.node.default_child)
+    copy_logs_l1.retention_in_days = retention_days  # the library sets none: kept forever
+    # The key policy lets CloudWatch Logs use the key for any log group of this account and Region
+    # (EncryptionKey's AllowCloudWatchLogs statement).
+    copy_logs_l1.kms_key_id = key.key_arn
+    return copy_logs
+
+
+def acknowledge_copy_handler(handler: lambda_.Function, *, outside_vpc: str) -> None:
+    """What remains on a copying Lambda, and why; `outside_vpc` says why it runs outside the VPC."""
+    function = handler.node.default_child
+    assert isinstance(function, lambda_.CfnFunction)
+    acknowledge_custom_resource_handler(handler, outside_vpc=outside_vpc)
+    ignore_cfn_lint_on(
+        function,
+        "W3005",
+        reason="cdk-ecr-deployment writes a DependsOn on the role beside the GetAtt of it: the extra edge "
+        "is the library's and orders nothing differently",
+    )

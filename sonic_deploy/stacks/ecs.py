@@ -24,6 +24,8 @@ from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.operations import EcsOperations
 from sonic_deploy.constructs.placement import SingleAzPlacement
+from sonic_deploy.constructs.probe_canary import ProbeCanary
+from sonic_deploy.constructs.probe_task import ProbeTask
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.resilience import ResilienceExperiments
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
@@ -269,6 +271,33 @@ class EcsStack(SonicStack):
             )
             for name, experiment in resilience.templates.items():
                 CfnOutput(self, f"{name}Experiment", value=experiment.attr_id)
+
+        # The probe inside the VPC, in the workers' AZ, through the internal NLB (docs/deploy.md).
+        probe = ProbeTask(
+            self,
+            "Probe",
+            network=network,
+            vpc_cidr=settings.route_cidr("ecs"),
+            subnets=placement.subnets,
+            key=key,
+            log_retention=retention,
+            log_retention_days=env.log_retention_days,
+            config=env.probe,
+            cluster=cluster,
+            calls_in_vpc=[ec2.Port.tcp(settings.ecs_listener_port)],
+            secrets={"CARTESIA_API_KEY": secrets.for_task("api_key")},
+        )
+        if settings.canary_enabled:
+            target = ["probe", "ws", "--url", lb.websocket_url, "--model-id", settings.ecs_model_id]
+            target += ["--cartesia-version", cfg.cartesia_version]
+            ProbeCanary(
+                self,
+                "Canary",
+                probe=probe,
+                target=target,
+                canary=env.canary,
+                environment_name=settings.environment_name,
+            )
 
     def _scaling(
         self, cfg: EcsConfig, cluster: ecs.Cluster, workers: SonicService, metrics: SonicMetrics

@@ -15,6 +15,8 @@ from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.operations import SageMakerOperations
+from sonic_deploy.constructs.probe_canary import ProbeCanary
+from sonic_deploy.constructs.probe_task import TASK_ENDPOINTS, ProbeTask, invoke_endpoint
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
 from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
@@ -37,7 +39,8 @@ class SageMakerStack(SonicStack):
             "Network",
             key=key,
             flow_log_retention=log_retention(env.network.flow_log_retention_days),
-            interface_services=[ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_RUNTIME],
+            # The runtime for callers; the probe task's image pulls, logs and canary metrics (no NAT here).
+            interface_services=[ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_RUNTIME, *TASK_ENDPOINTS],
             endpoint_clients=env.network.client_cidrs,
             # The model package's data is in a bucket AWS Marketplace owns and does not name, fetched by
             # SageMaker without the execution role (which has no S3 rights), and whether that download
@@ -117,3 +120,27 @@ class SageMakerStack(SonicStack):
             value=Fn.select(1, Fn.split(":", Fn.select(0, runtime.vpc_endpoint_dns_entries))),
         )
         CfnOutput(self, "Region", value=self.region)
+
+        # The probe inside the VPC, through the runtime's VPC endpoint as callers are (docs/deploy.md).
+        probe = ProbeTask(
+            self,
+            "Probe",
+            network=network,
+            vpc_cidr=settings.route_cidr("sagemaker"),
+            subnets=ec2.SubnetSelection(subnets=network.private_subnets),
+            key=key,
+            log_retention=log_retention(env.log_retention_days),
+            log_retention_days=env.log_retention_days,
+            config=env.probe,
+            task_statements=[invoke_endpoint(endpoint.endpoint.ref)],
+        )
+        if settings.canary_enabled:
+            target = ["probe", "sagemaker", "--endpoint", endpoint.endpoint.attr_endpoint_name]
+            ProbeCanary(
+                self,
+                "Canary",
+                probe=probe,
+                target=[*target, "--region", self.region],
+                canary=env.canary,
+                environment_name=settings.environment_name,
+            )

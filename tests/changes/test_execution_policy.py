@@ -41,6 +41,7 @@ SERVICE_PREFIXES = {
     "S3": "s3",
     "SNS": "sns",
     "SageMaker": "sagemaker",
+    "Scheduler": "scheduler",
     "ServiceDiscovery": "servicediscovery",
 }
 # Handler permissions the policy leaves out on purpose: each serves a feature these stacks do not use.

@@ -148,15 +148,23 @@ def _actions(statement: dict[str, Any]) -> list[str]:
     return [action] if isinstance(action, str) else list(action)
 
 
-def test_s3_gateway_endpoint_lets_through_reads_only(
+def test_s3_gateway_endpoint_lets_through_reads_and_the_probes_writes_only(
     sagemaker_template: Template, ecs_template: Template, air_gapped: Template
 ) -> None:
-    for template in (sagemaker_template, ecs_template):
+    for template in (sagemaker_template, ecs_template, air_gapped):
         (endpoint,) = _endpoints(template, "Gateway")
         statements = {s["Sid"]: s for s in _statements(endpoint)}
         assert all(s["Effect"] == "Allow" for s in statements.values())
-        # Nothing in either route writes to S3: a task cannot copy data out to any bucket.
-        assert {a for s in statements.values() for a in _actions(s)} <= {"s3:GetObject", "s3:ListBucket"}
+        # The one write is the probe's, into its own bucket's runs/: a task cannot copy data out elsewhere.
+        writes = {
+            sid for sid, s in statements.items() if set(_actions(s)) - {"s3:GetObject", "s3:ListBucket"}
+        }
+        assert writes == {"WriteTheProbeBucket"}
+        probe = statements["WriteTheProbeBucket"]
+        assert _actions(probe) == ["s3:PutObject"]
+        (bucket,) = (i for i in resources_of(template, "AWS::S3::Bucket") if i.startswith("ProbeBucket"))
+        assert probe["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, "/runs/*"]]}
+        assert probe["Condition"] == {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}}
         own = statements["ReadThisAccountsBuckets"]
         assert own["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
     (ecs_endpoint,) = _endpoints(air_gapped, "Gateway")

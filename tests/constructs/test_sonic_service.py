@@ -11,6 +11,8 @@ from aws_cdk.assertions import Match, Template
 from constructs import IConstruct
 
 from sonic_deploy.config import ConfigError, load_settings
+from sonic_deploy.constructs.probe_image import COPY_MEMORY_MIB as PROBE_COPY_MEMORY_MIB
+from sonic_deploy.constructs.registry import COPY_SINGLETON_UUID
 from sonic_deploy.constructs.sonic_service import plain_variables_reason
 from tests.conftest import EditConfig, resources_of, synthesize_from
 
@@ -128,8 +130,19 @@ def test_nlb_single_az_tcp_to_api_with_stream_friendly_timeouts(ecs_template: Te
     )
 
 
+def _not_the_probes(template: Template, type_name: str) -> dict[str, Any]:
+    """The stack's resources of that type but the probe task's (its image's repository, copy and copying
+    Lambda, its log group: probe_task.py, probe_image.py)."""
+    probe_copier = f"{COPY_SINGLETON_UUID}{PROBE_COPY_MEMORY_MIB}MiB"
+    return {
+        i: r
+        for i, r in resources_of(template, type_name).items()
+        if not i.startswith("Probe") and probe_copier not in i
+    }
+
+
 def test_ecr_repositories(ecs_template: Template) -> None:
-    repositories = resources_of(ecs_template, "AWS::ECR::Repository")
+    repositories = _not_the_probes(ecs_template, "AWS::ECR::Repository")
     assert {r["Properties"]["RepositoryName"] for r in repositories.values()} == {
         f"sonic-dev/{n}" for n in ("api-server", "gpu-worker", "licence-proxy", "nats", "cloudwatch-agent")
     }
@@ -143,7 +156,7 @@ def test_ecr_repositories(ecs_template: Template) -> None:
 
 
 def test_images_copied_with_registry_credentials_before_services(ecs_template: Template) -> None:
-    copies = resources_of(ecs_template, "Custom::CDKECRDeployment")
+    copies = _not_the_probes(ecs_template, "Custom::CDKECRDeployment")
     assert len(copies) == 5
     worker_copy = next(c for k, c in copies.items() if k.startswith("RegistryGpuWorkerCopy"))
     assert "REPLACE-ME.pkg.dev/cartesia/self-hosted/gpu-worker:REPLACE-ME" in json.dumps(worker_copy)
@@ -157,7 +170,7 @@ def test_images_copied_with_registry_credentials_before_services(ecs_template: T
 
 
 def test_logs_encrypted_with_retention_and_container_insights(ecs_template: Template) -> None:
-    groups = resources_of(ecs_template, "AWS::Logs::LogGroup").values()
+    groups = _not_the_probes(ecs_template, "AWS::Logs::LogGroup").values()
     # The image-copy Lambda's own group is made by cdk-ecr-deployment; every service's group is ours.
     ours = [g for g in groups if "/aws/lambda/" not in json.dumps(g["Properties"].get("LogGroupName", ""))]
     assert len(ours) == 7  # flow logs, 4 services, 2 agent groups
@@ -196,8 +209,8 @@ def test_reusing_repositories_left_by_an_earlier_deploy(edit_config: EditConfig)
         "environments/dev.toml", "copy_images = true", "copy_images = false\nreuse_repositories = true"
     )
     template = Template.from_stack(synthesize_from(config)["ecs"])
-    template.resource_count_is("AWS::ECR::Repository", 0)
-    template.resource_count_is("Custom::CDKECRDeployment", 0)
+    assert _not_the_probes(template, "AWS::ECR::Repository") == {}
+    assert _not_the_probes(template, "Custom::CDKECRDeployment") == {}
     worker = next(
         d
         for t in resources_of(template, "AWS::ECS::TaskDefinition").values()
@@ -210,13 +223,13 @@ def test_reusing_repositories_left_by_an_earlier_deploy(edit_config: EditConfig)
 def test_image_copy_has_room_for_multi_gigabyte_images_and_its_logs_expire(ecs_template: Template) -> None:
     (copier,) = [
         f["Properties"]
-        for key, f in resources_of(ecs_template, "AWS::Lambda::Function").items()
+        for key, f in _not_the_probes(ecs_template, "AWS::Lambda::Function").items()
         if key.startswith("CustomCDKECRDeployment")
     ]
     assert (copier["MemorySize"], copier["Timeout"]) == (3008, 900)
     (copy_logs,) = [
         group
-        for key, group in resources_of(ecs_template, "AWS::Logs::LogGroup").items()
+        for key, group in _not_the_probes(ecs_template, "AWS::Logs::LogGroup").items()
         if key.startswith("CustomCDKECRDeployment")
     ]
     assert copy_logs["Properties"]["RetentionInDays"] == 30

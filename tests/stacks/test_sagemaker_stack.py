@@ -8,6 +8,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from sonic_deploy.config import Settings
+from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS
 from tests.snapshot import scrubbed
 
 
@@ -17,7 +18,7 @@ def test_snapshot(sagemaker_template: Template, snapshot: SnapshotAssertion) -> 
 
 def test_outputs(sagemaker_template: Template) -> None:
     outputs = sagemaker_template.to_json()["Outputs"]
-    assert set(outputs) == {"EndpointName", "VariantName", "RuntimeVpcEndpointDns", "Region"}
+    assert set(outputs) == {"EndpointName", "VariantName", "RuntimeVpcEndpointDns", "Region", *PROBE_OUTPUTS}
     assert outputs["VariantName"]["Value"] == "AllTraffic"
     assert outputs["Region"]["Value"] == "us-east-2"
 

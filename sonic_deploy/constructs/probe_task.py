@@ -1,0 +1,305 @@
+"""The probe as a Fargate task inside the route's VPC: what `sonic-deploy probe ... --in-vpc ENV` starts and
+the canary schedules, with the bucket its runs write their samples to."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import CfnOutput, CfnResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from sonic_deploy.config.schema import ProbeTaskConfig
+from sonic_deploy.constructs.egress import HTTPS, https_only
+from sonic_deploy.constructs.findings import (
+    acknowledge,
+    acknowledge_compliance,
+    acknowledge_custom_resource_handler,
+    skip_checkov,
+)
+from sonic_deploy.constructs.network import Network
+from sonic_deploy.constructs.probe_image import ProbeImage
+from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
+from sonic_deploy.probe.canary_metrics import NAMESPACE as CANARY_NAMESPACE
+
+CONTAINER_NAME = "probe"  # the contract's ProbeContainer: the runner and the canary override its command
+# The stack outputs the in-VPC runner reads (the contract of issue 17), in both stacks.
+PROBE_OUTPUTS = (
+    "ProbeCluster",
+    "ProbeTaskDefinition",
+    "ProbeContainer",
+    "ProbeSubnets",
+    "ProbeSecurityGroup",
+    "ProbeBucket",
+)
+RUNS_PREFIX = "runs/"
+# CDK's stack-wide provider behind a bucket's `auto_delete_objects` (aws-cdk-lib aws-s3 lib/bucket.ts).
+AUTO_DELETE_PROVIDER = (
+    "Custom::S3AutoDeleteObjectsCustomResourceProvider"  # the runner's objects: runs/<run-id>/...
+)
+# Fargate tasks in subnets without NAT pull through ECR's two interface endpoints and S3's gateway, and log
+# through CloudWatch Logs' endpoint ("Amazon ECR interface VPC endpoints (AWS PrivateLink)": tasks on Fargate
+# platform 1.4.0 or later need com.amazonaws.region.ecr.dkr, ecr.api and the S3 gateway endpoint); the canary
+# publishes its metrics through CloudWatch's (monitoring).
+TASK_ENDPOINTS = [
+    ec2.InterfaceVpcEndpointAwsService.ECR,
+    ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
+    ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+    ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_MONITORING,
+]
+
+
+def invoke_endpoint(endpoint_arn: str) -> iam.PolicyStatement:
+    """The SageMaker route's probe: both invocation forms on its one endpoint."""
+    return iam.PolicyStatement(
+        sid="InvokeTheEndpoint",
+        actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+        resources=[endpoint_arn],
+    )
+
+
+class ProbeTask(Construct):
+    """A Fargate task definition ("probe": the probe image, read-only root filesystem with a writable /tmp,
+    Linux/X86_64) with a least-privilege task role, a security group whose egress is only what the probe
+    calls, the encrypted bucket its runs write to (runs/, expired after `[probe] results_retention_days`;
+    the task's size is `[probe]`'s too), and the stack
+    outputs the in-VPC runner reads (ProbeCluster, ProbeTaskDefinition, ProbeContainer, ProbeSubnets,
+    ProbeSecurityGroup, ProbeBucket).
+
+    `cluster`: the route's own (ECS), else an empty one of the probe's (SageMaker has none). `calls_in_vpc`:
+    ports the probe calls inside the VPC besides HTTPS (the ECS API's listener). `task_statements`: what the
+    probe's target needs (`invoke_endpoint`); `secrets`: variables from Secrets Manager (CARTESIA_API_KEY).
+    `log_retention` and `log_retention_days` are the same retention (the copy's log group takes a number).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        network: Network,
+        vpc_cidr: str,
+        subnets: ec2.SubnetSelection,
+        key: kms.IKey,
+        log_retention: logs.RetentionDays,
+        log_retention_days: int,
+        config: ProbeTaskConfig,
+        cluster: ecs.ICluster | None = None,
+        calls_in_vpc: Sequence[ec2.Port] = (),
+        task_statements: Sequence[iam.PolicyStatement] = (),
+        secrets: Mapping[str, ecs.Secret] | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.subnets = subnets
+        self.cluster = cluster or ecs.Cluster(
+            self, "Cluster", vpc=network.vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
+        )
+        self.image = ProbeImage(self, "Image", key=key, copy_log_retention_days=log_retention_days)
+        self.bucket = self._bucket(key, Duration.days(config.results_retention_days))
+        # The probe writes its samples to its bucket through the S3 gateway endpoint, which lets through
+        # only reads otherwise.
+        network.allow_s3_writes("WriteTheProbeBucket", [self.bucket.arn_for_objects(f"{RUNS_PREFIX}*")])
+
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=network.vpc,
+            description="Probe tasks: no ingress; egress to what the probe calls",
+            allow_all_outbound=False,
+        )
+        # HTTPS: the interface endpoints (ECR, logs, monitoring, the SageMaker runtime), S3's gateway (image
+        # layers, the bucket), and a TLS listener of the ECS API (egress.py says why not a narrower peer).
+        # Where the subnets route to NAT (connected ECS) that reaches the internet too, as the services'
+        # groups do there; the probe calls only what its command names.
+        https_only(self.security_group)
+        for port in calls_in_vpc:
+            if port.to_string() != HTTPS.to_string():  # HTTPS is allowed already
+                self.security_group.add_egress_rule(
+                    ec2.Peer.ipv4(vpc_cidr), port, "The probed API in the VPC"
+                )
+
+        self.task_role = iam.Role(
+            self,
+            "TaskRole",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description="sonic-deploy probe task: its runs' objects, the canary's metrics, its target",
+        )
+        for statement in [*self._task_statements(key), *task_statements]:
+            self.task_role.add_to_policy(statement)
+        self.execution_role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description="sonic-deploy probe task: pull its image, write its logs, read its secrets",
+        )
+        self.log_group = logs.LogGroup(
+            self, "Logs", encryption_key=key, retention=log_retention, removal_policy=KEEP_ONCE_CREATED
+        )
+        self.task_definition = ecs.FargateTaskDefinition(
+            self,
+            "Task",
+            cpu=config.cpu,
+            memory_limit_mib=config.memory_mib,
+            task_role=self.task_role,
+            execution_role=self.execution_role,
+            runtime_platform=ecs.RuntimePlatform(
+                cpu_architecture=ecs.CpuArchitecture.X86_64,
+                operating_system_family=ecs.OperatingSystemFamily.LINUX,
+            ),
+            volumes=[ecs.Volume(name="tmp")],
+        )
+        self.container = self.task_definition.add_container(
+            CONTAINER_NAME,
+            container_name=CONTAINER_NAME,
+            image=self.image.image(),
+            readonly_root_filesystem=True,
+            secrets=dict(secrets or {}),
+            logging=ecs.LogDriver.aws_logs(stream_prefix=CONTAINER_NAME, log_group=self.log_group),
+        )
+        # The run's samples, summary and report are written under --out there (the canary's /tmp/canary).
+        self.container.add_mount_points(
+            ecs.MountPoint(source_volume="tmp", container_path="/tmp", read_only=False)
+        )
+        self.image.before_use(self.task_definition)
+        self._acknowledge()
+        self._outputs()
+
+    def _bucket(self, key: kms.IKey, retention: Duration) -> s3.Bucket:
+        """Deleted with the stack, its objects with it (auto-delete): it holds only runs' samples, which the
+        runner has already merged into its local summary; a retained bucket would be left for the owner to
+        empty and delete by hand after every `make destroy`, and one still holding objects fails the delete."""
+        bucket = s3.Bucket(
+            self,
+            "Bucket",
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=key,
+            bucket_key_enabled=True,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=True,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="Runs",
+                    prefix=RUNS_PREFIX,
+                    expiration=retention,
+                    noncurrent_version_expiration=Duration.days(1),
+                    abort_incomplete_multipart_upload_after=Duration.days(1),
+                ),
+            ],
+            removal_policy=RemovalPolicy.DESTROY,
+            auto_delete_objects=True,
+        )
+        not_logged = (
+            "it holds only probe runs' samples, written by the probe task's role and read by the operator who "
+            "started the run; who did either is in CloudTrail, and logging reads of this bucket into another "
+            "bucket would repeat the question for that one"
+        )
+        acknowledge(bucket, "AwsSolutions-S1", reason=not_logged)
+        acknowledge_compliance(bucket, "S3BucketLoggingEnabled", reason=not_logged)
+        skip_checkov(bucket, "CKV_AWS_18", reason=not_logged)
+        _acknowledge_auto_delete_provider(Stack.of(self))
+        acknowledge_compliance(
+            bucket,
+            "S3BucketReplicationEnabled",
+            reason="latency samples of probe runs, merged into the runner's local summary when the run ends: "
+            "losing them with the Region loses nothing; versioning and the lifecycle rule keep them meanwhile",
+        )
+        return bucket
+
+    def _task_statements(self, key: kms.IKey) -> list[iam.PolicyStatement]:
+        region = Stack.of(self).region
+        return [
+            iam.PolicyStatement(
+                sid="ReadAndWriteItsRuns",
+                actions=["s3:GetObject", "s3:PutObject"],
+                resources=[self.bucket.arn_for_objects(f"{RUNS_PREFIX}*")],
+            ),
+            iam.PolicyStatement(
+                sid="ListItsRuns",
+                actions=["s3:ListBucket"],
+                resources=[self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{RUNS_PREFIX}*"]}},
+            ),
+            # SSE-KMS: a PutObject needs GenerateDataKey, a GetObject Decrypt, on the bucket's key, through S3.
+            iam.PolicyStatement(
+                sid="EncryptItsRunsWithTheBucketKey",
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=[key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}},
+            ),
+            # PutMetricData has no resource; the namespace condition key holds it to the canary's.
+            iam.PolicyStatement(
+                sid="PublishCanaryMetrics",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": CANARY_NAMESPACE}},
+            ),
+        ]
+
+    def _acknowledge(self) -> None:
+        acknowledge(
+            self.task_role,
+            "AwsSolutions-IAM5[Resource::*]",
+            reason=f"PublishCanaryMetrics: cloudwatch:PutMetricData has no resource; the cloudwatch:namespace "
+            f"condition holds it to {CANARY_NAMESPACE}",
+        )
+        acknowledge(
+            self.task_role,
+            f"AwsSolutions-IAM5[Resource::<{_logical_id(self.bucket)}.Arn>/{RUNS_PREFIX}*]",
+            reason="ReadAndWriteItsRuns: the objects of its own bucket's runs/ prefix, one per run and file",
+        )
+        acknowledge(
+            self.execution_role,
+            "AwsSolutions-IAM5[Resource::*]",
+            reason="ecr:GetAuthorizationToken is not resource-scoped",
+        )
+        acknowledge_compliance(
+            self.task_definition,
+            "IAMNoInlinePolicy",
+            reason="the probe's task and execution roles hold the grants of this task alone (its image, log "
+            "group, bucket prefix, metric namespace, target), in inline policies that live and go with the roles",
+        )
+
+    def _outputs(self) -> None:
+        """The contract's outputs, at the stack's root so that their keys are exactly these names."""
+        stack = Stack.of(self)
+        CfnOutput(stack, "ProbeCluster", value=self.cluster.cluster_name)
+        CfnOutput(stack, "ProbeTaskDefinition", value=self.task_definition.task_definition_arn)
+        CfnOutput(stack, "ProbeContainer", value=CONTAINER_NAME)
+        CfnOutput(
+            stack,
+            "ProbeSubnets",
+            value=",".join(subnet.subnet_id for subnet in self.subnets.subnets or []),
+        )
+        CfnOutput(stack, "ProbeSecurityGroup", value=self.security_group.security_group_id)
+        CfnOutput(stack, "ProbeBucket", value=self.bucket.bucket_name)
+
+
+def _acknowledge_auto_delete_provider(stack: Stack) -> None:
+    """The Lambda function behind the bucket's auto-delete (CDK's one provider per stack, at its root)."""
+    provider = stack.node.try_find_child(AUTO_DELETE_PROVIDER)
+    handler = provider.node.try_find_child("Handler") if provider is not None else None
+    role = provider.node.try_find_child("Role") if provider is not None else None
+    assert isinstance(handler, CfnResource), f"{AUTO_DELETE_PROVIDER} has no handler: has CDK renamed it?"
+    if isinstance(role, CfnResource):
+        # CDK's explicit DependsOn repeats what the function's GetAtt of the role already orders
+        # (cfn-lint W3005).
+        handler.remove_dependency(role)
+    acknowledge_custom_resource_handler(
+        handler,
+        outside_vpc="it calls only S3's API (list and delete the probe bucket's objects) when CloudFormation "
+        "deletes the bucket, from the Lambda service's network, and needs nothing in the VPC",
+    )
+
+
+def _logical_id(construct: Construct) -> str:
+    default = construct.node.default_child
+    assert default is not None
+    return Stack.of(construct).get_logical_id(default)  # type: ignore[arg-type]

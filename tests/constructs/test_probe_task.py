@@ -1,0 +1,571 @@
+"""The probe task in both stacks (its image, roles, bucket, security group, subnets and outputs) and the
+canary schedule that runs it; nothing of the canary when it is off."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, IgnoreStrategy, Stack
+from aws_cdk import aws_kms as kms
+from aws_cdk.assertions import Template
+
+from sonic_deploy.changes.classify import classify
+from sonic_deploy.config import Settings
+from sonic_deploy.config.schema import CanaryConfig
+from sonic_deploy.constructs.probe_canary import canary_command
+from sonic_deploy.constructs.probe_image import CONTEXT, COPY_MEMORY_MIB, REPOSITORY_ROOT, ProbeImage
+from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS
+from sonic_deploy.probe.canary_metrics import NAMESPACE
+from tests.cdk_context import cli_context
+from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
+
+ROUTES = ("sagemaker", "ecs")
+# The shipped dev config's values (config/environments/dev.toml).
+DEV_VPC_CIDRS = {"ecs": "10.60.128.0/17"}
+
+
+@pytest.fixture(scope="module")
+def canary_on(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
+    """dev with `[canary] enabled = true` and a voice: both stacks."""
+    config = tmp_path_factory.mktemp("canary") / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    dev = config / "environments/dev.toml"
+    text = dev.read_text()
+    assert "# enabled = true" in text
+    dev.write_text(text.replace("# enabled = true", 'enabled = true\nvoice_id = "a0e99841-438c-4a64-b679"'))
+    return {route: Template.from_stack(stack) for route, stack in synthesize_from(config).items()}
+
+
+@pytest.fixture(scope="module")
+def templates(sagemaker_template: Template, ecs_template: Template) -> dict[str, Template]:
+    return {"sagemaker": sagemaker_template, "ecs": ecs_template}
+
+
+def _one(template: Template, type_name: str, prefix: str) -> tuple[str, dict[str, Any]]:
+    (found,) = ((i, r) for i, r in resources_of(template, type_name).items() if i.startswith(prefix))
+    return found
+
+
+def _statement_list(template: Template, role_prefix: str) -> list[dict[str, Any]]:
+    """The statements of the default policy of the role whose logical id starts with `role_prefix`."""
+    role_id, _ = _one(template, "AWS::IAM::Role", role_prefix)
+    (policy,) = (
+        p
+        for p in resources_of(template, "AWS::IAM::Policy").values()
+        if p["Properties"]["Roles"] == [{"Ref": role_id}]
+    )
+    statements: list[dict[str, Any]] = policy["Properties"]["PolicyDocument"]["Statement"]
+    return statements
+
+
+def _statements(template: Template, role_prefix: str) -> dict[str, dict[str, Any]]:
+    """The same, by Sid (each has one)."""
+    statements = _statement_list(template, role_prefix)
+    by_sid = {s["Sid"]: s for s in statements}
+    assert len(by_sid) == len(statements)
+    return by_sid
+
+
+def _without_sid(statement: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in statement.items() if k != "Sid"}
+
+
+def _ref(template: Template, type_name: str, prefix: str) -> dict[str, str]:
+    return {"Ref": _one(template, type_name, prefix)[0]}
+
+
+def _arn(template: Template, type_name: str, prefix: str) -> dict[str, Any]:
+    return {"Fn::GetAtt": [_one(template, type_name, prefix)[0], "Arn"]}
+
+
+# The task definition
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_task_definition_is_fargate_linux_x86_with_a_read_only_root_and_a_writable_tmp(
+    templates: dict[str, Template], route: str, dev_settings: Settings
+) -> None:
+    template = templates[route]
+    _, task = _one(template, "AWS::ECS::TaskDefinition", "ProbeTask")
+    props = task["Properties"]
+    probe = dev_settings.environment.probe
+    assert (props["Cpu"], props["Memory"]) == (str(probe.cpu), str(probe.memory_mib))
+    assert props["RequiresCompatibilities"] == ["FARGATE"]
+    assert props["NetworkMode"] == "awsvpc"
+    assert props["RuntimePlatform"] == {"CpuArchitecture": "X86_64", "OperatingSystemFamily": "LINUX"}
+    assert props["Volumes"] == [{"Name": "tmp"}]
+    (container,) = props["ContainerDefinitions"]
+    assert container["Name"] == "probe"
+    assert container["ReadonlyRootFilesystem"] is True
+    assert container["MountPoints"] == [{"ContainerPath": "/tmp", "ReadOnly": False, "SourceVolume": "tmp"}]
+    assert "Command" not in container  # the runner's and the canary's overrides say what to run
+    assert "Environment" not in container
+    assert container["LogConfiguration"]["Options"]["awslogs-group"] == _ref(
+        template, "AWS::Logs::LogGroup", "ProbeLogs"
+    )
+    assert props["TaskRoleArn"] == _arn(template, "AWS::IAM::Role", "ProbeTaskRole")
+    assert props["ExecutionRoleArn"] == _arn(template, "AWS::IAM::Role", "ProbeExecutionRole")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_probe_logs_are_encrypted_and_expire_with_the_environments_retention(
+    templates: dict[str, Template], route: str, dev_settings: Settings
+) -> None:
+    _, group = _one(templates[route], "AWS::Logs::LogGroup", "ProbeLogs")
+    assert group["Properties"]["RetentionInDays"] == dev_settings.environment.log_retention_days
+    assert group["Properties"]["KmsKeyId"] == _arn(templates[route], "AWS::KMS::Key", "EncryptionKey")
+
+
+def test_only_the_ecs_probe_gets_the_api_key_from_secrets_manager(templates: dict[str, Template]) -> None:
+    (ecs_container,) = _one(templates["ecs"], "AWS::ECS::TaskDefinition", "ProbeTask")[1]["Properties"][
+        "ContainerDefinitions"
+    ]
+    (secret,) = ecs_container["Secrets"]
+    assert secret["Name"] == "CARTESIA_API_KEY"
+    assert "secret:sonic/dev/cartesia-api-key" in json.dumps(secret["ValueFrom"])
+    reads = _statement_list(templates["ecs"], "ProbeExecutionRole")
+    assert any("secretsmanager:GetSecretValue" in s["Action"] for s in reads)
+    (sm_container,) = _one(templates["sagemaker"], "AWS::ECS::TaskDefinition", "ProbeTask")[1]["Properties"][
+        "ContainerDefinitions"
+    ]
+    assert "Secrets" not in sm_container
+
+
+# The task role, statement by statement
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_task_role_may_use_its_runs_prefix_and_the_canary_namespace_only(
+    templates: dict[str, Template], route: str
+) -> None:
+    template = templates[route]
+    bucket = _arn(template, "AWS::S3::Bucket", "ProbeBucket")
+    statements = _statements(template, "ProbeTaskRole")
+    expected: dict[str, dict[str, Any]] = {
+        "ReadAndWriteItsRuns": {
+            "Action": ["s3:GetObject", "s3:PutObject"],
+            "Effect": "Allow",
+            "Resource": {"Fn::Join": ["", [bucket, "/runs/*"]]},
+        },
+        "ListItsRuns": {
+            "Action": "s3:ListBucket",
+            "Condition": {"StringLike": {"s3:prefix": ["runs/*"]}},
+            "Effect": "Allow",
+            "Resource": bucket,
+        },
+        "EncryptItsRunsWithTheBucketKey": {
+            "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "Condition": {"StringEquals": {"kms:ViaService": "s3.us-east-2.amazonaws.com"}},
+            "Effect": "Allow",
+            "Resource": _arn(template, "AWS::KMS::Key", "EncryptionKey"),
+        },
+        "PublishCanaryMetrics": {
+            "Action": "cloudwatch:PutMetricData",
+            "Condition": {"StringEquals": {"cloudwatch:namespace": NAMESPACE}},
+            "Effect": "Allow",
+            "Resource": "*",
+        },
+    }
+    if route == "sagemaker":
+        expected["InvokeTheEndpoint"] = {
+            "Action": ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+            "Effect": "Allow",
+            "Resource": {"Ref": _one(template, "AWS::SageMaker::Endpoint", "Sonic")[0]},
+        }
+    assert {sid: _without_sid(s) for sid, s in statements.items()} == expected
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_execution_role_pulls_only_the_probe_repository_and_writes_only_its_logs(
+    templates: dict[str, Template], route: str
+) -> None:
+    template = templates[route]
+    statements = _statement_list(template, "ProbeExecutionRole")
+    pulls = [s for s in statements if "ecr:BatchGetImage" in s["Action"]]
+    assert [s["Resource"] for s in pulls] == [_arn(template, "AWS::ECR::Repository", "ProbeImageRepository")]
+    logs = [s for s in statements if "logs:PutLogEvents" in s["Action"]]
+    assert [s["Resource"] for s in logs] == [_arn(template, "AWS::Logs::LogGroup", "ProbeLogs")]
+    wildcard = [s["Action"] for s in statements if s["Resource"] == "*"]
+    assert wildcard == ["ecr:GetAuthorizationToken"]
+
+
+# The image
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_image_is_copied_into_a_repository_of_the_stacks_before_the_task_definition_names_it(
+    templates: dict[str, Template], route: str
+) -> None:
+    template = templates[route]
+    repository_id, repository = _one(template, "AWS::ECR::Repository", "ProbeImageRepository")
+    props = repository["Properties"]
+    assert props["ImageTagMutability"] == "IMMUTABLE"
+    assert props["ImageScanningConfiguration"] == {"ScanOnPush": True}
+    assert props["EncryptionConfiguration"]["KmsKey"] == _arn(template, "AWS::KMS::Key", "EncryptionKey")
+    assert props["EmptyOnDelete"] is True
+    assert repository["DeletionPolicy"] == "Delete"
+    assert "LifecyclePolicyText" in props["LifecyclePolicy"]
+    copy_id, copy = _one(template, "Custom::CDKECRDeployment", "ProbeImageCopy")
+    source = json.dumps(copy["Properties"]["SrcImage"])
+    assert "cdk-hnb659fds-container-assets-" in source  # the asset, as `cdk deploy` pushed it
+    tag = source.rsplit(":", 1)[1].split('"')[0]
+    assert len(tag) == 64  # the asset's hash
+    destination = json.dumps(copy["Properties"]["DestImage"])
+    assert f'{{"Ref": "{repository_id}"}}' in destination and destination.endswith(f':{tag}"]]}}')
+    _, task = _one(template, "AWS::ECS::TaskDefinition", "ProbeTask")
+    image = json.dumps(task["Properties"]["ContainerDefinitions"][0]["Image"])
+    assert f'{{"Ref": "{repository_id}"}}' in image and tag in image  # never the asset repository
+    assert "container-assets" not in image
+    assert copy_id in task["DependsOn"]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_copy_may_pull_only_the_asset_and_push_only_into_the_probe_repository(
+    templates: dict[str, Template], route: str
+) -> None:
+    template = templates[route]
+    _, policy = _one(template, "AWS::IAM::Policy", "ProbeImageCopyPolicy")
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert set(statements) == {
+        "PullTheBuiltAsset",
+        "PushIntoTheProbeRepository",
+        "WriteItsOwnLogs",
+        "EcrLoginHasNoResourceLevelPermission",
+    }
+    assert "cdk-hnb659fds-container-assets-" in json.dumps(statements["PullTheBuiltAsset"]["Resource"])
+    assert statements["PushIntoTheProbeRepository"]["Resource"] == _arn(
+        template, "AWS::ECR::Repository", "ProbeImageRepository"
+    )
+    assert statements["EcrLoginHasNoResourceLevelPermission"]["Action"] == "ecr:GetAuthorizationToken"
+    role_id, _ = _one(template, "AWS::IAM::Role", "ProbeImageCopyRole")
+    # The library's own `*` statements are dropped: the role has only this policy.
+    attached = [
+        i
+        for i, p in resources_of(template, "AWS::IAM::Policy").items()
+        if {"Ref": role_id} in p["Properties"]["Roles"]
+    ]
+    assert attached == [_one(template, "AWS::IAM::Policy", "ProbeImageCopyPolicy")[0]]
+
+
+def test_the_docker_context_holds_the_package_and_its_metadata_only(tmp_path: Path) -> None:
+    """What `cdk deploy` would send to Docker: the staged asset folder of a synth."""
+    app = App(outdir=str(tmp_path), context=cli_context())
+    stack = Stack(app, "Context")
+    ProbeImage(stack, "Image", key=kms.Key(stack, "Key"), copy_log_retention_days=30)
+    assembly = Path(app.synth().directory)
+    (staged,) = (p for p in assembly.glob("asset.*") if (p / "docker").is_dir())
+    listed = {str(p.relative_to(staged)) for p in staged.rglob("*")}
+    assert {"pyproject.toml", "README.md", "docker/probe/Dockerfile", "sonic_deploy/cli.py"} <= listed
+    assert "sonic_deploy/probe/turn/utterances" in listed  # the package data `pip install` ships
+    tops = {name.split("/")[0] for name in listed}
+    assert tops == {"pyproject.toml", "README.md", "docker", "sonic_deploy"}
+    assert not [name for name in listed if "__pycache__" in name or name.endswith(".pyc")]
+    assert {name for name in listed if name.startswith("docker/")} == {
+        "docker/probe",
+        "docker/probe/Dockerfile",
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "staged"),
+    [
+        ("sonic_deploy/cli.py", True),
+        ("sonic_deploy/probe/turn/utterances/book-16k.wav", True),
+        ("pyproject.toml", True),
+        ("docker/probe/Dockerfile", True),
+        ("sonic_deploy/probe/__pycache__/cli.cpython-311.pyc", False),
+        ("sonic_deploy/stray.pyc", False),
+        (".venv/lib/python3.11/site-packages/x.py", False),
+        ("node_modules/aws-cdk/package.json", False),
+        ("cdk.out/manifest.json", False),
+        ("tests/conftest.py", False),
+        (".git/HEAD", False),
+        ("docker/other/Dockerfile", False),
+    ],
+)
+def test_the_context_rules_stage_sources_only(path: str, staged: bool) -> None:
+    """Paths that need not exist here (bytecode, a virtualenv), judged by CDK's own Docker ignore strategy."""
+    strategy = IgnoreStrategy.docker(str(REPOSITORY_ROOT), CONTEXT)
+    assert strategy.ignores(str(REPOSITORY_ROOT / path)) is not staged
+
+
+def test_a_registry_copy_of_the_probe_copys_memory_size_is_refused(tmp_path: Path) -> None:
+    """cdk-ecr-deployment shares one Lambda per memory size: the probe's copy would run with the registry
+    copy's role, which may not pull the asset."""
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    dev = config / "environments/dev.toml"
+    dev.write_text(
+        dev.read_text().replace("[ecs]\n", f"[ecs]\nimage_copy_memory_mib = {COPY_MEMORY_MIB}\n", 1)
+    )
+    with pytest.raises(
+        ValueError, match=f"ecs.image_copy_memory_mib = {COPY_MEMORY_MIB} is the probe image copy's"
+    ):
+        synthesize_from(config)
+
+
+# The bucket
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_bucket_is_encrypted_private_tls_only_and_expires_its_runs(
+    templates: dict[str, Template], route: str, dev_settings: Settings
+) -> None:
+    template = templates[route]
+    bucket_id, bucket = _one(template, "AWS::S3::Bucket", "ProbeBucket")
+    props = bucket["Properties"]
+    (encryption,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"] == {
+        "KMSMasterKeyID": _arn(template, "AWS::KMS::Key", "EncryptionKey"),
+        "SSEAlgorithm": "aws:kms",
+    }
+    assert props["PublicAccessBlockConfiguration"] == dict.fromkeys(
+        ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"), True
+    )
+    (rule,) = props["LifecycleConfiguration"]["Rules"]
+    assert rule["Prefix"] == "runs/"
+    assert rule["ExpirationInDays"] == dev_settings.environment.probe.results_retention_days
+    assert bucket["DeletionPolicy"] == "Delete"
+    # Emptied when the stack goes (CDK's auto-delete custom resource), else the delete would fail.
+    _one(template, "Custom::S3AutoDeleteObjects", "ProbeBucketAutoDeleteObjects")
+    _, policy = _one(template, "AWS::S3::BucketPolicy", "ProbeBucketPolicy")
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    deny_plain = [s for s in statements if s["Effect"] == "Deny" and "aws:SecureTransport" in json.dumps(s)]
+    assert deny_plain and policy["Properties"]["Bucket"] == {"Ref": bucket_id}
+
+
+# The network
+
+
+def test_the_ecs_probe_calls_https_and_the_api_listener_in_the_vpc_only(
+    templates: dict[str, Template], dev_settings: Settings
+) -> None:
+    _, group = _one(templates["ecs"], "AWS::EC2::SecurityGroup", "ProbeSecurityGroup")
+    egress = {(r["CidrIp"], r["FromPort"], r["ToPort"]) for r in group["Properties"]["SecurityGroupEgress"]}
+    port = dev_settings.ecs_listener_port
+    assert egress == {("0.0.0.0/0", 443, 443), (DEV_VPC_CIDRS["ecs"], port, port)}
+    assert "SecurityGroupIngress" not in group["Properties"]
+
+
+def test_the_sagemaker_probe_calls_https_only(templates: dict[str, Template]) -> None:
+    _, group = _one(templates["sagemaker"], "AWS::EC2::SecurityGroup", "ProbeSecurityGroup")
+    egress = [(r["CidrIp"], r["FromPort"], r["ToPort"]) for r in group["Properties"]["SecurityGroupEgress"]]
+    assert egress == [("0.0.0.0/0", 443, 443)]
+
+
+def test_the_probe_runs_in_the_workloads_subnets(templates: dict[str, Template]) -> None:
+    ecs_outputs = templates["ecs"].to_json()["Outputs"]
+    # ECS: the one subnet of the workers' AZ (SingleAzPlacement), as the API's load balancer.
+    (in_zone,) = (
+        i
+        for i, subnet in resources_of(templates["ecs"], "AWS::EC2::Subnet").items()
+        if i.startswith("NetworkVpcPrivate")
+        and subnet["Properties"]["AvailabilityZone"] == ecs_outputs["AvailabilityZone"]["Value"]
+    )
+    assert ecs_outputs["ProbeSubnets"]["Value"] == {"Ref": in_zone}
+    sagemaker = templates["sagemaker"].to_json()
+    private = sorted(
+        i
+        for i in resources_of(templates["sagemaker"], "AWS::EC2::Subnet")
+        if i.startswith("NetworkVpcPrivate")
+    )
+    joined = sagemaker["Outputs"]["ProbeSubnets"]["Value"]["Fn::Join"]
+    assert joined[0] == ""
+    assert [part["Ref"] for part in joined[1] if isinstance(part, dict)] == private
+
+
+def test_the_ecs_probe_runs_in_the_routes_cluster_and_sagemaker_gets_an_empty_one_of_its_own(
+    templates: dict[str, Template],
+) -> None:
+    ecs_outputs = templates["ecs"].to_json()["Outputs"]
+    assert ecs_outputs["ProbeCluster"]["Value"] == ecs_outputs["ClusterName"]["Value"]
+    clusters = resources_of(templates["sagemaker"], "AWS::ECS::Cluster")
+    assert [i for i in clusters if i.startswith("ProbeCluster")] == list(clusters)
+    assert not resources_of(templates["sagemaker"], "AWS::ECS::Service")
+
+
+def _interface_services(template: Template) -> set[str]:
+    return {
+        json.dumps(e["Properties"]["ServiceName"]).rsplit(".", 1)[-1].strip('"]}')
+        for e in resources_of(template, "AWS::EC2::VPCEndpoint").values()
+        if e["Properties"].get("VpcEndpointType") == "Interface"
+    }
+
+
+def test_the_isolated_vpcs_have_the_endpoints_a_fargate_task_needs(
+    sagemaker_template: Template, air_gapped: Template
+) -> None:
+    """No NAT in either: the image's pull (ECR api and dkr, S3's gateway), its logs and the canary's metrics go
+    through endpoints."""
+    needed = {"ecr.api", "ecr.dkr", "logs", "monitoring"}
+    for template in (sagemaker_template, air_gapped):
+        services = {
+            json.dumps(e["Properties"]["ServiceName"])
+            for e in resources_of(template, "AWS::EC2::VPCEndpoint").values()
+        }
+        for service in needed:
+            assert any(f".{service}" in s for s in services), service
+        _one(template, "AWS::ECS::TaskDefinition", "ProbeTask")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_outputs_are_the_runners_contract(templates: dict[str, Template], route: str) -> None:
+    template = templates[route]
+    outputs = template.to_json()["Outputs"]
+    assert set(PROBE_OUTPUTS) <= set(outputs)
+    assert outputs["ProbeContainer"]["Value"] == "probe"
+    assert outputs["ProbeTaskDefinition"]["Value"] == _ref(template, "AWS::ECS::TaskDefinition", "ProbeTask")
+    assert outputs["ProbeBucket"]["Value"] == _ref(template, "AWS::S3::Bucket", "ProbeBucket")
+    assert outputs["ProbeSecurityGroup"]["Value"] == {
+        "Fn::GetAtt": [_one(template, "AWS::EC2::SecurityGroup", "ProbeSecurityGroup")[0], "GroupId"]
+    }
+
+
+# The canary
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_nothing_of_the_canary_when_it_is_off(templates: dict[str, Template], route: str) -> None:
+    assert not resources_of(templates[route], "AWS::Scheduler::Schedule")
+    roles = json.dumps(resources_of(templates[route], "AWS::IAM::Role"))
+    assert "scheduler.amazonaws.com" not in roles
+
+
+def _input(schedule: dict[str, Any]) -> Any:
+    """The schedule's Input with each CloudFormation reference rendered as <LogicalId.Attribute>."""
+    joined = schedule["Properties"]["Target"]["Input"]["Fn::Join"][1]
+    text = "".join(
+        part
+        if isinstance(part, str)
+        else "<{}>".format(".".join(part["Fn::GetAtt"]) if "Fn::GetAtt" in part else part["Ref"])
+        for part in joined
+    )
+    return json.loads(text)
+
+
+def test_the_sagemaker_canary_runs_the_contracts_command(canary_on: dict[str, Template]) -> None:
+    template = canary_on["sagemaker"]
+    _, schedule = _one(template, "AWS::Scheduler::Schedule", "CanarySchedule")
+    endpoint_id, _ = _one(template, "AWS::SageMaker::Endpoint", "Sonic")
+    (override,) = _input(schedule)["containerOverrides"]
+    assert override["name"] == "probe"
+    assert override["command"] == [
+        *("probe", "sagemaker", "--endpoint", f"<{endpoint_id}.EndpointName>", "--region", "us-east-2"),
+        *("--concurrency", "1", "--requests", "3", "--warmup", "1"),
+        *("--transcript", "Thanks for calling. How can I help you today?"),
+        *("--voice-id", "a0e99841-438c-4a64-b679"),
+        *("--no-report", "--quiet", "--out", "/tmp/canary", "--publish-metrics", "dev"),
+    ]
+
+
+def test_the_ecs_canary_runs_the_contracts_command_against_the_internal_nlb(
+    canary_on: dict[str, Template],
+) -> None:
+    template = canary_on["ecs"]
+    _, schedule = _one(template, "AWS::Scheduler::Schedule", "CanarySchedule")
+    load_balancer, _ = _one(template, "AWS::ElasticLoadBalancingV2::LoadBalancer", "Api")
+    (override,) = _input(schedule)["containerOverrides"]
+    command = override["command"]
+    assert command[:3] == ["probe", "ws", "--url"]
+    assert f"<{load_balancer}.DNSName>" in command[3] and command[3].startswith("ws://")
+    assert command[4:8] == ["--model-id", "sonic-3", "--cartesia-version", "2025-04-16"]
+    assert command[8:] == [
+        *("--concurrency", "1", "--requests", "3", "--warmup", "1"),
+        *("--transcript", "Thanks for calling. How can I help you today?"),
+        *("--voice-id", "a0e99841-438c-4a64-b679"),
+        *("--no-report", "--quiet", "--out", "/tmp/canary", "--publish-metrics", "dev"),
+    ]
+    assert not [arg for arg in command if "key" in arg.lower() and arg != "--publish-metrics"]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_schedule_starts_one_fargate_task_every_n_minutes_and_never_retries(
+    canary_on: dict[str, Template], route: str
+) -> None:
+    template = canary_on[route]
+    _, schedule = _one(template, "AWS::Scheduler::Schedule", "CanarySchedule")
+    props = schedule["Properties"]
+    assert props["ScheduleExpression"] == "rate(5 minutes)"
+    assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    assert props["State"] == "ENABLED"
+    target = props["Target"]
+    outputs = template.to_json()["Outputs"]
+    assert target["Arn"] == {"Fn::GetAtt": [outputs["ProbeCluster"]["Value"]["Ref"], "Arn"]}
+    assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 60, "MaximumRetryAttempts": 0}
+    ecs = target["EcsParameters"]
+    assert ecs["LaunchType"] == "FARGATE" and ecs["TaskCount"] == 1
+    assert ecs["TaskDefinitionArn"] == outputs["ProbeTaskDefinition"]["Value"]
+    network = ecs["NetworkConfiguration"]["AwsvpcConfiguration"]
+    assert network["AssignPublicIp"] == "DISABLED"
+    assert network["SecurityGroups"] == [outputs["ProbeSecurityGroup"]["Value"]]
+    subnets = outputs["ProbeSubnets"]["Value"]
+    listed = (
+        [p for p in subnets["Fn::Join"][1] if isinstance(p, dict)] if "Fn::Join" in subnets else [subnets]
+    )
+    assert network["Subnets"] == listed
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_schedules_role_may_only_run_the_probe_task_and_pass_its_two_roles(
+    canary_on: dict[str, Template], route: str
+) -> None:
+    template = canary_on[route]
+    role_id, role = _one(template, "AWS::IAM::Role", "CanaryRole")
+    (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    cluster = template.to_json()["Outputs"]["ProbeCluster"]["Value"]["Ref"]
+    statements = {sid: _without_sid(s) for sid, s in _statements(template, "CanaryRole").items()}
+    assert statements == {
+        "RunTheProbeTask": {
+            "Action": "ecs:RunTask",
+            "Condition": {"ArnEquals": {"ecs:cluster": {"Fn::GetAtt": [cluster, "Arn"]}}},
+            "Effect": "Allow",
+            "Resource": _ref(template, "AWS::ECS::TaskDefinition", "ProbeTask"),
+        },
+        "PassTheProbeRoles": {
+            "Action": "iam:PassRole",
+            "Condition": {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+            "Effect": "Allow",
+            "Resource": [
+                _arn(template, "AWS::IAM::Role", "ProbeExecutionRole"),
+                _arn(template, "AWS::IAM::Role", "ProbeTaskRole"),
+            ],
+        },
+    }
+    assert _one(template, "AWS::Scheduler::Schedule", "CanarySchedule")[1]["Properties"]["Target"][
+        "RoleArn"
+    ] == {"Fn::GetAtt": [role_id, "Arn"]}
+
+
+def test_the_canary_command_leaves_out_the_voice_unless_configured() -> None:
+    command = canary_command(["probe", "ws", "--url", "ws://x"], CanaryConfig(), "prod")
+    assert "--voice-id" not in command
+    assert command[-2:] == ["--publish-metrics", "prod"]
+    voiced = canary_command(["probe", "ws"], CanaryConfig(voice_id="v1"), "prod")
+    assert voiced[voiced.index("--voice-id") + 1] == "v1"
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_code_change_is_a_new_task_definition_revision_and_nothing_dangerous(
+    canary_on: dict[str, Template], route: str
+) -> None:
+    """The image's tag is the hash of its sources: `make diff` after a change under sonic_deploy/ shows the
+    copy and the schedule changed and the task definition replaced (a new revision), none of it dangerous."""
+    before = canary_on[route].to_json()
+    _, copy = _one(canary_on[route], "Custom::CDKECRDeployment", "ProbeImageCopy")
+    tag = json.dumps(copy["Properties"]["DestImage"]).rsplit(":", 1)[1][:64]
+    after = json.loads(json.dumps(before).replace(tag, "f" * 64))
+    changes = classify(before, after, stack=route)
+    kinds = {(c.resource_type, c.kind.value) for c in changes.changes}
+    assert kinds == {
+        ("Custom::CDKECRDeployment", "changed"),  # the tag it copies
+        ("AWS::ECS::TaskDefinition", "replaced"),  # a new revision: ContainerDefinitions is create-only
+        ("AWS::Scheduler::Schedule", "changed"),  # it starts the new revision
+        ("AWS::IAM::Policy", "changed"),  # the schedule role's RunTask names the new revision
+    }
+    assert changes.dangerous == ()
