@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")
+from sonic_deploy.changes.templates import ASSET_HASH
 
 
 def scrubbed(template: Any) -> Any:
@@ -19,7 +18,7 @@ def scrubbed(template: Any) -> Any:
     if isinstance(template, list):
         return [scrubbed(item) for item in template]
     if isinstance(template, str):
-        return _ASSET_HASH.sub("<asset-hash>", template)
+        return ASSET_HASH.sub("<asset-hash>", template)
     return template
 
 

@@ -193,3 +193,35 @@ def test_environments_lists_config(tmp_path: Path, capsys: pytest.CaptureFixture
     assert json.loads(capsys.readouterr().out) == sorted(
         p.stem for p in (CONFIG / "environments").glob("*.toml")
     )
+
+
+def test_a_baseline_is_current_whatever_the_asset_hashes_but_not_whatever_the_template(
+    tmp_path: Path,
+) -> None:
+    """The probe image's asset hash follows every change to sonic_deploy/: the baseline ignores it, not the
+    rest of the value that holds it."""
+    old, new = "a" * 64, "b" * 64
+
+    def with_image(tag: str, memory: int = 2048) -> dict[str, Any]:
+        template = endpoint_stack("sonic-dev")
+        template["Resources"]["Probe"] = {
+            "Type": "AWS::ECS::TaskDefinition",
+            "Properties": {
+                "Image": f"123456789012.dkr.ecr.us-east-2.amazonaws.com/probe:{tag}",
+                "Memory": memory,
+            },
+        }
+        return template
+
+    write(tmp_path / "baselines/dev/SonicSageMaker.template.json", with_image(old))
+    baselines = tmp_path / "baselines"
+    assert (
+        find_stale_baselines({"SonicSageMaker": with_image(new)}, environment="dev", baselines_dir=baselines)
+        == []
+    )
+    assert find_stale_baselines(
+        {"SonicSageMaker": with_image(new, memory=4096)}, environment="dev", baselines_dir=baselines
+    )
+    assert find_stale_baselines(
+        {"SonicSageMaker": with_image(new[:63])}, environment="dev", baselines_dir=baselines
+    )
