@@ -31,7 +31,9 @@ def test_only_the_page_composite_notifies_on_alarm_and_recovery(
         for alarm in resources_of(template, "AWS::CloudWatch::Alarm").values():
             assert not {"AlarmActions", "OKActions", "InsufficientDataActions"} & set(alarm["Properties"])
         composites = resources_of(template, "AWS::CloudWatch::CompositeAlarm")
-        notifying = {key: c["Properties"] for key, c in composites.items() if "AlarmActions" in c["Properties"]}
+        notifying = {
+            key: c["Properties"] for key, c in composites.items() if "AlarmActions" in c["Properties"]
+        }
         ((key, page),) = notifying.items()
         assert key.startswith("AlertingPage")
         assert page["AlarmActions"] == page["OKActions"]
