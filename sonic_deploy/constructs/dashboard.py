@@ -92,7 +92,7 @@ def canary_widgets(
 
 def alarm_states(alarms: Sequence[cloudwatch.IAlarm], *, width: int) -> cloudwatch.AlarmStatusWidget:
     return cloudwatch.AlarmStatusWidget(
-        title="Alarms (composites page; the rest explain)",
+        title="Alarms: Page pages, the rest say why (latest change first)",
         alarms=list(alarms),
         width=width,
         height=HEIGHT,
