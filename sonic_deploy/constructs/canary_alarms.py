@@ -12,8 +12,8 @@ from sonic_deploy.config.schema import CanaryConfig
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.probe import canary_metrics
 
-# The first-audio alarm's p95 is over a window of TTFA_WINDOW_MINUTES (canary.ttfa_p95_ms: "over 15 minutes"),
-# and it fires on TTFA_DATAPOINTS of TTFA_PERIODS windows. At the default of 3 requests every 5 minutes a
+# The first-audio alarm's p95 is over a window of CANARY_TTFA_WINDOW_MINUTES (canary.ttfa_p95_ms: "over 15
+# minutes"), and it fires on TTFA_DATAPOINTS of TTFA_PERIODS windows. At the default of 3 requests every 5 minutes a
 # window holds 9 values, so its p95 is close to their maximum: one slow request fills one window, not two.
 # A config rule keeps canary.every_minutes at most 15 / 3 (config/rules.py, CANARY_TTFA_WINDOW_RUNS), so that
 # every window holds at least three runs.
