@@ -116,9 +116,11 @@ class Alerting(Construct):
     def page(
         self, construct_id: str, *, alarms: Sequence[cloudwatch.IAlarm], description: str
     ) -> cloudwatch.CompositeAlarm:
-        """The one alarm that notifies the topic: in ALARM while any of `alarms` is, notifying when it goes in
-        and when it comes back to OK. While it is in ALARM, a further child going into ALARM notifies no one
-        (a composite acts on its own state changes only)."""
+        """The one alarm that notifies the topic: in ALARM while any of `alarms` (the group composites) is,
+        notifying when it goes in and when it comes back to OK. While it is in ALARM, a further child going
+        into ALARM notifies no one: AlarmActions are "the actions to execute when this alarm transitions to the
+        ALARM state from any other state", and a rule "can include metric alarms and other composite alarms"
+        (CloudWatch API Reference, PutCompositeAlarm)."""
         if not alarms:
             raise ValueError(f"composite alarm {construct_id} needs at least one alarm")
         composite = cloudwatch.CompositeAlarm(

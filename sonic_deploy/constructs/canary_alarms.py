@@ -87,8 +87,11 @@ class CanaryAlarms(Construct):
         # One period per run: Failed is a count per run (0 when all succeeded), throttled requests among the
         # failed ones (publish_metrics.metric_data: Throttled counts the failed requests refused for want of
         # capacity), so this is also the canary's alarm on 429s: no alarm of Throttled's own. A run that lands
-        # in the next period leaves one period empty: missing data is ignored (the alarm keeps its state), so
-        # that an empty period neither breaks nor completes "runs in a row"; CanaryNotRunning sees no runs.
+        # in the next period leaves one period empty: missing data is ignored ("ignore: the current alarm state
+        # is maintained", CloudWatch User Guide, "Configuring how CloudWatch alarms treat missing data"), so an
+        # empty period does not count as a good run; CanaryNotRunning sees no runs. UNVERIFIED: how CloudWatch
+        # fills an evaluation range with some periods empty under ignore (the page's worked table was not
+        # found here): the alarm may need one period more than `runs` to fire after a late run.
         self.failures = alerting.alarm(
             "CanaryFailures",
             metric=metrics.metric(canary_metrics.FAILED),
