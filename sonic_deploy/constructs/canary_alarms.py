@@ -119,8 +119,8 @@ class CanaryAlarms(Construct):
             evaluation_periods=periods,
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             missing_data=cloudwatch.TreatMissingData.BREACHING,
-            description=f"No canary run published for {quiet} minutes (at least {runs} runs): the schedule, the "
-            "probe task or its PutMetricData is broken (the task's logs), and the canary alarms are blind.",
+            description=f"No canary run published for {quiet} minutes ({runs} or more runs missed): the schedule, "
+            "the probe task or its PutMetricData is broken (the task's logs), and the canary alarms are blind.",
         )
         self.caller_facing: list[cloudwatch.IAlarm] = [self.ttfa, self.failures]
 

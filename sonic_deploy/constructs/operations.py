@@ -120,7 +120,7 @@ class EcsOperations(Construct):
         canary = _canary(self, settings, alerting, "ecs")
         # A quiet NLB reports no metrics at all (Elastic Load Balancing, Network Load Balancers, "CloudWatch
         # metrics": only while requests flow), so missing data is not breaching; the canary's requests keep it
-        # reporting, and NoWorkerCapacity covers a fleet that reports nothing.
+        # reporting, and WorkerMetricsMissing covers a fleet that reports nothing.
         self.no_healthy_targets = alerting.alarm(
             "NoHealthyApiTargets",
             metric=load_balancer.healthy_targets(),
