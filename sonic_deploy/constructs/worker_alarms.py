@@ -20,7 +20,7 @@ WORKER_METRICS_GRACE_MINUTES = 5
 class WorkerAlarms(Construct):
     """No worker capacity, unserviceable requests, worker TTFA p95, capacity exhausted, GPU pinned, and worker
     and GPU metrics missing. The unserviceable and TTFA alarms double as deployment alarms: they do not depend on the
-    services they guard. None has actions of its own: the route's composites page (EcsOperations)."""
+    services they guard. None has actions of its own: the route's Page composite pages (EcsOperations)."""
 
     def __init__(
         self,
