@@ -5,8 +5,10 @@
 The body is the synthesized DashboardBody (its Fn::Join resolved, references shown as <LogicalId>); every
 widget is drawn at its own x, y, width and height on the 24-column grid. What a probe run measures fills the
 widgets that graph it: the canary's first audio (p50/p95 per time bin) and its succeeded, failed and throttled
-counts, and active streams (requests in flight, from each sample's start and end). Every other line or widget
-says "no data offline: <metric>": nothing here is invented. No aws_cdk: it reads files only.
+counts, and on SageMaker's streams widget the client's requests in flight (total, from each sample's start and
+end; not per instance, so the widget's per-instance line is left out). Every other line or widget says "no data
+offline: <metric>", as does a line with no value in the run: nothing here is invented. No aws_cdk: it reads
+files only.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sonic_deploy.probe.publish_metrics import throttled
+
 GRID_COLUMNS = 24
 CANARY_NAMESPACE = "SonicDeploy/Canary"  # sonic_deploy/probe/canary_metrics.py
-# Metrics that count streams in flight: the ECS workers' load, SageMaker's concurrent requests.
+# Metrics that count streams in flight: the ECS workers' load, SageMaker's concurrent requests. Drawn offline as
+# what the probe measures instead, the client's requests in flight in total, under this label.
 STREAM_METRICS = ("inferno_worker_load", "ConcurrentRequestsPerModel")
+STREAM_LABEL = "client requests in flight (total, probe run)"
 
 
 def resolve(value: Any) -> str:
@@ -116,9 +122,9 @@ def load_samples(path: Path) -> list[Sample]:
     for r in records:
         end = float(r["time"])
         start = end - (r["total_ms"] or 0.0) / 1000
-        samples.append(
-            Sample(start, end, bool(r["ok"]), "429" in str(r.get("error") or ""), r.get("ttfa_ms"))
-        )
+        ok = bool(r["ok"])
+        # As the canary counts Throttled (publish_metrics.throttled): failed requests refused for capacity.
+        samples.append(Sample(start, end, ok, not ok and throttled(str(r.get("error"))), r.get("ttfa_ms")))
     origin = min(s.start for s in samples)
     return [Sample(s.start - origin, s.end - origin, s.ok, s.throttled, s.ttfa_ms) for s in samples]
 
@@ -130,17 +136,23 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def bins(samples: Sequence[Sample], count: int = 24) -> list[tuple[float, float]]:
+    """`count` windows of at least 1 s from the run's start to its last end; a sample ending at a window's
+    upper bound falls in the next one, except at the last window, which includes its upper bound."""
+    if not samples:
+        return []
     span = max(s.end for s in samples)
     width = max(span / count, 1.0)
-    return [(i * width, (i + 1) * width) for i in range(math.ceil(span / width))]
+    return [(i * width, (i + 1) * width) for i in range(max(1, math.ceil(span / width)))]
 
 
 def offline_series(line: Line, samples: Sequence[Sample]) -> tuple[list[float], list[float]] | None:
-    """(bin midpoints in s, values) for a line a probe run measures, else None."""
+    """(bin midpoints in s, values) for a line a probe run measures, else None. A bin without a value (no
+    successful request for a TTFA percentile) has no point."""
     windows = bins(samples)
     xs, ys = [], []
-    for lo, hi in windows:
-        ended = [s for s in samples if lo <= s.end < hi]
+    for index, (lo, hi) in enumerate(windows):
+        last = index == len(windows) - 1
+        ended = [s for s in samples if lo <= s.end < hi or (last and s.end == hi)]
         value: float | None = None
         if line.namespace == CANARY_NAMESPACE and line.name == "TimeToFirstAudio":
             ttfa = [s.ttfa_ms for s in ended if s.ok and s.ttfa_ms is not None]
@@ -181,22 +193,37 @@ def _markdown_text(markdown: str, width: int) -> str:
     )
 
 
+def _layout(widget: dict[str, Any], index: int) -> tuple[int, int, int, int]:
+    """The widget's x, y, width and height; a one-line error naming the widget and the field if one is missing."""
+    missing = [field for field in ("x", "y", "width", "height") if not isinstance(widget.get(field), int)]
+    if missing:
+        title = widget.get("properties", {}).get("title") or widget.get("type", "?")
+        raise ValueError(
+            f"widget {index} ({title}): no {', '.join(missing)}; the renderer draws a synthesized body, in "
+            "which CDK places every widget"
+        )
+    return widget["x"], widget["y"], widget["width"], widget["height"]
+
+
 def render(body: dict[str, Any], samples: Sequence[Sample], out: Path, *, title: str = "") -> list[str]:
     """Draw every widget of `body` into `out` (PNG); returns, per widget, what was drawn (for tests)."""
+    widgets = body.get("widgets") or []
+    if not widgets:
+        raise ValueError("the dashboard body has no widgets: nothing to draw")
+    layout = [_layout(widget, index) for index, widget in enumerate(widgets)]
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    widgets = body["widgets"]
-    rows = max(w["y"] + w["height"] for w in widgets)
+    rows = max(y + h for _, y, _, h in layout)
     figure = plt.figure(figsize=(22, rows * 0.62 + 0.6))
     if title:
         figure.suptitle(title, fontsize=13, x=0.01, ha="left")
     top = 1 - 0.6 / (rows * 0.62 + 0.6)
     drawn = []
-    for widget in widgets:
-        x, y, w, h = widget["x"], widget["y"], widget["width"], widget["height"]
+    for widget, (x, y, w, h) in zip(widgets, layout, strict=True):
         # Inset within the cell so titles and tick labels of neighbours do not overlap.
         left = x / GRID_COLUMNS + 0.028
         bottom = top * (1 - (y + h) / rows) + 0.05
@@ -239,17 +266,25 @@ def _draw(axes: Any, widget: dict[str, Any], samples: Sequence[Sample]) -> str:
         return _empty(axes, title or widget["type"], [f"{widget['type']} widget"])
     shown = [line for line in lines(properties) if line.visible]
     missing, plotted = [], []
+    streams = False
     for line in shown:
         series = offline_series(line, samples)
-        if series is None:
+        if series is None or not series[0]:
             missing.append(line.offline_name)
             continue
-        label = "requests in flight" if line.name in STREAM_METRICS else line.label
-        axes.plot(*series, marker=".", label=f"{label} (probe run)")
-        plotted.append(line.label)
+        if line.name in STREAM_METRICS:
+            # The client's total, not the metric's per-instance or per-worker figure: labelled as what it is.
+            streams = True
+            axes.plot(*series, marker=".", label=STREAM_LABEL)
+            plotted.append(STREAM_LABEL)
+        else:
+            axes.plot(*series, marker=".", label=f"{line.label} (probe run)")
+            plotted.append(line.label)
     if not plotted:
         return _empty(axes, title, missing)
-    for annotation in properties.get("annotations", {}).get("horizontal", []):
+    # A per-instance line (capacity per instance) does not belong over a total.
+    annotations = [] if streams else properties.get("annotations", {}).get("horizontal", [])
+    for annotation in annotations:
         axes.axhline(annotation["value"], color="#d62728", linestyle="--", linewidth=1)
         axes.annotate(
             annotation.get("label", ""),
@@ -265,8 +300,15 @@ def _draw(axes: Any, widget: dict[str, Any], samples: Sequence[Sample]) -> str:
     axes.tick_params(labelsize=8)
     axes.legend(fontsize=7, loc="upper left")
     # Under the axis, wrapped to the widget's width, so it never covers a line.
-    footnote = "x: seconds into the probe run" + (
-        "; no data offline: " + "; ".join(missing) if missing else ""
+    left_out = properties.get("annotations", {}).get("horizontal", []) if streams else []
+    footnote = (
+        "x: seconds into the probe run"
+        + ("; no data offline: " + "; ".join(missing) if missing else "")
+        + (
+            "; not drawn over a total: " + "; ".join(a.get("label", str(a["value"])) for a in left_out)
+            if left_out
+            else ""
+        )
     )
     axes.text(
         0,
@@ -300,11 +342,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"{args.template}: {len(found)} dashboards, expected one per stack")
         ((logical_id, body),) = found.items()
         samples = load_samples(args.samples)
+        title = args.title if args.title is not None else f"{logical_id} ({args.template.name}), offline"
+        drawn = render(body, samples, args.out, title=title)
     except (OSError, ValueError, KeyError) as error:
         print(f"dashboard_render: {error}", file=sys.stderr)
         return 2
-    title = args.title if args.title is not None else f"{logical_id} ({args.template.name}), offline"
-    for line in render(body, samples, args.out, title=title):
+    for line in drawn:
         print(line)
     print(f"wrote {args.out}")
     return 0

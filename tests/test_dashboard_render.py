@@ -6,12 +6,24 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
+import numpy
 import pytest
 from aws_cdk.assertions import Template
 
 from sonic_deploy import dashboard_render
-from sonic_deploy.dashboard_render import dashboards, load_samples, render, resolve
+from sonic_deploy.dashboard_render import (
+    STREAM_LABEL,
+    Line,
+    Sample,
+    dashboards,
+    lines,
+    load_samples,
+    offline_series,
+    render,
+    resolve,
+)
 from tests.conftest import CONFIG_DIR, synthesize_from
 
 
@@ -72,8 +84,9 @@ def test_every_widget_is_drawn_and_says_what_it_is(canary_template: Template, tm
     assert "drew canary TTFA p50, canary TTFA p95" in ttfa
     runs = next(line for line in drawn if line.startswith("Canary: requests per run"))
     assert "drew canary succeeded, canary failed, canary throttled" in runs
+    # The ECS streams widget graphs load / capacity, which a probe run does not measure.
     streams = next(line for line in drawn if line.startswith("Active streams"))
-    assert "drew worker load" in streams and "no data offline: Sonic/ECS inferno_worker_capacity" in streams
+    assert streams.endswith("no data offline: load / capacity")
     worker = next(line for line in drawn if line.startswith("Workers: time to first audio"))
     assert worker.endswith("no data offline: Sonic/ECS inferno_worker_ttfa p95")
     assert any("no data offline: alarm states" in line for line in drawn)
@@ -102,3 +115,166 @@ def test_a_template_without_a_dashboard_is_one_line(
     template.write_text(json.dumps({"Resources": {}}))
     assert dashboard_render.main([str(template), str(_samples(tmp_path / "s.jsonl"))]) == 2
     assert capsys.readouterr().err == f"dashboard_render: {template}: 0 dashboards, expected one per stack\n"
+
+
+def _write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _record(
+    end: float,
+    *,
+    ok: bool = True,
+    ttfa: float | None = 100.0,
+    total_ms: float = 1000.0,
+    error: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "warmup": False,
+        "time": end,
+        "ok": ok,
+        "error": error,
+        "ttfa_ms": ttfa if ok else None,
+        "total_ms": total_ms,
+    }
+
+
+def _widget_lines(body: dict[str, Any], title: str) -> list[Line]:
+    (widget,) = [w for w in body["widgets"] if w["properties"].get("title", "").startswith(title)]
+    return lines(widget["properties"])
+
+
+def test_plotted_values_are_the_samples_percentiles_and_counts(
+    canary_template: Template, tmp_path: Path
+) -> None:
+    """Each bin's p50/p95 is the nearest-rank percentile (numpy's inverted_cdf) of the first audio of the
+    requests that ended in it; the counts over all bins add up to the run's, its last request included."""
+    ((body,),) = [list(dashboards(canary_template.to_json()).values())]
+    records = [
+        _record(
+            1000.0 + 0.7 * i,
+            ok=i % 9 != 4,
+            ttfa=50.0 + (i * 37) % 101,
+            error="status_429" if i % 9 == 4 else None,
+        )
+        for i in range(120)
+    ]
+    samples = load_samples(_write(tmp_path / "s.jsonl", records))
+    windows = dashboard_render.bins(samples)
+    ttfa_lines = _widget_lines(body, "Canary: time to first audio")
+    assert [line.stat for line in ttfa_lines] == ["p50", "p95"]
+    for line in ttfa_lines:
+        series = offline_series(line, samples)
+        assert series is not None
+        xs, ys = series
+        expected = []
+        for index, (lo, hi) in enumerate(windows):
+            last = index == len(windows) - 1
+            values = [
+                s.ttfa_ms
+                for s in samples
+                if s.ok and s.ttfa_ms is not None and (lo <= s.end < hi or (last and s.end == hi))
+            ]
+            if values:
+                expected.append(float(numpy.percentile(values, float(line.stat[1:]), method="inverted_cdf")))
+        assert ys == expected
+        assert len(xs) == len(ys)
+    counts = {}
+    for line in _widget_lines(body, "Canary: requests per run"):
+        series = offline_series(line, samples)
+        assert series is not None
+        counts[line.name] = sum(series[1])
+    failed = [r for r in records if not r["ok"]]
+    assert counts == {"Succeeded": 120 - len(failed), "Failed": len(failed), "Throttled": len(failed)}
+
+
+def test_a_one_request_run_is_one_bin_with_its_request(canary_template: Template, tmp_path: Path) -> None:
+    ((body,),) = [list(dashboards(canary_template.to_json()).values())]
+    samples = load_samples(_write(tmp_path / "s.jsonl", [_record(1000.0, ttfa=123.0)]))
+    (p50, _) = _widget_lines(body, "Canary: time to first audio")
+    assert offline_series(p50, samples) == ([0.5], [123.0])
+    succeeded = next(
+        line for line in _widget_lines(body, "Canary: requests per run") if line.name == "Succeeded"
+    )
+    assert offline_series(succeeded, samples) == ([0.5], [1.0])
+
+
+def test_requests_in_flight_are_time_weighted(tmp_path: Path) -> None:
+    """One request over 10 s and one over its second half: 1 in flight, then 2."""
+    samples = load_samples(
+        _write(tmp_path / "s.jsonl", [_record(1010.0, total_ms=10_000.0), _record(1010.0, total_ms=5000.0)])
+    )
+    line = Line("AWS/SageMaker", "ConcurrentRequestsPerModel", "Average", "concurrent requests", True)
+    assert offline_series(line, samples) == ([i + 0.5 for i in range(10)], [1.0] * 5 + [2.0] * 5)
+
+
+@pytest.mark.parametrize(
+    ("error", "counted"),
+    [
+        ("status_429", True),
+        ("error_event_429", True),
+        ("closed_1013", True),
+        ("client_error_ThrottlingException", True),
+        ("status_422", False),
+        ("closed_1011", False),
+    ],
+)
+def test_throttled_as_the_canary_counts_it(tmp_path: Path, error: str, counted: bool) -> None:
+    (sample,) = load_samples(_write(tmp_path / "s.jsonl", [_record(1000.0, ok=False, error=error)]))
+    assert sample.throttled is counted
+
+
+def test_a_line_without_values_says_no_data(canary_template: Template, tmp_path: Path) -> None:
+    """Every request failed: no first audio to draw, so the widget says so rather than "drew"."""
+    ((body,),) = [list(dashboards(canary_template.to_json()).values())]
+    records = [_record(1000.0 + i, ok=False, error="status_429") for i in range(3)]
+    drawn = render(body, load_samples(_write(tmp_path / "s.jsonl", records)), tmp_path / "d.png")
+    ttfa = next(line for line in drawn if line.startswith("Canary: time to first audio"))
+    assert "drew" not in ttfa
+    assert ttfa.endswith(
+        "no data offline: SonicDeploy/Canary TimeToFirstAudio p50; SonicDeploy/Canary TimeToFirstAudio p95"
+    )
+
+
+def test_no_samples_draws_every_widget_without_data(ecs_template: Template, tmp_path: Path) -> None:
+    ((body,),) = [list(dashboards(ecs_template.to_json()).values())]
+    drawn = render(body, [], tmp_path / "d.png")
+    assert len(drawn) == len(body["widgets"])
+    assert not any("drew" in line for line in drawn)
+
+
+def test_sagemaker_streams_are_the_clients_total_without_the_per_instance_line(
+    sagemaker_template: Template, tmp_path: Path
+) -> None:
+    ((body,),) = [list(dashboards(sagemaker_template.to_json()).values())]
+    drawn = render(body, load_samples(_samples(tmp_path / "s.jsonl")), tmp_path / "d.png")
+    streams = next(line for line in drawn if line.startswith("Active streams per instance"))
+    assert streams == f"Active streams per instance vs capacity: drew {STREAM_LABEL}"
+
+
+def test_a_body_without_widgets_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="the dashboard body has no widgets: nothing to draw"):
+        render({"widgets": []}, [Sample(0, 1, True, False, 100.0)], tmp_path / "d.png")
+
+
+def test_a_widget_without_a_place_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = {"widgets": [{"type": "text", "width": 6, "height": 6, "properties": {"markdown": "x"}}]}
+    template = tmp_path / "t.json"
+    template.write_text(
+        json.dumps(
+            {
+                "Resources": {
+                    "D": {
+                        "Type": "AWS::CloudWatch::Dashboard",
+                        "Properties": {"DashboardBody": json.dumps(body)},
+                    }
+                }
+            }
+        )
+    )
+    assert dashboard_render.main([str(template), str(_samples(tmp_path / "s.jsonl"))]) == 2
+    assert capsys.readouterr().err == (
+        "dashboard_render: widget 0 (text): no x, y; the renderer draws a synthesized body, in which CDK places "
+        "every widget\n"
+    )

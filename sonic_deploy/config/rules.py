@@ -23,6 +23,9 @@ from sonic_deploy.config.schema import (
 from sonic_deploy.config.zones import REFRESH_COMMAND, known_zones
 
 DEFAULT_ENVIRONMENT = "dev"
+# The canary's first-audio p95 alarm: its window, and the runs that must land in it (canary_alarms.py).
+CANARY_TTFA_WINDOW_MINUTES = 15
+CANARY_TTFA_WINDOW_RUNS = 3
 # The first CloudWatch agent release that merges CW_OTEL_CONFIG_CONTENT (the histogram form of worker TTFA).
 OTEL_MERGE_AGENT_VERSION = (1, 300066, 0)
 INSTANCE_TYPES_FILE = "instance_types.toml"
@@ -568,19 +571,19 @@ def _check_nats_cluster(fail: Fail, ecs: EcsConfig) -> None:
 
 
 def _check_canary_window(fail: Fail, canary: CanaryConfig) -> None:
-    """The canary's failure alarms evaluate `failed_runs` periods of `every_minutes`; CloudWatch holds an alarm's
-    period x evaluation periods to one day when the period is under an hour, seven days otherwise
-    (PutMetricAlarm, Period: "can't be more than 604,800 seconds ... For alarms with a period of less than one
-    hour ... can't be longer than one day")."""
-    limit = 24 * 60 if canary.every_minutes < 60 else 7 * 24 * 60
-    window = canary.failed_runs * canary.every_minutes
-    if window > limit:
+    """The canary's first-audio alarm takes a p95 over CANARY_TTFA_WINDOW_MINUTES (canary_alarms.py): at
+    least CANARY_TTFA_WINDOW_RUNS runs must land in it, or its windows hold one run's values or none. This
+    also keeps the run-count alarms' look-back (at most 100 runs of 5 minutes) within the one day CloudWatch
+    allows an alarm with a period under an hour (PutMetricAlarm, Period: "For alarms with a period of less
+    than one hour ... can't be longer than one day")."""
+    most = CANARY_TTFA_WINDOW_MINUTES // CANARY_TTFA_WINDOW_RUNS
+    if canary.every_minutes > most:
         fail(
-            "canary.failed_runs",
-            canary.failed_runs,
-            f"{canary.failed_runs} runs every {canary.every_minutes} minutes is {window} minutes, longer than the "
-            f"{limit} CloudWatch lets an alarm look back at that period",
-            f"use at most {limit // canary.every_minutes}, or a shorter canary.every_minutes",
+            "canary.every_minutes",
+            canary.every_minutes,
+            f"a run every {canary.every_minutes} minutes leaves fewer than {CANARY_TTFA_WINDOW_RUNS} runs in the "
+            f"{CANARY_TTFA_WINDOW_MINUTES}-minute window of the canary's first-audio p95 alarm",
+            f"use at most {most}",
         )
 
 

@@ -534,7 +534,10 @@ class CanaryConfig(Strict):
     as CloudWatch metrics (sonic_deploy/probe/canary_metrics.py), and the alarms on them."""
 
     enabled: bool | None = Field(default=None, description="default: off in dev, on everywhere else")
-    every_minutes: Annotated[int, Field(ge=1, le=1440)] = 5
+    every_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
+        default=5,
+        description="minutes between runs; at most 5, so that the first-audio alarm's window holds 3",
+    )
     requests: Annotated[int, Field(ge=1, le=50)] = Field(default=3, description="measured requests a run")
     transcript: Annotated[str, Field(min_length=1, max_length=500)] = (
         "Thanks for calling. How can I help you today?"
@@ -543,7 +546,8 @@ class CanaryConfig(Strict):
         default=None, description="default: the probe's default voice"
     )
     ttfa_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = Field(
-        default=500.0, description="the alarm: canary first-audio p95 above this over 15 minutes"
+        default=500.0,
+        description="the alarm: canary first-audio p95 above this over 15 minutes, in 2 of 3 such windows",
     )
     failed_runs: Annotated[int, Field(ge=1, le=100)] = Field(
         default=2, description="the alarm: this many runs in a row with a failed request (or no run at all)"

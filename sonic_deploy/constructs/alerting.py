@@ -1,11 +1,11 @@
-"""An encrypted SNS topic for alarms, optional e-mail subscribers, the route's alarms, and the composite alarms
-that notify the topic."""
+"""An encrypted SNS topic for alarms, optional e-mail subscribers, the route's alarms, the composite alarms that
+group them, and the one composite that notifies the topic."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -16,18 +16,12 @@ from constructs import Construct
 
 from sonic_deploy.constructs.findings import acknowledge_compliance
 
-# How long a composite with a suppressor holds its page for the suppressor to go into ALARM, and how long
-# after the suppressor recovers it stays quiet (CloudFormation AWS::CloudWatch::CompositeAlarm,
-# ActionsSuppressorWaitPeriod and ActionsSuppressorExtensionPeriod). Caller alarms evaluate over 5 to 15
-# minutes, cause alarms over 1 to 15: five minutes lets the caller page come first in the usual order.
-SUPPRESSOR_WAIT = Duration.minutes(5)
-SUPPRESSOR_EXTENSION = Duration.minutes(10)
-
 
 class Alerting(Construct):
-    """One topic per route, notified by composite alarms only, on alarm and on recovery (so on-call sees the
-    end). The single alarms (`alarm`) have no actions: each is a child of a composite (`composite`), and stays
-    usable as an ECS deployment alarm or an FIS stop condition, which read its state, not its actions."""
+    """One topic per route, notified by one composite alarm only (`page`), on alarm and on recovery (so on-call
+    sees the end). The single alarms (`alarm`) and the composites that group them (`composite`) have no
+    actions: a single alarm stays usable as an ECS deployment alarm or an FIS stop condition, which read its
+    state, not its actions."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, key: kms.IKey, emails: Sequence[str] = ()
@@ -99,15 +93,9 @@ class Alerting(Construct):
         return alarm
 
     def composite(
-        self,
-        construct_id: str,
-        *,
-        alarms: Sequence[cloudwatch.IAlarm],
-        description: str,
-        suppressor: cloudwatch.IAlarm | None = None,
+        self, construct_id: str, *, alarms: Sequence[cloudwatch.IAlarm], description: str
     ) -> cloudwatch.CompositeAlarm:
-        """In ALARM while any of `alarms` is; pages the topic, unless `suppressor` is in ALARM (or goes into
-        it within SUPPRESSOR_WAIT)."""
+        """In ALARM while any of `alarms` is; no actions of its own (it names a kind of incident for `page`)."""
         if not alarms:
             raise ValueError(f"composite alarm {construct_id} needs at least one alarm")
         composite = cloudwatch.CompositeAlarm(
@@ -115,9 +103,31 @@ class Alerting(Construct):
             construct_id,
             alarm_rule=cloudwatch.AlarmRule.any_of(*alarms),
             alarm_description=description,
-            actions_suppressor=suppressor,
-            actions_suppressor_wait_period=SUPPRESSOR_WAIT if suppressor is not None else None,
-            actions_suppressor_extension_period=SUPPRESSOR_EXTENSION if suppressor is not None else None,
+        )
+        acknowledge_compliance(
+            composite,
+            "CloudWatchAlarmAction",
+            reason="a child of the route's Page composite, which notifies the alarm topic (Alerting.page): "
+            "one incident pages once",
+        )
+        self.composites.append(composite)
+        return composite
+
+    def page(
+        self, construct_id: str, *, alarms: Sequence[cloudwatch.IAlarm], description: str
+    ) -> cloudwatch.CompositeAlarm:
+        """The one alarm that notifies the topic: in ALARM while any of `alarms` (the group composites) is,
+        notifying when it goes in and when it comes back to OK. While it is in ALARM, a further child going
+        into ALARM notifies no one: AlarmActions are "the actions to execute when this alarm transitions to the
+        ALARM state from any other state", and a rule "can include metric alarms and other composite alarms"
+        (CloudWatch API Reference, PutCompositeAlarm)."""
+        if not alarms:
+            raise ValueError(f"composite alarm {construct_id} needs at least one alarm")
+        composite = cloudwatch.CompositeAlarm(
+            self,
+            construct_id,
+            alarm_rule=cloudwatch.AlarmRule.any_of(*alarms),
+            alarm_description=description,
         )
         action = cw_actions.SnsAction(self.topic)
         composite.add_alarm_action(action)

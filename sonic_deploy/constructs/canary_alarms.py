@@ -7,13 +7,18 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
+from sonic_deploy.config.rules import CANARY_TTFA_WINDOW_MINUTES
 from sonic_deploy.config.schema import CanaryConfig
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.probe import canary_metrics
 
-# The window of the first-audio alarm (canary.ttfa_p95_ms: "over 15 minutes"): at the default of 3 requests
-# every 5 minutes, 9 values, so its p95 is close to their maximum. One slow request in 15 minutes fires it.
-TTFA_WINDOW = Duration.minutes(15)
+# The first-audio alarm's p95 is over a window of CANARY_TTFA_WINDOW_MINUTES (canary.ttfa_p95_ms: "over 15
+# minutes"), and it fires on TTFA_DATAPOINTS of TTFA_PERIODS windows. At the default of 3 requests every 5 minutes a
+# window holds 9 values, so its p95 is close to their maximum: one slow request fills one window, not two.
+# A config rule keeps canary.every_minutes at most 15 / 3 (config/rules.py, CANARY_TTFA_WINDOW_RUNS), so that
+# every window holds at least three runs.
+TTFA_WINDOW = Duration.minutes(CANARY_TTFA_WINDOW_MINUTES)
+TTFA_PERIODS, TTFA_DATAPOINTS = 3, 2
 
 
 class CanaryMetrics:
@@ -67,34 +72,59 @@ class CanaryAlarms(Construct):
         super().__init__(scope, construct_id)
         self.metrics = metrics
         budget, runs = canary.ttfa_p95_ms, canary.failed_runs
+        window = CANARY_TTFA_WINDOW_MINUTES
         self.ttfa = alerting.alarm(
             "CanaryTtfaP95",
             metric=metrics.metric(canary_metrics.TTFA, statistic="p95", period=TTFA_WINDOW),
             threshold=budget,
+            evaluation_periods=TTFA_PERIODS,
+            datapoints_to_alarm=TTFA_DATAPOINTS,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"Canary time to first audio p95 above {budget:g} ms over 15 minutes, measured through the "
-            "callers' path: callers hear the agent late.",
+            description=f"Canary time to first audio p95 above {budget:g} ms over {window} minutes, in "
+            f"{TTFA_DATAPOINTS} of the last {TTFA_PERIODS} {window}-minute windows, measured through the callers' "
+            "path: callers hear the agent late.",
         )
-        # One period per run: Failed is a count per run (0 when all succeeded).
+        # One period per run: Failed is a count per run (0 when all succeeded), throttled requests among the
+        # failed ones (publish_metrics.metric_data: Throttled counts the failed requests refused for want of
+        # capacity), so this is also the canary's alarm on 429s: no alarm of Throttled's own. A run that lands
+        # in the next period leaves one period empty: missing data is ignored ("ignore: the current alarm state
+        # is maintained", CloudWatch User Guide, "Configuring how CloudWatch alarms treat missing data"), so an
+        # empty period does not count as a good run; CanaryNotRunning sees no runs. UNVERIFIED: how CloudWatch
+        # fills an evaluation range with some periods empty under ignore (the page's worked table was not
+        # found here): the alarm may need one period more than `runs` to fire after a late run.
         self.failures = alerting.alarm(
             "CanaryFailures",
             metric=metrics.metric(canary_metrics.FAILED),
             threshold=0,
             evaluation_periods=runs,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            description=f"Canary requests failed in {runs} runs in a row (throttled ones included): callers' "
-            "requests are failing.",
+            missing_data=cloudwatch.TreatMissingData.IGNORE,
+            description=f"Canary requests failed in {runs} runs in a row (throttled ones, 429 or 1013, "
+            "included): callers' requests are failing or refused.",
         )
-        # Requests is published by every run that got as far as publishing; none for `runs` periods is a
-        # stopped schedule, a task that cannot start, or a publish that fails. Missing data is the signal.
+        # Requests is published by every run that got as far as publishing; none for a while is a stopped
+        # schedule, a task that cannot start, or a publish that fails. Missing data is the signal. Periods of
+        # two runs each, so that a run landing in the next period (the schedule's and the task's start time
+        # vary) leaves no period empty; not_running_periods(runs) of them cover at least `runs` runs.
+        periods = not_running_periods(runs)
+        quiet = periods * 2 * canary.every_minutes
         self.not_running = alerting.alarm(
             "CanaryNotRunning",
-            metric=metrics.metric(canary_metrics.REQUESTS, statistic="SampleCount"),
+            metric=metrics.metric(
+                canary_metrics.REQUESTS,
+                statistic="SampleCount",
+                period=Duration.minutes(2 * canary.every_minutes),
+            ),
             threshold=1,
-            evaluation_periods=runs,
+            evaluation_periods=periods,
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             missing_data=cloudwatch.TreatMissingData.BREACHING,
-            description=f"No canary run published for {runs} runs: the schedule, the probe task or its "
-            "PutMetricData is broken (the task's logs), and the canary alarms are blind.",
+            description=f"No canary run published for {quiet} minutes ({runs} or more runs missed): the schedule, "
+            "the probe task or its PutMetricData is broken (the task's logs), and the canary alarms are blind.",
         )
         self.caller_facing: list[cloudwatch.IAlarm] = [self.ttfa, self.failures]
+
+
+def not_running_periods(runs: int) -> int:
+    """Periods of two runs each that cover `runs` runs: ceil(runs / 2)."""
+    return -(-runs // 2)

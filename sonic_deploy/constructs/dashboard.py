@@ -38,9 +38,12 @@ def graph(
     left_label: str = "",
     right_label: str = "",
     budget: tuple[float, str] | None = None,
+    annotations: Sequence[tuple[float, str]] = (),
     stacked: bool = False,
 ) -> cloudwatch.GraphWidget:
-    """A time-series widget; `budget` is a horizontal line (value, label) drawn over the left axis."""
+    """A time-series widget; `budget` (or each of `annotations`) is a horizontal line (value, label) drawn over
+    the left axis."""
+    lines = [*([budget] if budget else []), *annotations]
     return cloudwatch.GraphWidget(
         title=title,
         left=list(left),
@@ -49,9 +52,8 @@ def graph(
         height=HEIGHT,
         left_y_axis=cloudwatch.YAxisProps(label=left_label, show_units=False, min=0),
         right_y_axis=cloudwatch.YAxisProps(label=right_label, show_units=False, min=0) if right else None,
-        left_annotations=[cloudwatch.HorizontalAnnotation(value=budget[0], label=budget[1])]
-        if budget
-        else None,
+        left_annotations=[cloudwatch.HorizontalAnnotation(value=value, label=label) for value, label in lines]
+        or None,
         stacked=stacked,
     )
 
@@ -90,7 +92,7 @@ def canary_widgets(
 
 def alarm_states(alarms: Sequence[cloudwatch.IAlarm], *, width: int) -> cloudwatch.AlarmStatusWidget:
     return cloudwatch.AlarmStatusWidget(
-        title="Alarms (composites page; the rest explain)",
+        title="Alarms: Page pages, the rest say why (latest change first)",
         alarms=list(alarms),
         width=width,
         height=HEIGHT,
@@ -167,7 +169,24 @@ def ecs_rows(
             alarm_states(alarms, width=6),
         ],
         [
-            graph("Active streams: load vs capacity (chunks)", list(streams.values()), width=6),
+            # The ratio, not the two sums: the scraper samples every 10 s, so a one-minute Sum adds about six
+            # samples per worker (sonic_metrics.COLLECTION_INTERVAL_S); in the ratio they cancel.
+            graph(
+                "Active streams: worker load / capacity",
+                [
+                    cloudwatch.MathExpression(
+                        expression="load / capacity",
+                        using_metrics=dict(streams),
+                        label="load / capacity",
+                        period=ONE_MINUTE,
+                    )
+                ],
+                width=6,
+                annotations=[
+                    (cfg.target_utilisation, f"scaling target {cfg.target_utilisation:g}"),
+                    (1, f"full (alarm after {cfg.alarms.capacity_minutes} min)"),
+                ],
+            ),
             graph("Refused and queued (TCP NLB: no status codes)", refused, width=6),
             graph(
                 "API targets",

@@ -20,8 +20,8 @@ CONCURRENCY = "ConcurrentRequestsPerModel"
 
 class EndpointAlarms(Construct):
     """5XX and 4XX errors (429 = no free capacity), ModelLatency p95, concurrency above what an instance
-    serves, GPU utilisation pinned high. None has actions of its own: the route's composites page
-    (SageMakerOperations)."""
+    serves, GPU utilisation pinned high. None has actions of its own: the route's Page composite pages
+    (SageMakerOperations); Errors4xx is in none of its composites."""
 
     def __init__(
         self,
@@ -51,7 +51,9 @@ class EndpointAlarms(Construct):
             metric=endpoint.metric("Invocation4XXErrors", statistic="Sum", period=FIVE_MINUTES),
             threshold=errors_4xx_per_5min,
             description="Sonic endpoint returned 4XX errors; 429 means no free capacity (raise max_instances "
-            "or lower target_utilisation), 422 means bad input from a client.",
+            "or lower target_utilisation), 422 means bad input from a client. Does not page (in no composite: "
+            "clients' bad requests would hold the page): 429s page through ConcurrencyAboveCapacity and the "
+            "canary.",
         )
         self.model_latency = alerting.alarm(
             "ModelLatencyP95",

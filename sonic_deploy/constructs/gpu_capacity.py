@@ -17,14 +17,14 @@ from sonic_deploy.constructs.egress import https_only
 from sonic_deploy.constructs.findings import acknowledge
 from sonic_deploy.constructs.placement import SingleAzPlacement
 
-# ECS agent settings, written to /etc/ecs/ecs.config before the agent starts (after user data). From the agent's
-# configuration table (aws/amazon-ecs-agent README.md, at 8dfceca6):
 # The GPU group's metrics the dashboard graphs: what it wants, what serves, what is still booting.
 GROUP_METRICS = (
     autoscaling.GroupMetric.DESIRED_CAPACITY,
     autoscaling.GroupMetric.IN_SERVICE_INSTANCES,
     autoscaling.GroupMetric.PENDING_INSTANCES,
 )
+# ECS agent settings, written to /etc/ecs/ecs.config before the agent starts (after user data). From the agent's
+# configuration table (aws/amazon-ecs-agent README.md, at 8dfceca6):
 AGENT_CONFIG = {
     # "Whether to block access to Instance Metadata for Tasks started with awsvpc network mode": the workers
     # are awsvpc tasks (SonicService), and this is the setting AWS's ECS guide names for them ("Amazon EC2

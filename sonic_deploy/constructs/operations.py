@@ -2,16 +2,20 @@
 stack (the canary's, no healthy targets, worker tasks waiting for GPU capacity), the composite alarms, and the
 route's dashboard.
 
-One incident pages once. Every single alarm is a child without actions (Alerting); three composites page:
+One incident pages once. Every single alarm is a child without actions (Alerting); three composites, also
+without actions, group them by the kind of incident:
 
 - CallersAffected: any alarm on what a caller feels now (slow or failed first audio in the canary, worker
-  TTFA, refused requests, no capacity or no healthy target at all, 5XX and 4XX on SageMaker). Pages at once.
-- CapacityAtRisk: any alarm on a cause that callers feel next (load above capacity, tasks waiting for a GPU
-  instance, GPUs pinned, unhealthy targets). Its actions are suppressed while CallersAffected is in ALARM
-  and for SUPPRESSOR_WAIT after it goes in (a cause usually fires minutes before its symptom: the caller page
-  then stands for both), and for SUPPRESSOR_EXTENSION after callers recover. It pages alone when capacity is
-  short and callers do not feel it yet: the time to act before they do.
-- MonitoringBlind: the signals themselves stopped (no GPU metrics, no canary run); suppressed the same way.
+  TTFA, refused requests, no capacity or no healthy target at all, 5XX and latency on SageMaker).
+- CapacityAtRisk: any alarm on a cause that callers feel next (load at capacity, tasks waiting for a GPU
+  instance, GPUs pinned, unhealthy targets): the time to act before they do.
+- MonitoringBlind: the signals themselves stopped (no worker or GPU metrics, no canary run).
+
+One composite pages: Page, in ALARM while any of the three is. It notifies when it goes into ALARM and when
+it is back to OK; a second child going into ALARM while it is in ALARM pages no one (a composite acts on its
+own state changes), and the dashboard's alarm widget shows which children are in ALARM. SageMaker's
+Invocation4XXErrors is in no composite: it mixes clients' 422s with 429s, so it is shown, never paged; 429s
+page through ConcurrencyAboveCapacity and, with the canary on, CanaryFailures (throttled runs fail).
 
 The children stay the ECS deployment alarms and FIS stop conditions (EcsStack): those read alarm states, not
 actions. docs/operate.md, "Alarms", has each one with what to do first.
@@ -57,34 +61,39 @@ def _page(
     capacity: Sequence[cloudwatch.IAlarm],
     blind: Sequence[cloudwatch.IAlarm],
 ) -> list[cloudwatch.IAlarm]:
-    """The three composites (see the module's docstring); returns them, then every child, for the dashboard."""
-    affected = alerting.composite(
-        "CallersAffected",
-        alarms=callers,
-        description="Callers are affected now: slow or failed first audio, or refused requests. The children "
-        "in ALARM say which; the dashboard's top row says how badly.",
-    )
-    composites: list[cloudwatch.IAlarm] = [affected]
-    composites.append(
+    """The three group composites and Page (see the module's docstring); returns Page, the groups, then
+    every child, for the dashboard."""
+    groups = [
+        alerting.composite(
+            "CallersAffected",
+            alarms=callers,
+            description="Callers are affected now: slow or failed first audio, or refused requests. The children "
+            "in ALARM say which; the dashboard's top row says how badly.",
+        ),
         alerting.composite(
             "CapacityAtRisk",
             alarms=capacity,
-            suppressor=affected,
-            description="Capacity is short or about to be, and callers do not feel it yet: add capacity or find "
-            "what blocks scaling (the children in ALARM; the dashboard's scaling row).",
-        )
-    )
+            description="Capacity is short or about to be: add capacity or find what blocks scaling (the "
+            "children in ALARM; the dashboard's scaling row).",
+        ),
+    ]
     if blind:
-        composites.append(
+        groups.append(
             alerting.composite(
                 "MonitoringBlind",
                 alarms=blind,
-                suppressor=affected,
-                description="A signal the alarms rely on stopped (GPU metrics, canary runs): alarms on it "
-                "cannot fire. The children in ALARM say which.",
+                description="A signal the alarms rely on stopped (worker or GPU metrics, canary runs): alarms on "
+                "it cannot fire. The children in ALARM say which.",
             )
         )
-    return composites + list(alerting.alarms)
+    page = alerting.page(
+        "Page",
+        alarms=groups,
+        description="The one alarm that pages: the composites in ALARM name the kind of incident "
+        "(CallersAffected, CapacityAtRisk, MonitoringBlind), their children in ALARM the cause (the dashboard's "
+        "alarm widget). While this is in ALARM, a further child in ALARM does not page again.",
+    )
+    return [page, *groups, *alerting.alarms]
 
 
 class EcsOperations(Construct):
@@ -111,7 +120,7 @@ class EcsOperations(Construct):
         canary = _canary(self, settings, alerting, "ecs")
         # A quiet NLB reports no metrics at all (Elastic Load Balancing, Network Load Balancers, "CloudWatch
         # metrics": only while requests flow), so missing data is not breaching; the canary's requests keep it
-        # reporting, and NoWorkerCapacity covers a fleet that reports nothing.
+        # reporting, and WorkerMetricsMissing covers a fleet that reports nothing.
         self.no_healthy_targets = alerting.alarm(
             "NoHealthyApiTargets",
             metric=load_balancer.healthy_targets(),
@@ -127,6 +136,11 @@ class EcsOperations(Construct):
         # so the alarm takes the larger of it and desired - running, which counts both. MAX of an array of time
         # series is the per-point maximum (CloudWatch User Guide, "Metric math syntax and functions"; the
         # search tool here returned that page without its function table: UNVERIFIED in this repository).
+        # desired - running also counts tasks that start and crash again, or are stopping: those are not
+        # running either, and the description names them. UNVERIFIED: AWS/ECS service metrics are not sent
+        # for a service with no RUNNING task; whether Container Insights stops sending RunningTaskCount the
+        # same way is not documented. If it does, the expression has no value while nothing runs, and this
+        # alarm reads that as not breaching; WorkerMetricsMissing still sees it (no worker left to scrape).
         minutes = cfg.alarms.provisioning_minutes
         waiting = cloudwatch.MathExpression(
             expression="MAX([pending, desired - running])",
@@ -143,8 +157,9 @@ class EcsOperations(Construct):
             metric=waiting,
             threshold=1,
             evaluation_periods=minutes,
-            description=f"A GPU worker task has waited {minutes} minutes to run (PROVISIONING or PENDING): no "
-            "GPU instance for it (the G and VT instance quota, capacity in the AZ, max_workers + 1 instances).",
+            description=f"A GPU worker task has not been running for {minutes} minutes: waiting for a GPU "
+            "instance (PROVISIONING or PENDING: the G and VT instance quota, capacity in the AZ, max_workers + 1 "
+            "instances), or crash-looping or stopping (the service's events and the stopped tasks' reasons).",
         )
         callers: list[cloudwatch.IAlarm] = [
             worker_alarms.no_capacity,
@@ -152,7 +167,10 @@ class EcsOperations(Construct):
             worker_alarms.ttfa,
             self.no_healthy_targets,
         ]
-        blind: list[cloudwatch.IAlarm] = [worker_alarms.gpu_metrics_missing]
+        blind: list[cloudwatch.IAlarm] = [
+            worker_alarms.worker_metrics_missing,
+            worker_alarms.gpu_metrics_missing,
+        ]
         if canary is not None:
             callers += canary.caller_facing
             blind.append(canary.not_running)
@@ -201,11 +219,8 @@ class SageMakerOperations(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         canary = _canary(self, settings, alerting, "sagemaker")
-        callers: list[cloudwatch.IAlarm] = [
-            endpoint_alarms.errors_5xx,
-            endpoint_alarms.errors_4xx,
-            endpoint_alarms.model_latency,
-        ]
+        # Not errors_4xx: a child shown on the dashboard, in no composite (the module's docstring).
+        callers: list[cloudwatch.IAlarm] = [endpoint_alarms.errors_5xx, endpoint_alarms.model_latency]
         blind: list[cloudwatch.IAlarm] = []
         if canary is not None:
             callers += canary.caller_facing

@@ -12,12 +12,15 @@ from sonic_deploy.constructs.sonic_metrics import SonicMetrics
 ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
 # A new GPU host boots, installs the agent and reports within a few minutes.
 GPU_METRICS_GRACE_MINUTES = 15
+# The scraper publishes each scraped worker's inferno_worker_capacity every COLLECTION_INTERVAL_S (10 s,
+# sonic_metrics.py); five minutes without a sample is no scraper, or no worker task it can find, not a blip.
+WORKER_METRICS_GRACE_MINUTES = 5
 
 
 class WorkerAlarms(Construct):
-    """No worker capacity, unserviceable requests, worker TTFA p95, capacity exhausted, GPU pinned and GPU
-    metrics missing. The unserviceable and TTFA alarms double as deployment alarms: they do not depend on the
-    services they guard. None has actions of its own: the route's composites page (EcsOperations)."""
+    """No worker capacity, unserviceable requests, worker TTFA p95, capacity exhausted, GPU pinned, and worker
+    and GPU metrics missing. The unserviceable and TTFA alarms double as deployment alarms: they do not depend on the
+    services they guard. None has actions of its own: the route's Page composite pages (EcsOperations)."""
 
     def __init__(
         self,
@@ -32,21 +35,38 @@ class WorkerAlarms(Construct):
         capacity_minutes: int,
     ) -> None:
         super().__init__(scope, construct_id)
+        # Missing data is not breaching: no samples at all is a dead scraper as often as dead workers, and
+        # WorkerMetricsMissing says that (MonitoringBlind). With every worker task gone, the page then names
+        # the monitoring, not the callers: the dashboard's scaling row tells the two apart.
         self.no_capacity = alerting.alarm(
             "NoWorkerCapacity",
             metric=metrics.sonic_metric("inferno_worker_capacity"),
             threshold=1,
             evaluation_periods=3,
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            missing_data=cloudwatch.TreatMissingData.BREACHING,
-            description="No GPU worker reports capacity: every request will queue or fail.",
+            description="The GPU workers report no capacity for 3 minutes: every request will queue or fail.",
         )
+        self.worker_metrics_missing = alerting.alarm(
+            "WorkerMetricsMissing",
+            metric=metrics.sonic_metric("inferno_worker_capacity", statistic="SampleCount"),
+            threshold=1,
+            evaluation_periods=WORKER_METRICS_GRACE_MINUTES,
+            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            missing_data=cloudwatch.TreatMissingData.BREACHING,
+            description=f"No inferno_worker_capacity sample for {WORKER_METRICS_GRACE_MINUTES} minutes: the "
+            "metrics scraper stopped or cannot publish (its logs), or no worker task runs for it to scrape (the "
+            "scaling row); NoWorkerCapacity and WorkerCapacityExhausted are blind.",
+        )
+        # A gauge of requests refused now: one minute above 0 is a blip of a burst; two of three a pattern.
         self.unserviceable = alerting.alarm(
             "UnserviceableRequests",
             metric=metrics.sonic_metric("api_unserviceable_requests_size", statistic="Maximum"),
             threshold=0,
+            evaluation_periods=3,
+            datapoints_to_alarm=2,
             comparison=ABOVE,
-            description="The API server is refusing requests it cannot serve: add workers or raise max_workers.",
+            description="The API server refused requests it could not serve in 2 of the last 3 minutes: add "
+            "workers or raise max_workers.",
         )
         statistic = metrics.worker_ttfa.statistic
         self.ttfa = alerting.alarm(
@@ -58,6 +78,9 @@ class WorkerAlarms(Construct):
             + ("" if statistic == "p95" else " (the workers publish no percentiles: the mean is alarmed)")
             + ".",
         )
+        # Full, not over: load is chunks in progress, capacity the chunks the workers can take (domain.md
+        # section 2); beyond capacity work waits in api_queue_size, so the ratio is expected to reach 1 and
+        # stop there. UNVERIFIED: whether load can ever exceed capacity (not documented by Cartesia).
         streams = metrics.streams()
         self.capacity_exhausted = alerting.alarm(
             "WorkerCapacityExhausted",
@@ -69,8 +92,7 @@ class WorkerAlarms(Construct):
             ),
             threshold=1,
             evaluation_periods=capacity_minutes,
-            comparison=ABOVE,
-            description=f"Worker load above worker capacity for {capacity_minutes} minutes: requests queue; "
+            description=f"Worker load at worker capacity for {capacity_minutes} minutes: requests queue; "
             "scaling is not keeping up (max_workers, tasks waiting for GPU instances, the G and VT quota).",
         )
         # The GPU hosts' agent is installed at boot (SonicMetrics); if that failed, or the agent stopped,

@@ -366,10 +366,9 @@ def test_nats_flags_in_gos_equals_form_are_read(edit_config: EditConfig) -> None
     load_settings(config, "dev")
 
 
-def test_canary_alarm_window_beyond_what_cloudwatch_evaluates(edit_config: EditConfig) -> None:
-    edit_config(DEV, "every_minutes = 5", "every_minutes = 30")
-    config = edit_config(DEV, "failed_runs = 2 ", "failed_runs = 60 ")
+def test_canary_runs_too_rarely_for_its_first_audio_window(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "every_minutes = 5", "every_minutes = 6")
     assert error_for(config) == (
-        "canary.failed_runs = 60: 60 runs every 30 minutes is 1800 minutes, longer than the 1440 CloudWatch lets "
-        "an alarm look back at that period. Fix: use at most 48, or a shorter canary.every_minutes"
+        "canary.every_minutes = 6: a run every 6 minutes leaves fewer than 3 runs in the 15-minute window of the "
+        "canary's first-audio p95 alarm. Fix: use at most 5"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -12,7 +13,9 @@ from aws_cdk.assertions import Template
 
 from sonic_deploy.config import Settings, load_settings
 from sonic_deploy.dashboard_render import dashboards
-from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
+from tests.conftest import CONFIG_DIR, EditConfig, resources_of, synthesize_from
+
+GROUPS = {"CallersAffected", "CapacityAtRisk", "MonitoringBlind"}
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +57,18 @@ def _children(composite: dict[str, Any]) -> set[str]:
     }
 
 
+def _membership(template: Template) -> Counter[str]:
+    """How many group composites each single alarm is in."""
+    composites = _named(template, "AWS::CloudWatch::CompositeAlarm")
+    counts: Counter[str] = Counter({name: 0 for name in _named(template, "AWS::CloudWatch::Alarm")})
+    counts.update(child for name in GROUPS & set(composites) for child in _children(composites[name]))
+    return counts
+
+
 def test_ecs_composites_group_callers_causes_and_blind_spots(ecs_template: Template) -> None:
     composites = _named(ecs_template, "AWS::CloudWatch::CompositeAlarm")
-    assert set(composites) == {"CallersAffected", "CapacityAtRisk", "MonitoringBlind"}
+    assert set(composites) == GROUPS | {"Page"}
+    assert _children(composites["Page"]) == GROUPS
     assert _children(composites["CallersAffected"]) == {
         "NoWorkerCapacity",
         "UnserviceableRequests",
@@ -69,43 +81,82 @@ def test_ecs_composites_group_callers_causes_and_blind_spots(ecs_template: Templ
         "GpuPinned",
         "UnhealthyApiTargets",
     }
-    assert _children(composites["MonitoringBlind"]) == {"GpuMetricsMissing"}
-    # Every child is in exactly one composite: each incident pages once.
-    alarms = _named(ecs_template, "AWS::CloudWatch::Alarm")
-    grouped = [child for composite in composites.values() for child in _children(composite)]
-    assert sorted(grouped) == sorted(alarms)
+    assert _children(composites["MonitoringBlind"]) == {"WorkerMetricsMissing", "GpuMetricsMissing"}
+    # Every child is in exactly one group, and the groups in Page: whatever fires pages, through Page only.
+    assert set(_membership(ecs_template).values()) == {1}
 
 
-def test_the_cause_composites_are_suppressed_while_callers_are_affected(ecs_template: Template) -> None:
-    composites = resources_of(ecs_template, "AWS::CloudWatch::CompositeAlarm")
-    affected = next(key for key in composites if key.startswith("AlertingCallersAffected"))
-    assert "ActionsSuppressor" not in composites[affected]["Properties"]
-    for key, composite in composites.items():
-        if key != affected:
-            props = composite["Properties"]
-            assert props["ActionsSuppressor"] == {"Fn::GetAtt": [affected, "Arn"]}
-            assert (props["ActionsSuppressorWaitPeriod"], props["ActionsSuppressorExtensionPeriod"]) == (
-                300,
-                600,
-            )
-
-
-def test_ecs_capacity_alarms_take_their_minutes_from_config(
-    ecs_template: Template, dev_settings: Settings
+def test_only_page_notifies_and_nothing_is_suppressed(
+    ecs_template: Template, sagemaker_template: Template
 ) -> None:
-    assert dev_settings.environment.ecs is not None
-    config = dev_settings.environment.ecs.alarms
-    alarms = _named(ecs_template, "AWS::CloudWatch::Alarm")
+    for template in (ecs_template, sagemaker_template):
+        composites = _named(template, "AWS::CloudWatch::CompositeAlarm")
+        for name, props in composites.items():
+            assert not {"ActionsSuppressor", "ActionsSuppressorWaitPeriod"} & set(props)
+            if name == "Page":
+                assert props["AlarmActions"] == props["OKActions"]
+                assert props["AlarmActions"][0]["Ref"].startswith("AlertingTopic")
+            else:
+                assert not {"AlarmActions", "OKActions", "InsufficientDataActions"} & set(props), name
+
+
+def test_ecs_alarm_thresholds_follow_config(edit_config: EditConfig) -> None:
+    """Values that are no default, so the test cannot pass on the code's own constants."""
+    config = edit_config(
+        "environments/dev.toml",
+        "target_utilisation = 0.8           # SUM",
+        "target_utilisation = 0.65          # SUM",
+    )
+    edit_config(
+        "environments/dev.toml", "", "\n[ecs.alarms]\ncapacity_minutes = 7\nprovisioning_minutes = 13\n"
+    )
+    settings = load_settings(config, "dev")
+    assert settings.environment.ecs is not None
+    cfg = settings.environment.ecs
+    assert (cfg.alarms.capacity_minutes, cfg.alarms.provisioning_minutes, cfg.target_utilisation) == (
+        7,
+        13,
+        0.65,
+    )
+    template = Template.from_stack(synthesize_from(config)["ecs"])
+    alarms = _named(template, "AWS::CloudWatch::Alarm")
     exhausted = alarms["WorkerCapacityExhausted"]
-    assert (exhausted["Threshold"], exhausted["EvaluationPeriods"]) == (1, config.capacity_minutes)
-    assert exhausted["ComparisonOperator"] == "GreaterThanThreshold"
+    # Full is load == capacity: the ratio is not expected to pass 1 (worker_alarms.py, UNVERIFIED).
+    assert (exhausted["Threshold"], exhausted["EvaluationPeriods"]) == (1, cfg.alarms.capacity_minutes)
+    assert exhausted["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert {m.get("Expression") for m in exhausted["Metrics"]} >= {"load / capacity"}
+    assert f"for {cfg.alarms.capacity_minutes} minutes" in exhausted["AlarmDescription"]
     waiting = alarms["WorkerTasksWaiting"]
-    assert (waiting["Threshold"], waiting["EvaluationPeriods"]) == (1, config.provisioning_minutes)
+    assert (waiting["Threshold"], waiting["EvaluationPeriods"]) == (1, cfg.alarms.provisioning_minutes)
+    assert f"for {cfg.alarms.provisioning_minutes} minutes" in waiting["AlarmDescription"]
+    assert "crash-looping" in waiting["AlarmDescription"]
     names = {m["MetricStat"]["Metric"]["MetricName"] for m in waiting["Metrics"] if "MetricStat" in m}
     assert names == {"PendingTaskCount", "DesiredTaskCount", "RunningTaskCount"}
     namespaces = {m["MetricStat"]["Metric"]["Namespace"] for m in waiting["Metrics"] if "MetricStat" in m}
     assert namespaces == {"ECS/ContainerInsights"}
+    # The streams widget: the ratio, with lines at the scaling target and at full.
+    ((body,),) = [list(dashboards(template.to_json()).values())]
+    (streams,) = [w for w in body["widgets"] if w["properties"].get("title", "").startswith("Active streams")]
+    assert [m[0].get("expression") for m in streams["properties"]["metrics"] if isinstance(m[0], dict)] == [
+        "load / capacity"
+    ]
+    lines = {a["value"] for a in streams["properties"]["annotations"]["horizontal"]}
+    assert lines == {cfg.target_utilisation, 1}
+
+
+def test_worker_alarms_on_missing_data(ecs_template: Template) -> None:
+    alarms = _named(ecs_template, "AWS::CloudWatch::Alarm")
+    # A dead scraper is monitoring gone blind, not callers affected.
+    assert alarms["NoWorkerCapacity"]["TreatMissingData"] == "notBreaching"
+    missing = alarms["WorkerMetricsMissing"]
+    assert (missing["MetricName"], missing["Statistic"], missing["TreatMissingData"]) == (
+        "inferno_worker_capacity",
+        "SampleCount",
+        "breaching",
+    )
+    assert (missing["ComparisonOperator"], missing["Threshold"]) == ("LessThanThreshold", 1)
+    unserviceable = alarms["UnserviceableRequests"]
+    assert (unserviceable["DatapointsToAlarm"], unserviceable["EvaluationPeriods"]) == (2, 3)
 
 
 def test_no_healthy_targets(ecs_template: Template) -> None:
@@ -129,6 +180,7 @@ def test_nothing_canary_related_when_the_canary_is_off(
 def test_canary_alarms_when_the_canary_is_on(canary_on: tuple[Settings, dict[str, Template]]) -> None:
     settings, templates = canary_on
     canary = settings.environment.canary
+    every = 60 * canary.every_minutes
     for route, template in templates.items():
         alarms = _named(template, "AWS::CloudWatch::Alarm")
         ttfa, failures, not_running = (
@@ -142,21 +194,38 @@ def test_canary_alarms_when_the_canary_is_on(canary_on: tuple[Settings, dict[str
                 "Environment": "dev",
                 "Route": route,
             }
-        assert (ttfa["ExtendedStatistic"], ttfa["Threshold"], ttfa["Period"]) == ("p95", 450, 900)
+        # A 15-minute p95 in 2 of 3 windows: one slow request fills one window only.
+        assert (ttfa["ExtendedStatistic"], ttfa["Threshold"], ttfa["Period"]) == (
+            "p95",
+            canary.ttfa_p95_ms,
+            900,
+        )
+        assert (ttfa["EvaluationPeriods"], ttfa["DatapointsToAlarm"]) == (3, 2)
+        assert f"above {canary.ttfa_p95_ms:g} ms over 15 minutes" in ttfa["AlarmDescription"]
         assert (failures["MetricName"], failures["Threshold"], failures["EvaluationPeriods"]) == (
             "Failed",
             0,
-            3,
+            canary.failed_runs,
         )
-        assert failures["Period"] == 60 * canary.every_minutes
-        assert (not_running["TreatMissingData"], not_running["EvaluationPeriods"]) == ("breaching", 3)
+        assert (failures["Period"], failures["TreatMissingData"]) == (every, "ignore")
+        assert f"in {canary.failed_runs} runs in a row" in failures["AlarmDescription"]
+        # Two runs a period, so that a run landing late leaves no period empty; enough periods for the runs.
+        assert (not_running["TreatMissingData"], not_running["Period"]) == ("breaching", 2 * every)
+        assert not_running["EvaluationPeriods"] * 2 >= canary.failed_runs
+        assert (not_running["EvaluationPeriods"] - 1) * 2 < canary.failed_runs
         composites = _named(template, "AWS::CloudWatch::CompositeAlarm")
         assert {"CanaryTtfaP95", "CanaryFailures"} <= _children(composites["CallersAffected"])
         assert "CanaryNotRunning" in _children(composites["MonitoringBlind"])
+        assert _children(composites["Page"]) == GROUPS
+        membership = _membership(template)
+        if route == "sagemaker":
+            # Errors4xx mixes clients' 422s with 429s: shown on the dashboard, in no composite.
+            assert membership.pop("Errors4xx") == 0
+        assert set(membership.values()) == {1}, membership
         # The dashboard graphs the canary in place of the note, its budget the alarm's.
         ((body,),) = [list(dashboards(template.to_json()).values())]
         ttfa = next(w for w in body["widgets"] if w["properties"].get("title", "").startswith("Canary: time"))
-        assert ttfa["properties"]["annotations"]["horizontal"][0]["value"] == 450
+        assert ttfa["properties"]["annotations"]["horizontal"][0]["value"] == canary.ttfa_p95_ms
         assert not any(
             w["type"] == "text" and "Canary" in w["properties"]["markdown"] for w in body["widgets"]
         )
@@ -167,6 +236,14 @@ def test_canary_alarms_when_the_canary_is_on(canary_on: tuple[Settings, dict[str
 def test_sagemaker_composites(sagemaker_template: Template) -> None:
     composites = _named(sagemaker_template, "AWS::CloudWatch::CompositeAlarm")
     # The canary is off in dev: nothing is blind-spot-only, so no MonitoringBlind.
-    assert set(composites) == {"CallersAffected", "CapacityAtRisk"}
-    assert _children(composites["CallersAffected"]) == {"Errors5xx", "Errors4xx", "ModelLatencyP95"}
+    assert set(composites) == {"Page", "CallersAffected", "CapacityAtRisk"}
+    assert _children(composites["Page"]) == {"CallersAffected", "CapacityAtRisk"}
+    assert _children(composites["CallersAffected"]) == {"Errors5xx", "ModelLatencyP95"}
     assert _children(composites["CapacityAtRisk"]) == {"ConcurrencyAboveCapacity", "GpuPinned"}
+    # Errors4xx (422s and 429s mixed) pages nowhere; it is on the dashboard's alarm widget.
+    membership = _membership(sagemaker_template)
+    assert membership.pop("Errors4xx") == 0
+    assert set(membership.values()) == {1}
+    ((body,),) = [list(dashboards(sagemaker_template.to_json()).values())]
+    (widget,) = [w for w in body["widgets"] if w["type"] == "alarm"]
+    assert any("Errors4xx" in str(arn) for arn in widget["properties"]["alarms"])

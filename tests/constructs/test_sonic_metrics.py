@@ -154,6 +154,7 @@ def test_ecs_alarms(ecs_template: Template) -> None:
     alarms = _alarms(ecs_template)
     assert set(alarms) == {
         "NoWorkerCapacity",
+        "WorkerMetricsMissing",
         "UnserviceableRequests",
         "WorkerTtfaP95",
         "GpuMetricsMissing",
@@ -163,7 +164,8 @@ def test_ecs_alarms(ecs_template: Template) -> None:
         "NoHealthyApiTargets",
         "WorkerTasksWaiting",
     }
-    assert alarms["NoWorkerCapacity"]["TreatMissingData"] == "breaching"
+    # No samples at all is WorkerMetricsMissing's (test_operations.py), not callers affected.
+    assert alarms["NoWorkerCapacity"]["TreatMissingData"] == "notBreaching"
     assert (
         alarms["UnserviceableRequests"]["Threshold"],
         alarms["UnserviceableRequests"]["ComparisonOperator"],
