@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections import Counter
@@ -173,8 +174,17 @@ def test_nothing_canary_related_when_the_canary_is_off(
     ecs_template: Template, sagemaker_template: Template
 ) -> None:
     for template in (ecs_template, sagemaker_template):
-        assert "SonicDeploy/Canary" not in str(template.to_json()).replace("\\", "")
+        resources = template.to_json()["Resources"]
+        # The probe task's role may publish the canary's metrics (any `--publish-metrics` run, the canary's
+        # or an operator's in-VPC run); nothing else reads or schedules them.
+        readers = {
+            name: resource
+            for name, resource in resources.items()
+            if "SonicDeploy/Canary" in json.dumps(resource).replace("\\", "")
+        }
+        assert {resource["Type"] for resource in readers.values()} == {"AWS::IAM::Policy"}, sorted(readers)
         assert not any("Canary" in name for name in _named(template, "AWS::CloudWatch::Alarm"))
+        assert not template.find_resources("AWS::Scheduler::Schedule")
 
 
 def test_canary_alarms_when_the_canary_is_on(canary_on: tuple[Settings, dict[str, Template]]) -> None:
