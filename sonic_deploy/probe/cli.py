@@ -655,6 +655,19 @@ def _run_probe(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"sonic-deploy probe: {problem}", file=sys.stderr)
             return 2
+    # --publish-metrics: the stack's Region and --profile with --in-vpc (the run's own account), else boto3's
+    # chain (in the canary's task, AWS_DEFAULT_REGION, which ECS sets); refused before the run if there is none.
+    publish_to = (args.profile, session.deployment.region) if session is not None else (None, target.region)
+    if args.publish_metrics is not None and store is None:
+        from sonic_deploy.probe.publish_metrics import region_of
+
+        if region_of(*publish_to) is None:
+            print(
+                "sonic-deploy probe: --publish-metrics: no AWS Region to publish to. Fix: set AWS_DEFAULT_REGION "
+                "(or a profile's region), or add --in-vpc ENV (the stack's Region)",
+                file=sys.stderr,
+            )
+            return 2
     if store is not None:
         from sonic_deploy.probe.in_vpc.task import level_runner, serve
 
@@ -704,7 +717,7 @@ def _run_probe(args: argparse.Namespace) -> int:
     if failed:
         return 1
     if args.publish_metrics is not None:
-        return _publish_metrics(args, out_dir, target.region)
+        return _publish_metrics(args, out_dir, *publish_to)
     return 0
 
 
@@ -740,7 +753,7 @@ def _in_vpc_session(args: argparse.Namespace) -> in_vpc.Session:
     return in_vpc.prepare(args, args.command_parser, argv[at:], argv[:at], stack_route, load, defaults, label)
 
 
-def _publish_metrics(args: argparse.Namespace, out_dir: Path, region: str | None) -> int:
+def _publish_metrics(args: argparse.Namespace, out_dir: Path, profile: str | None, region: str | None) -> int:
     from sonic_deploy.probe import publish_metrics
     from sonic_deploy.probe.output import read_samples
 
@@ -749,7 +762,7 @@ def _publish_metrics(args: argparse.Namespace, out_dir: Path, region: str | None
         read_samples(out_dir), args.publish_metrics, route, datetime.datetime.now(datetime.UTC)
     )
     try:
-        calls = publish_metrics.publish(publish_metrics.cloudwatch_client(region), data)
+        calls = publish_metrics.publish(publish_metrics.cloudwatch_client(profile, region), data)
     except publish_metrics.PublishError as error:
         print(f"sonic-deploy probe: --publish-metrics: {error}", file=sys.stderr)
         return 1
