@@ -671,7 +671,27 @@ def _run_probe(args: argparse.Namespace) -> int:
     if store is not None:
         from sonic_deploy.probe.in_vpc.task import level_runner, serve
 
-        return serve(store, args.task_index, level_runner(settings, args.task_index, args.task_count))
+        def permitted(level: Level) -> str | None:
+            """Why this task's own options would not make `level` (None: they would): a sweep's levels are
+            its own list's; a search's, any concurrency up to --slo-max, with the options' requests and
+            warm-ups. A forged command in the bucket cannot make a task a load generator of its own."""
+            if search is None:
+                if level.index < len(levels) and level == levels[level.index]:
+                    return None
+                return f"{level} is not one of its own levels"
+            concurrency = level.concurrency or 0
+            if not 1 <= concurrency <= args.slo_max:
+                return f"concurrency {concurrency} is not within its --slo-max {args.slo_max}"
+            if level != closed_loop(level.index, concurrency):
+                return f"{level} is not what its options make ({closed_loop(level.index, concurrency)})"
+            return None
+
+        return serve(
+            store,
+            args.task_index,
+            args.task_count,
+            level_runner(settings, args.task_index, args.task_count, permitted),
+        )
     out_dir: Path = args.out or default_out_dir(route)
     try:
         described = (
@@ -690,13 +710,15 @@ def _run_probe(args: argparse.Namespace) -> int:
             from sonic_deploy.probe.workers import fixed
 
             schedule = fixed(levels) if search is None else search.levels()
-            session.run(lambda conversation: run_schedule_in_vpc(conversation, schedule, output))
+            session.run(
+                lambda conversation: run_schedule_in_vpc(conversation, schedule, output, args.timeout)
+            )
         elif search is None:
             run_levels(settings, levels, max(1, args.workers), output)
         else:
             run_schedule(settings, search.levels(), max(1, args.workers), output)
     except KeyboardInterrupt as stop:
-        interrupted = 143 if isinstance(stop, in_vpc.Terminated) else 130
+        interrupted = stop.exit_code if isinstance(stop, in_vpc.Terminated) else 130
         output.interrupted()
     except in_vpc.InVpcError as error:
         failed = True

@@ -158,8 +158,18 @@ class ProbeSettings:
 
 
 class _LevelRun:
-    def __init__(self, settings: ProbeSettings, whole: Level, worker: int, workers: int, emit: Emit) -> None:
+    def __init__(
+        self,
+        settings: ProbeSettings,
+        whole: Level,
+        worker: int,
+        workers: int,
+        emit: Emit,
+        stopped: Callable[[], bool] | None = None,
+    ) -> None:
         self.settings, self.whole, self.emit = settings, whole, emit
+        # An in-VPC task's stop (the runner put stop.json): no request begins once it is true.
+        self.stopped = stopped or (lambda: False)
         self.worker, self.workers = worker, workers
         self.level = whole.share(worker, workers)
         self.stats = LevelStats()
@@ -218,7 +228,7 @@ class _LevelRun:
 
         async def slot(index: int) -> None:
             await asyncio.sleep(ramp_up * (index + self.worker / self.workers) / slots)
-            while (number := next(issued)) < warmups + count:
+            while not self.stopped() and (number := next(issued)) < warmups + count:
                 if not await self.one(time.perf_counter(), warmup=number < warmups):
                     # As a caller would: retrying a 429 at once would turn the slot into a flood.
                     await asyncio.sleep(self.settings.error_backoff_s)
@@ -250,8 +260,10 @@ class _LevelRun:
         poisson = self.level.arrivals == "poisson"
         # Poisson arrivals split into independent Poisson streams; constant ones interleave across workers.
         at = start + (chance.expovariate(rate) if poisson else self.worker / self.workers / rate)
-        while at < start + duration_s:
+        while at < start + duration_s and not self.stopped():
             await asyncio.sleep(max(0.0, at - time.perf_counter()))
+            if self.stopped():
+                break
             task = asyncio.create_task(scheduled(at))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
@@ -285,8 +297,11 @@ async def run_level(
     workers: int,
     emit: Emit,
     start_at: float | None = None,
+    stopped: Callable[[], bool] | None = None,
 ) -> LevelStats:
-    """Run this worker's share of `whole` from `start_at` (perf_counter), so that workers start together."""
+    """Run this worker's share of `whole` from `start_at` (perf_counter), so that workers start together;
+    `stopped`: no request begins once it returns True (an in-VPC task told to stop)."""
     if start_at is not None:
-        await asyncio.sleep(max(0.0, start_at - time.perf_counter()))
-    return await _LevelRun(settings, whole, worker, workers, emit).run()
+        while (wait := start_at - time.perf_counter()) > 0 and not (stopped and stopped()):
+            await asyncio.sleep(min(wait, 0.5))
+    return await _LevelRun(settings, whole, worker, workers, emit, stopped).run()

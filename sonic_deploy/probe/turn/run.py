@@ -10,7 +10,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -146,8 +146,13 @@ class TurnOutput:
             self._progress.write("\n")
 
 
-async def run(hops: Hops, plan: CallPlan, load: Load, output: TurnOutput) -> None:
+async def run(
+    hops: Hops, plan: CallPlan, load: Load, output: TurnOutput, stopped: Callable[[], bool] | None = None
+) -> None:
+    """The load's calls, to their end; `stopped` (an in-VPC task told to stop): once it is true, no call
+    begins and those under way are cancelled (their finished turns are kept)."""
     calls: list[asyncio.Task[None]] = []
+    halted = stopped or (lambda: False)
     try:
         if load.rate is None:
             numbers = iter(range(load.calls))
@@ -157,13 +162,15 @@ async def run(hops: Hops, plan: CallPlan, load: Load, output: TurnOutput) -> Non
             async def slot(index: int) -> None:
                 await asyncio.sleep(load.ramp_up_s * (index + load.task / load.tasks) / slots)
                 for number in numbers:
+                    if halted():
+                        return
                     await run_call(number, hops, plan, output.emit)
 
             calls = [asyncio.create_task(slot(index)) for index in range(slots)]
         else:
             chance, started, number = random.Random(load.seed), time.perf_counter(), 0
             due = 0.0
-            while True:
+            while not halted():
                 due += chance.expovariate(load.rate)
                 if due > load.duration_s:
                     break
@@ -172,7 +179,20 @@ async def run(hops: Hops, plan: CallPlan, load: Load, output: TurnOutput) -> Non
                     await asyncio.sleep(wait)
                 calls.append(asyncio.create_task(run_call(number, hops, plan, output.emit)))
                 number += 1
-        await asyncio.gather(*calls)
+        if stopped is None:
+            await asyncio.gather(*calls)
+        else:
+            every: asyncio.Future[Any] = asyncio.gather(*calls)
+
+            async def watch() -> None:
+                while not halted():
+                    await asyncio.sleep(0.2)
+
+            watcher: asyncio.Future[Any] = asyncio.ensure_future(watch())
+            await asyncio.wait({every, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            watcher.cancel()
+            if every.done():
+                every.result()
     finally:
         for call in calls:
             call.cancel()
