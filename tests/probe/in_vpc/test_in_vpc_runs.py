@@ -264,3 +264,113 @@ def test_a_search_to_the_default_slo_max_needs_more_tasks_than_allowed(
     assert (
         "--slo up to --slo-max 1024 needs 32 tasks, more than probe.max_tasks = 20" in capsys.readouterr().err
     )
+
+
+def test_publish_metrics_in_the_vpc_goes_to_the_profile_in_the_stacks_region(
+    reference_server: ServerFactory,
+    local_aws: Callable[..., LocalAws],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--in-vpc prod --profile prod --publish-metrics: the run's own account and the stack's Region, not
+    the default profile's (whatever AWS_DEFAULT_REGION says)."""
+    import boto3
+    from botocore.stub import Stubber
+
+    from sonic_deploy.probe import publish_metrics
+
+    server = reference_server(*FAST_SERVER)
+    local_aws("ecs", ApiUrl=server.ws_url, Region="us-east-2")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-2")
+    stubber = Stubber(cloudwatch)
+    stubber.add_response("put_metric_data", {})
+    stubber.activate()
+    made: list[tuple[str | None, str | None]] = []
+
+    def client(profile: str | None, region: str | None) -> object:
+        made.append((profile, region))
+        return cloudwatch
+
+    monkeypatch.setattr(publish_metrics, "cloudwatch_client", client)
+    argv = ["probe", "ws", "--in-vpc", "dev", "--config-dir", CONFIG, "--profile", "prod", "--tasks", "1"]
+    argv += ["--concurrency", "1", "--requests", "2", "--warmup", "0", "--quiet", "--no-report"]
+    argv += ["--out", str(tmp_path / "out"), "--publish-metrics", "dev"]
+    assert main(argv) == 0
+    assert made == [("prod", "us-east-2")]
+    stubber.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(
+    ("hops", "said"),
+    [
+        (["--llm-url", "http://10.0.0.5/v1"], "--in-vpc with --stt ink on api.cartesia.ai"),
+        (
+            ["--stt-url", "ws://10.0.0.5", "--llm-url", "https://api.openai.com/v1"],
+            "--in-vpc with --llm openai on api.openai.com: a task has no OPENAI_API_KEY",
+        ),
+    ],
+)
+def test_turn_in_the_vpc_refuses_hops_a_task_has_no_key_for(
+    hops: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", CONFIG, "--route", "ecs", "--llm-model", "m"]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, *hops])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert said in err and "Fix: use --stt transcribe --llm bedrock" in err
+
+
+@pytest.mark.parametrize(("stop", "code"), [(KeyboardInterrupt(), 130), ("SIGTERM", 143), ("SIGHUP", 129)])
+def test_turn_in_the_vpc_interrupted_exits_as_a_probe_does(
+    stop: object,
+    code: int,
+    local_aws: Callable[..., LocalAws],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import signal
+
+    from sonic_deploy.probe.in_vpc import session
+    from sonic_deploy.probe.in_vpc.runner import Terminated
+
+    local_aws("ecs")
+    raised = stop if isinstance(stop, BaseException) else Terminated(getattr(signal, str(stop)))
+
+    def interrupted(self: object, work: object) -> None:
+        raise raised
+
+    monkeypatch.setattr(session.Session, "run", interrupted)
+    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", CONFIG, "--tasks", "1", "--route", "ecs"]
+    argv += ["--stt", "transcribe", "--llm", "bedrock", "--llm-model", "m", "--out", str(tmp_path / "t")]
+    argv += ["--quiet", "--no-plot", "--budget", str(ROOT / "config/turn_budget.toml")]
+    assert main(argv) == code
+    assert "interrupted: the tasks were stopped before they uploaded their turns" in capsys.readouterr().err
+
+
+def test_turn_open_loop_tasks_follow_the_calls_at_once_not_the_rate(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--rate 5 calls a second of 3 turns is ~100 calls at once: sized by streams_per_task (32), not by
+    rate_per_task (20 TTS requests a second, which would say 1 task); and 40/s is more than max_tasks."""
+    from sonic_deploy.probe.in_vpc import session
+
+    monkeypatch.setattr(session, "aws_clients", lambda *a: pytest.fail("called AWS"))
+    argv = [
+        "probe",
+        "turn",
+        "--in-vpc",
+        "dev",
+        "--config-dir",
+        CONFIG,
+        "--route",
+        "ecs",
+        "--stt",
+        "transcribe",
+    ]
+    argv += ["--llm", "bedrock", "--llm-model", "m", "--rate", "40", "--duration", "10"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--rate 40 calls/s x ~" in err and "calls at once) needs" in err and "max_tasks = 20" in err

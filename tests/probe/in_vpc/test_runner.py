@@ -543,3 +543,86 @@ def test_a_bucket_that_refuses_the_runner_is_one_line_and_nothing_left_running(
     _expect_stop(stubber)  # none started: ListTasks finds none
     with pytest.raises(InVpcError, match=r"the run's objects in .* failed: AccessDenied: .*s3:PutObject"):
         _session(client, _DeniedStore(tmp_path / "run"), 2).run(lambda conversation: None)
+
+
+def _one_ready_task(stubber: Stubber, store: DirectoryStore, described: bool = True) -> None:
+    _expect_run_task(stubber, 0)
+    if described:  # not when the run fails before it first describes the tasks
+        _expect_describe(stubber, task(0, "RUNNING"))
+    _expect_stop(stubber, 0)
+    put_json(store, ready_key(0), {"index": 0})
+
+
+def _level(conversation: Any) -> None:
+    run_schedule_in_vpc(conversation, fixed([Level(0, concurrency=1, requests=1)]), _Sink(), 30.0)
+
+
+@pytest.mark.parametrize(
+    ("stats", "samples", "said"),
+    [
+        (
+            {"stats": {"histograms": {"ttfa_ms": "not base64!"}}},
+            b"",
+            r"results/0/0/stats.json is not what a task writes",
+        ),
+        ({"late_s": 0}, b"", r"results/0/0/stats.json is not what a task writes: KeyError\('stats'\)"),
+        (None, None, r"task 0 wrote its stats but no results/0/0/samples.jsonl"),
+        (None, b"{not json\n", r"results/0/0/samples.jsonl is not what a task writes: JSONDecodeError"),
+    ],
+)
+def test_malformed_or_missing_results_are_one_line_and_every_task_stopped(
+    stats: dict[str, Any] | None, samples: bytes | None, said: str, ecs: tuple[Any, Stubber], tmp_path: Path
+) -> None:
+    client, stubber = ecs
+    store = DirectoryStore(tmp_path / "run")
+    _one_ready_task(stubber, store)
+    if stats is None:
+        good = LevelStats()
+        for record in _records(0, 1):
+            good.add(record)
+        stats = {"stats": encode_stats(good.encode()), "late_s": 0.0}
+    if samples is not None:
+        store.put("results/0/0/samples.jsonl", samples)
+    put_json(store, "results/0/0/stats.json", stats)
+    with pytest.raises(InVpcError, match=said):
+        _session(client, store, 1).run(_level)
+
+
+def test_what_a_task_wrote_is_escaped_before_it_is_printed(ecs: tuple[Any, Stubber], tmp_path: Path) -> None:
+    client, stubber = ecs
+    store = DirectoryStore(tmp_path / "run")
+    _one_ready_task(stubber, store, described=False)
+    put_json(store, "failed/0.json", {"index": 0, "error": "boom\x1b]0;owned\x07\nsecond line"})
+    session = _session(client, store, 1)
+    said: list[str] = []
+    session.fleet.say = said.append
+    with pytest.raises(InVpcError) as raised:
+        session.run(_level)
+    text = str(raised.value)
+    assert "\x1b" not in text and "\n" not in text and "\x07" not in text
+    assert r"boom\x1b]0;owned\x07\nsecond line" in text
+    assert "stopped 1 of 1 tasks" in said
+
+
+def test_a_task_that_never_reports_a_level_is_given_up_on_at_the_deadline(
+    ecs: tuple[Any, Stubber], tmp_path: Path
+) -> None:
+    client, stubber = ecs
+    store = DirectoryStore(tmp_path / "run")
+    _one_ready_task(stubber, store)  # ready, then silent: no failure, no result, ECS says RUNNING
+    hasty = Timing(
+        poll_s=0.01,
+        describe_every_s=3600,
+        ready_timeout_s=30,
+        start_delay_s=0.05,
+        task_poll_s=0.2,
+        relist_after_s=0.01,
+        collect_grace_s=0.1,
+    )
+
+    def level(conversation: Any) -> None:
+        run_schedule_in_vpc(conversation, fixed([Level(0, concurrency=1, requests=1)]), _Sink(), 0.1)
+
+    with pytest.raises(InVpcError, match=r"level 0: only 0 of 1 tasks wrote their results within"):
+        _session(client, store, 1, hasty).run(level)
+    assert get_json(store, STOP) == {"kind": "stop"}
