@@ -9,6 +9,8 @@ once and never changed, so that neither side needs a lock or a conditional write
                                   two requests or at its next poll (with "done" at the next <seq> too)
     results/<seq>/<index>/samples.jsonl   a task: its samples of command <seq>
     results/<seq>/<index>/stats.json      a task, after its samples: its encoded `LevelStats` (the marker)
+    results/<seq>/<index>/part-<n>.jsonl  a task, while command <seq> runs: its next samples (kept for a run
+                                          interrupted mid-command; the whole is samples.jsonl)
     failed/<index>.json           a task: what stopped it (the runner stops the run and shows it)
 
 A task trusts nothing it reads here beyond its own command line: it refuses a command that is not one its own
@@ -73,6 +75,10 @@ def command_key(seq: int) -> str:
 
 def samples_key(seq: int, index: int) -> str:
     return f"results/{seq}/{index}/samples.jsonl"
+
+
+def part_key(seq: int, index: int, part: int) -> str:
+    return f"results/{seq}/{index}/part-{part:05d}.jsonl"
 
 
 def stats_key(seq: int, index: int) -> str:

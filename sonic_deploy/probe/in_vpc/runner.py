@@ -537,6 +537,26 @@ class InVpcRun:
                 raise self._malformed(key, error) from None
         return lines
 
+    def partial(self) -> list[dict[str, Any]]:
+        """After an interruption: the samples of the last command the tasks uploaded so far (whole where a
+        task finished, else its parts); never raises (what cannot be read is skipped, and said)."""
+        if self.seq == 0 or self.done:
+            return []
+        seq = self.seq - 1
+        lines: list[dict[str, Any]] = []
+        for index in range(self.count):
+            try:
+                keys = [samples_key(seq, index)] if self.store.get(stats_key(seq, index)) is not None else []
+                parts = self.store.list(f"results/{seq}/{index}/part-")
+                for key in keys or [k for k in parts if k.endswith(".jsonl")]:
+                    for line in (self.store.get(key) or b"").decode().splitlines():
+                        sample = json.loads(line) if line.strip() else None
+                        if isinstance(sample, dict):
+                            lines.append(sample)
+            except Exception as error:
+                self.say(f"could not read task {index}'s samples so far: {one_line(repr(error))[:200]}")
+        return lines
+
     def _note(
         self, seq: int, what: str, results: list[dict[str, Any]], samples: list[dict[str, Any]]
     ) -> None:

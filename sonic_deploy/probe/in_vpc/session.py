@@ -135,6 +135,11 @@ class Session:
     # Each command's per-task facts (InVpcRun.facts), filled as the run goes: summary.json's
     # in_vpc.commands, since `describe()`'s dict is written at the end.
     facts: list[dict[str, Any]] = field(default_factory=list)
+    conversation: InVpcRun | None = None
+
+    def partial(self) -> list[dict[str, Any]]:
+        """After an interruption: what the tasks uploaded of the command under way (InVpcRun.partial)."""
+        return [] if self.conversation is None else self.conversation.partial()
 
     def describe(self) -> dict[str, Any]:
         """Where the run measured from, for summary.json (its `client` is this machine, which only merged)."""
@@ -161,6 +166,7 @@ class Session:
 
         conversation = InVpcRun(self.fleet, self.store, self.count, self.timing, self.say)
         conversation.facts = self.facts
+        self.conversation = conversation
         reason = "sonic-deploy probe --in-vpc: run ended"
         with stop_signals() as hold:
             try:

@@ -27,6 +27,7 @@ from sonic_deploy.probe.in_vpc.protocol import (
     get_json,
     level_of,
     local_start,
+    part_key,
     put_json,
     ready_key,
     samples_key,
@@ -38,6 +39,10 @@ from sonic_deploy.probe.load import Level, ProbeSettings
 # What a task does with one command: run it, emitting each sample, and return what goes in stats.json. The
 # event is set when the runner puts stop.json: the command ends between two requests (or calls).
 RunCommand = Callable[[dict[str, Any], Callable[[dict[str, Any]], None], threading.Event], dict[str, Any]]
+
+
+# A command's samples so far go up this often while it runs (a part; the whole goes up at its end).
+PART_EVERY_S = 10.0
 
 
 class RunnerGoneError(Exception):
@@ -70,19 +75,36 @@ def _wait_for(store: ObjectStore, key: str, manifest: RunManifest) -> dict[str, 
 
 
 @contextmanager
-def _watching(store: ObjectStore, poll_s: float) -> Iterator[threading.Event]:
-    """An event set once the runner puts stop.json, polled every `poll_s` on a thread of its own while a
-    command runs (the command's loop checks the event between requests)."""
+def _watching(
+    store: ObjectStore, poll_s: float, seq: int, index: int, samples: list[dict[str, Any]]
+) -> Iterator[threading.Event]:
+    """While a command runs, on a thread of its own: an event set once the runner puts stop.json (polled
+    every `poll_s`; the command's loop checks it between requests), and the samples so far uploaded every
+    PART_EVERY_S as a part (results/<seq>/<index>/part-<n>.jsonl), so that a run interrupted mid-command
+    keeps what finished (`InVpcRun.partial`)."""
     stop, finished = threading.Event(), threading.Event()
+    uploaded, part, at = 0, 0, time.monotonic()
+
+    def upload_part() -> None:
+        nonlocal uploaded, part, at
+        upto = len(samples)  # list.append is atomic: the first `upto` are complete
+        if upto > uploaded:
+            body = "".join(json.dumps({**s, "task": index}) + "\n" for s in samples[uploaded:upto])
+            store.put(part_key(seq, index, part), body.encode())
+            uploaded, part = upto, part + 1
+        at = time.monotonic()
 
     def watch() -> None:
         while not finished.wait(poll_s):
             try:
+                if time.monotonic() - at >= PART_EVERY_S:
+                    upload_part()
                 if store.get(STOP) is not None:
+                    upload_part()
                     stop.set()
                     return
             except Exception as error:  # a failed look is not a stop; the next one may work
-                _say(f"could not look for {STOP}: {error!r}")
+                _say(f"could not look for {STOP} or upload a part: {error!r}")
 
     watcher = threading.Thread(target=watch, name="stop-watcher", daemon=True)
     watcher.start()
@@ -107,7 +129,7 @@ def serve(store: ObjectStore, index: int, count: int, run_command: RunCommand) -
         seq = 0
         while (command := _wait_for(store, command_key(seq), manifest)).get("kind") != "done":
             samples: list[dict[str, Any]] = []
-            with _watching(store, manifest.poll_s) as stop:
+            with _watching(store, manifest.poll_s, seq, index, samples) as stop:
                 result = run_command(command, samples.append, stop)
             lines = "".join(json.dumps({**sample, "task": index}) + "\n" for sample in samples)
             store.put(samples_key(seq, index), lines.encode())

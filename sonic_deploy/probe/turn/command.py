@@ -492,11 +492,13 @@ def run_turn(args: argparse.Namespace) -> int:
                 runner.run(run(hops, plan, load, output))
     except KeyboardInterrupt as stop:
         interrupted = stop.exit_code if isinstance(stop, in_vpc.Terminated) else 130
-        where = (
-            "the tasks were stopped before they uploaded their turns: none are collected"
-            if session is not None
-            else "the turns finished so far are in " + str(out_dir / "samples.jsonl")
-        )
+        if (
+            session is not None
+        ):  # the turns the tasks had uploaded (every PART_EVERY_S, and when told to stop)
+            _emit_all(session.partial(), output)
+        where = "the turns finished so far are in " + str(out_dir / "samples.jsonl")
+        if session is not None:
+            where += " (those the tasks had uploaded: they upload every few seconds)"
         print(f"\ninterrupted: {where}", file=sys.stderr)
     except in_vpc.InVpcError as error:
         failed = True

@@ -3,6 +3,7 @@ and whatever stops a task is put where the runner looks."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -117,7 +118,7 @@ def test_stop_json_ends_a_task_waiting_for_its_next_command(tmp_path: Path) -> N
     assert get_json(store, failed_key(0)) is None
 
 
-def test_stop_json_ends_a_level_between_two_requests(tmp_path: Path) -> None:
+def test_stop_json_ends_a_level_between_two_requests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The watcher sets the event once stop.json is there; the command's loop checks it between requests
     and the task uploads what it ran, then stops."""
     store = DirectoryStore(tmp_path / "run")
@@ -134,6 +135,18 @@ def test_stop_json_ends_a_level_between_two_requests(tmp_path: Path) -> None:
             stop.wait(0.05)
         return {"requests": len(ran)}
 
+    from sonic_deploy.probe.in_vpc import task
+    from sonic_deploy.probe.in_vpc.runner import InVpcRun, Timing
+
+    monkeypatch.setattr(task, "PART_EVERY_S", 0.0)  # a part at every poll
     assert serve(store, 0, 1, endless) == 0
     assert get_json(store, "results/0/0/stats.json") == {"requests": len(ran)}
     assert len(ran) >= 3
+    # The parts, uploaded as it ran, hold every sample once, in order: what an interrupted runner collects.
+    parts = store.list("results/0/0/part-")
+    assert parts
+    lines = [line for key in parts for line in (store.get(key) or b"").decode().splitlines()]
+    assert [json.loads(line)["n"] for line in lines] == list(range(len(lines)))
+    run = InVpcRun(None, store, 1, Timing(), lambda text: None)  # type: ignore[arg-type]
+    run.seq = 1
+    assert [s["n"] for s in run.partial()] == list(range(len(ran)))  # finished: its whole samples.jsonl
