@@ -655,10 +655,43 @@ def _run_probe(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"sonic-deploy probe: {problem}", file=sys.stderr)
             return 2
+    # --publish-metrics: the stack's Region and --profile with --in-vpc (the run's own account), else boto3's
+    # chain (in the canary's task, AWS_DEFAULT_REGION, which ECS sets); refused before the run if there is none.
+    publish_to = (args.profile, session.deployment.region) if session is not None else (None, target.region)
+    if args.publish_metrics is not None and store is None:
+        from sonic_deploy.probe.publish_metrics import region_of
+
+        if region_of(*publish_to) is None:
+            print(
+                "sonic-deploy probe: --publish-metrics: no AWS Region to publish to. Fix: set AWS_DEFAULT_REGION "
+                "(or a profile's region), or add --in-vpc ENV (the stack's Region)",
+                file=sys.stderr,
+            )
+            return 2
     if store is not None:
         from sonic_deploy.probe.in_vpc.task import level_runner, serve
 
-        return serve(store, args.task_index, level_runner(settings, args.task_index, args.task_count))
+        def permitted(level: Level) -> str | None:
+            """Why this task's own options would not make `level` (None: they would): a sweep's levels are
+            its own list's; a search's, any concurrency up to --slo-max, with the options' requests and
+            warm-ups. A forged command in the bucket cannot make a task a load generator of its own."""
+            if search is None:
+                if level.index < len(levels) and level == levels[level.index]:
+                    return None
+                return f"{level} is not one of its own levels"
+            concurrency = level.concurrency or 0
+            if not 1 <= concurrency <= args.slo_max:
+                return f"concurrency {concurrency} is not within its --slo-max {args.slo_max}"
+            if level != closed_loop(level.index, concurrency):
+                return f"{level} is not what its options make ({closed_loop(level.index, concurrency)})"
+            return None
+
+        return serve(
+            store,
+            args.task_index,
+            args.task_count,
+            level_runner(settings, args.task_index, args.task_count, permitted),
+        )
     out_dir: Path = args.out or default_out_dir(route)
     try:
         described = (
@@ -677,13 +710,15 @@ def _run_probe(args: argparse.Namespace) -> int:
             from sonic_deploy.probe.workers import fixed
 
             schedule = fixed(levels) if search is None else search.levels()
-            session.run(lambda conversation: run_schedule_in_vpc(conversation, schedule, output))
+            session.run(
+                lambda conversation: run_schedule_in_vpc(conversation, schedule, output, args.timeout)
+            )
         elif search is None:
             run_levels(settings, levels, max(1, args.workers), output)
         else:
             run_schedule(settings, search.levels(), max(1, args.workers), output)
     except KeyboardInterrupt as stop:
-        interrupted = 143 if isinstance(stop, in_vpc.Terminated) else 130
+        interrupted = stop.exit_code if isinstance(stop, in_vpc.Terminated) else 130
         output.interrupted()
     except in_vpc.InVpcError as error:
         failed = True
@@ -704,7 +739,7 @@ def _run_probe(args: argparse.Namespace) -> int:
     if failed:
         return 1
     if args.publish_metrics is not None:
-        return _publish_metrics(args, out_dir, target.region)
+        return _publish_metrics(args, out_dir, *publish_to)
     return 0
 
 
@@ -740,7 +775,7 @@ def _in_vpc_session(args: argparse.Namespace) -> in_vpc.Session:
     return in_vpc.prepare(args, args.command_parser, argv[at:], argv[:at], stack_route, load, defaults, label)
 
 
-def _publish_metrics(args: argparse.Namespace, out_dir: Path, region: str | None) -> int:
+def _publish_metrics(args: argparse.Namespace, out_dir: Path, profile: str | None, region: str | None) -> int:
     from sonic_deploy.probe import publish_metrics
     from sonic_deploy.probe.output import read_samples
 
@@ -749,7 +784,7 @@ def _publish_metrics(args: argparse.Namespace, out_dir: Path, region: str | None
         read_samples(out_dir), args.publish_metrics, route, datetime.datetime.now(datetime.UTC)
     )
     try:
-        calls = publish_metrics.publish(publish_metrics.cloudwatch_client(region), data)
+        calls = publish_metrics.publish(publish_metrics.cloudwatch_client(profile, region), data)
     except publish_metrics.PublishError as error:
         print(f"sonic-deploy probe: --publish-metrics: {error}", file=sys.stderr)
         return 1

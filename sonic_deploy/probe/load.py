@@ -104,24 +104,42 @@ class Level:
     arrivals: str = "poisson"
 
     def share(self, worker: int, workers: int) -> Level:
-        """This worker's part of the level; the parts add up to the whole. A closed loop's requests are
-        shared by the workers that hold slots: with fewer slots than workers, the others could not run any."""
-
-        def part(total: int, among: int = workers) -> int:
-            if worker >= among:
-                return 0
-            return total // among + (1 if worker < total % among else 0)
-
-        rate = None if self.rate is None else self.rate / workers
-        concurrency = None if self.concurrency is None else part(self.concurrency)
-        holders = workers if self.concurrency is None else max(1, min(workers, self.concurrency))
+        """This worker's part of the level (a local worker process, or an in-VPC task); the parts add up to
+        the whole. A closed loop's slots split as evenly as they go, and its requests and warm-ups in
+        proportion to each worker's slots, so that every worker runs for about as long and the level holds
+        its concurrency to its end (an even split of requests would leave a worker with 1 slot of 3 running
+        alone at concurrency 1 for the second half). An open loop: 1/workers of the rate and of the warm-ups."""
+        if self.concurrency is None:
+            weights = [1] * workers
+        else:
+            weights = [evenly(self.concurrency, w, workers) for w in range(workers)]
+            if not any(weights):  # concurrency 0: nothing to run, the requests go nowhere
+                weights = [1] * workers
         return replace(
             self,
-            concurrency=concurrency,
-            rate=rate,
-            requests=part(self.requests, holders),
-            warmup=part(self.warmup, holders),
+            concurrency=None if self.concurrency is None else weights[worker],
+            rate=None if self.rate is None else self.rate / workers,
+            requests=proportional(self.requests, weights, worker),
+            warmup=proportional(self.warmup, weights, worker),
         )
+
+
+def evenly(total: int, index: int, count: int) -> int:
+    """Part `index` of `total` split in `count` parts as evenly as they go (the first ones one more)."""
+    return total // count + (1 if index < total % count else 0)
+
+
+def proportional(total: int, weights: list[int], index: int) -> int:
+    """Part `index` of `total` in proportion to `weights` (total x w_i // sum, then the remainder one each
+    to the first parts with a weight): the parts add up to `total`, each within 1 of its exact share, and
+    a part of weight 0 gets nothing."""
+    whole = sum(weights)
+    if whole <= 0 or weights[index] <= 0:
+        return 0
+    floors = [total * w // whole for w in weights]
+    left = total - sum(floors)
+    holders = [i for i, w in enumerate(weights) if w > 0]
+    return floors[index] + (1 if index in holders[:left] else 0)
 
 
 @dataclass(frozen=True)
@@ -140,8 +158,18 @@ class ProbeSettings:
 
 
 class _LevelRun:
-    def __init__(self, settings: ProbeSettings, whole: Level, worker: int, workers: int, emit: Emit) -> None:
+    def __init__(
+        self,
+        settings: ProbeSettings,
+        whole: Level,
+        worker: int,
+        workers: int,
+        emit: Emit,
+        stopped: Callable[[], bool] | None = None,
+    ) -> None:
         self.settings, self.whole, self.emit = settings, whole, emit
+        # An in-VPC task's stop (the runner put stop.json): no request begins once it is true.
+        self.stopped = stopped or (lambda: False)
         self.worker, self.workers = worker, workers
         self.level = whole.share(worker, workers)
         self.stats = LevelStats()
@@ -200,7 +228,7 @@ class _LevelRun:
 
         async def slot(index: int) -> None:
             await asyncio.sleep(ramp_up * (index + self.worker / self.workers) / slots)
-            while (number := next(issued)) < warmups + count:
+            while not self.stopped() and (number := next(issued)) < warmups + count:
                 if not await self.one(time.perf_counter(), warmup=number < warmups):
                     # As a caller would: retrying a 429 at once would turn the slot into a flood.
                     await asyncio.sleep(self.settings.error_backoff_s)
@@ -232,8 +260,10 @@ class _LevelRun:
         poisson = self.level.arrivals == "poisson"
         # Poisson arrivals split into independent Poisson streams; constant ones interleave across workers.
         at = start + (chance.expovariate(rate) if poisson else self.worker / self.workers / rate)
-        while at < start + duration_s:
+        while at < start + duration_s and not self.stopped():
             await asyncio.sleep(max(0.0, at - time.perf_counter()))
+            if self.stopped():
+                break
             task = asyncio.create_task(scheduled(at))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
@@ -267,8 +297,11 @@ async def run_level(
     workers: int,
     emit: Emit,
     start_at: float | None = None,
+    stopped: Callable[[], bool] | None = None,
 ) -> LevelStats:
-    """Run this worker's share of `whole` from `start_at` (perf_counter), so that workers start together."""
+    """Run this worker's share of `whole` from `start_at` (perf_counter), so that workers start together;
+    `stopped`: no request begins once it returns True (an in-VPC task told to stop)."""
     if start_at is not None:
-        await asyncio.sleep(max(0.0, start_at - time.perf_counter()))
-    return await _LevelRun(settings, whole, worker, workers, emit).run()
+        while (wait := start_at - time.perf_counter()) > 0 and not (stopped and stopped()):
+            await asyncio.sleep(min(wait, 0.5))
+    return await _LevelRun(settings, whole, worker, workers, emit, stopped).run()

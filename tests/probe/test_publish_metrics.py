@@ -73,6 +73,78 @@ def test_more_than_150_distinct_values_go_in_several_data() -> None:
     assert sum(sum(d["Counts"]) for d in ttfa) == 400
 
 
+def test_one_ttfa_datum_a_call_as_the_api_allows() -> None:
+    """ "Up to 150 values per metric with one PutMetricData request": each TTFA datum goes in its own call,
+    the first with the counts."""
+    data = metric_data([_sample(True, 10.0 + i) for i in range(400)], "staging", "sagemaker", AT)
+    client = boto3.client("cloudwatch", region_name="us-east-2")
+    calls = publish_metrics.batches(data)
+    assert [sum(d["MetricName"] == canary_metrics.TTFA for d in call) for call in calls] == [1, 1, 1]
+    assert [len(call) for call in calls] == [5, 1, 1]
+    with Stubber(client) as stubber:
+        for call in calls:
+            stubber.add_response(
+                "put_metric_data", {}, {"Namespace": "SonicDeploy/Canary", "MetricData": call}
+            )
+        assert publish(client, data) == 3
+        stubber.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "fix"),
+    [
+        ("AccessDenied", 403, "Fix: grant cloudwatch:PutMetricData"),
+        ("InternalServiceError", 500, "Fix: retry later: CloudWatch failed on its side"),
+        ("Throttling", 400, "Fix: retry later"),
+        ("InvalidParameterValue", 400, "Fix: this is a bug in sonic-deploy"),
+    ],
+)
+def test_the_fix_follows_the_error_code(code: str, status: int, fix: str) -> None:
+    client = boto3.client("cloudwatch", region_name="us-east-2")
+    data = metric_data([_sample(True, 80.0)], "staging", "ecs", AT)
+    with Stubber(client) as stubber:
+        stubber.add_client_error("put_metric_data", code, "no\x1b[31m", status)
+        with pytest.raises(PublishError) as raised:
+            publish(client, data)
+    assert fix in str(raised.value)
+    assert "\x1b" not in str(raised.value)  # escaped (one_line), never sent to the terminal raw
+    assert ("grant" in str(raised.value)) == (code == "AccessDenied")
+
+
+def test_the_client_is_the_profiles_in_the_given_region(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    config = tmp_path / "config"
+    config.write_text("[profile prod]\nregion = eu-west-1\n", encoding="utf-8")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    client = publish_metrics.cloudwatch_client("prod", "us-east-2")
+    assert client.meta.region_name == "us-east-2"
+    assert publish_metrics.region_of("prod", None) == "eu-west-1"
+    with pytest.raises(
+        PublishError, match=r"^cannot make a CloudWatch client: .*(absent).*Fix: check --profile"
+    ):
+        publish_metrics.cloudwatch_client("absent", "us-east-2")
+    with pytest.raises(PublishError, match=r"no AWS Region.*Fix: set AWS_DEFAULT_REGION"):
+        publish_metrics.cloudwatch_client(None, None)
+
+
+def test_publish_metrics_without_a_region_is_refused_before_the_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No Region (no AWS_DEFAULT_REGION, no profile's): one line and exit 2, no request sent."""
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    argv = ["probe", "ws", "--url", "ws://127.0.0.1:9/tts/websocket", "--concurrency", "1", "--requests", "1"]
+    argv += ["--warmup", "0", "--out", str(tmp_path / "out"), "--publish-metrics", "dev"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--publish-metrics: no AWS Region to publish to. Fix:" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_probes_capacity_kinds_are_throttles() -> None:
     for kind in (
         "status_429",
@@ -120,16 +192,25 @@ def test_a_canary_run_publishes_and_a_failed_publish_exits_1(
     else:
         stubber.add_response("put_metric_data", {})
     stubber.activate()
-    monkeypatch.setattr(publish_metrics, "cloudwatch_client", lambda region: client)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-2")
+    made: list[tuple[str | None, str | None]] = []
+
+    def fake(profile: str | None, region: str | None) -> Any:
+        made.append((profile, region))
+        return client
+
+    monkeypatch.setattr(publish_metrics, "cloudwatch_client", fake)
     argv = ["probe", "ws", "--url", server.ws_url, "--concurrency", "1", "--requests", "3", "--warmup", "1"]
     argv += ["--no-report", "--quiet", "--out", str(tmp_path / "canary"), "--publish-metrics", "staging"]
     assert main(argv) == (1 if fails else 0)
     stubber.assert_no_pending_responses()
+    assert made == [(None, None)]  # boto3's chain: AWS_DEFAULT_REGION, as in the canary's task
     err = capsys.readouterr().err
     if fails:
         assert (
             "--publish-metrics: cloudwatch:PutMetricData to SonicDeploy/Canary failed: InternalServiceError"
             in err
         )
+        assert "Fix: retry later" in err and "Fix: grant" not in err
     else:
         assert "published 5 data to SonicDeploy/Canary (Environment=staging, Route=ecs)" in err

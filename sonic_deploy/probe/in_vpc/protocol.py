@@ -2,11 +2,21 @@
 once and never changed, so that neither side needs a lock or a conditional write.
 
     run.json                      the runner: the task count and how often to poll
-    ready/<index>.json            a task: it parsed its options and built its target, and waits for commands
+    ready/<index>.json            a task: it parsed its options and read run.json, and waits for commands (it
+                                  builds its target for each command, as a local worker process does)
     commands/<seq>.json           the runner: level <seq> (a `Level` and a wall-clock start), "turn", or "done"
+    stop.json                     the runner, when a run ends early (an error, Ctrl-C): every task stops, between
+                                  two requests or at its next poll (with "done" at the next <seq> too)
     results/<seq>/<index>/samples.jsonl   a task: its samples of command <seq>
     results/<seq>/<index>/stats.json      a task, after its samples: its encoded `LevelStats` (the marker)
+    results/<seq>/<index>/part-<n>.jsonl  a task, while command <seq> runs: its next samples (kept for a run
+                                          interrupted mid-command; the whole is samples.jsonl)
     failed/<index>.json           a task: what stopped it (the runner stops the run and shows it)
+
+A task trusts nothing it reads here beyond its own command line: it refuses a command that is not one its own
+options make (`check_level`, in task.py), a start out of `START_WINDOW_S`, a run.json out of bounds
+(`RunManifest.problem`): whoever may write the prefix cannot turn the task into a load generator of their
+own. The runner escapes what a task wrote before it prints it.
 
 The runner and the tasks reach the bucket only through `ObjectStore`: `S3Store` in AWS, `DirectoryStore`
 (a folder, `file://` URLs) in tests and for rehearsing a run on one machine.
@@ -15,8 +25,9 @@ The runner and the tasks reach the bucket only through `ObjectStore`: `S3Store` 
 from __future__ import annotations
 
 import json
+import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -24,7 +35,16 @@ from urllib.parse import urlsplit
 from sonic_deploy.probe.load import Level
 
 RUN = "run.json"
+STOP = "stop.json"
 RUNS_PREFIX = "runs/"
+# Bounds a task holds run.json to: a poll of 0 would call S3 in a tight loop, and an idle timeout of days
+# would leave a task billing for them after its runner died.
+POLL_BOUNDS_S = (0.2, 10.0)
+MAX_IDLE_TIMEOUT_S = 3600.0
+# A command's start a task accepts, from its own clock: at most this far in the past (a late poll, an
+# operator's clock a little behind) and in the future (the runner publishes a few seconds ahead), so that
+# a forged start cannot keep a task sleeping, billing, past every idle timeout.
+START_WINDOW_S = (60.0, 120.0)
 
 
 class ObjectStore(Protocol):
@@ -55,6 +75,10 @@ def command_key(seq: int) -> str:
 
 def samples_key(seq: int, index: int) -> str:
     return f"results/{seq}/{index}/samples.jsonl"
+
+
+def part_key(seq: int, index: int, part: int) -> str:
+    return f"results/{seq}/{index}/part-{part:05d}.jsonl"
 
 
 def stats_key(seq: int, index: int) -> str:
@@ -94,6 +118,19 @@ class RunManifest:
             str(data["run_id"]), int(data["task_count"]), float(data["poll_s"]), float(data["idle_timeout_s"])
         )
 
+    def problem(self, task_count: int) -> str | None:
+        """Why a task with `--task-count task_count` refuses this run.json (None: it does not)."""
+        low, high = POLL_BOUNDS_S
+        if self.task_count != task_count:
+            return f"run.json task_count {self.task_count} is not this task's --task-count {task_count}"
+        if not low <= self.poll_s <= high:
+            return f"run.json poll_s {self.poll_s:g} is not within [{low:g}, {high:g}] s"
+        if not 0 < self.idle_timeout_s <= MAX_IDLE_TIMEOUT_S:
+            return (
+                f"run.json idle_timeout_s {self.idle_timeout_s:g} is not within (0, {MAX_IDLE_TIMEOUT_S:g}] s"
+            )
+        return None
+
 
 def level_command(level: Level, start_at: float) -> dict[str, Any]:
     """Run `level` (each task its share), beginning at `start_at` (time.time(), seconds since the epoch)."""
@@ -107,8 +144,53 @@ def turn_command(start_at: float) -> dict[str, Any]:
 DONE: dict[str, Any] = {"kind": "done"}
 
 
+class CommandError(ValueError):
+    """A command a task refuses: not one the runner of its own options would publish."""
+
+
 def level_of(command: dict[str, Any]) -> Level:
-    return Level(**command["level"])
+    """The command's level, each field of its own type (CommandError otherwise)."""
+    data = command.get("level")
+    if not isinstance(data, dict) or set(data) != {f.name for f in fields(Level)}:
+        raise CommandError(f"a level command's level is not a level: {data!r:.200}")
+
+    def number(name: str, kind: type, optional: bool = False) -> Any:
+        value = data[name]
+        if optional and value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+            raise CommandError(
+                f"a level command's {name} is not a{'n integer' if kind is int else ' number'}: {value!r:.100}"
+            )
+        if not math.isfinite(value) or value < 0:
+            raise CommandError(f"a level command's {name} is out of range: {value!r}")
+        return kind(value)
+
+    if not isinstance(data["arrivals"], str):
+        raise CommandError(f"a level command's arrivals is not a name: {data['arrivals']!r:.100}")
+    return Level(
+        index=number("index", int),
+        concurrency=number("concurrency", int, optional=True),
+        rate=number("rate", float, optional=True),
+        requests=number("requests", int),
+        duration_s=number("duration_s", float),
+        warmup=number("warmup", int),
+        arrivals=data["arrivals"],
+    )
+
+
+def start_of(command: dict[str, Any], now: float) -> float:
+    """The command's wall-clock start, if within `START_WINDOW_S` of `now` (this task's clock)."""
+    start_at = command.get("start_at")
+    if isinstance(start_at, bool) or not isinstance(start_at, (int, float)) or not math.isfinite(start_at):
+        raise CommandError(f"a command's start_at is not a time: {start_at!r:.100}")
+    before, after = START_WINDOW_S
+    if not now - before <= start_at <= now + after:
+        raise CommandError(
+            f"a command's start_at is {start_at - now:+.0f} s from this task's clock, outside [-{before:g}, "
+            f"+{after:g}] s (an operator's clock that far off: set it by NTP)"
+        )
+    return float(start_at)
 
 
 def local_start(start_at: float) -> float:

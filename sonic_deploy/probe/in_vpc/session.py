@@ -25,10 +25,9 @@ from sonic_deploy.probe.in_vpc.runner import (
     given,
     new_run_id,
     stderr_say,
+    stop_signals,
     task_argv,
     tasks_needed,
-    terminated_as_interrupt,
-    uninterrupted,
 )
 
 # Where the runner puts --transcripts FILE for the tasks (a file on this machine, not in the image).
@@ -133,6 +132,14 @@ class Session:
     command: Callable[[int], list[str]]
     timing: Timing
     say: Callable[[str], None] = field(default=stderr_say)
+    # Each command's per-task facts (InVpcRun.facts), filled as the run goes: summary.json's
+    # in_vpc.commands, since `describe()`'s dict is written at the end.
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    conversation: InVpcRun | None = None
+
+    def partial(self) -> list[dict[str, Any]]:
+        """After an interruption: what the tasks uploaded of the command under way (InVpcRun.partial)."""
+        return [] if self.conversation is None else self.conversation.partial()
 
     def describe(self) -> dict[str, Any]:
         """Where the run measured from, for summary.json (its `client` is this machine, which only merged)."""
@@ -144,31 +151,39 @@ class Session:
             "tasks": self.count,
             "run_id": self.fleet.run_id,
             "objects": self.store.where(),
+            "commands": self.facts,
         }
 
     def run(self, work: Callable[[InVpcRun], None]) -> None:
         """Start the tasks, wait until they are ready, do `work` with them, tell them it is done; stop every
-        task whatever happens (Ctrl-C and SIGTERM too: those propagate as KeyboardInterrupt once stopped)."""
+        task whatever happens. Ctrl-C, SIGTERM and SIGHUP, from the first RunTask to the last StopTask, go to
+        one handler (`stop_signals`): the first propagates as KeyboardInterrupt once the tasks are stopped,
+        any later one is ignored. A run that ends early puts stop.json first (a task that StopTask misses,
+        or one whose RunTask answer was lost, stops itself), then StopTask, ListTasks twice."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         from sonic_deploy.probe.in_vpc.runner import _aws_failure
 
         conversation = InVpcRun(self.fleet, self.store, self.count, self.timing, self.say)
+        conversation.facts = self.facts
+        self.conversation = conversation
         reason = "sonic-deploy probe --in-vpc: run ended"
-        try:
-            with terminated_as_interrupt():
+        with stop_signals() as hold:
+            try:
                 try:
                     conversation.start(self.command)
                     work(conversation)
                     conversation.finish()
                 except (BotoCoreError, ClientError) as error:  # the bucket's (ECS's are InVpcError already)
                     raise _aws_failure(f"the run's objects in {self.store.where()}", error) from None
-        except BaseException as error:
-            reason = f"sonic-deploy probe --in-vpc: {type(error).__name__}"
-            raise
-        finally:
-            with uninterrupted():
-                self.fleet.stop_all(reason)
+            except BaseException as error:
+                reason = f"sonic-deploy probe --in-vpc: {type(error).__name__}"
+                raise
+            finally:
+                hold()
+                if not conversation.done:
+                    conversation.stop_tasks()
+                self.fleet.stop_all(reason, 0.0 if conversation.done else self.timing.relist_after_s)
                 self.say(f"the run's objects stay in {self.store.where()} (the bucket expires them)")
 
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 import json
 import socket
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sonic_deploy.probe.in_vpc.protocol import (
     RUN,
+    STOP,
+    CommandError,
     ObjectStore,
     RunManifest,
     command_key,
@@ -23,19 +27,30 @@ from sonic_deploy.probe.in_vpc.protocol import (
     get_json,
     level_of,
     local_start,
+    part_key,
     put_json,
     ready_key,
     samples_key,
+    start_of,
     stats_key,
 )
-from sonic_deploy.probe.load import ProbeSettings
+from sonic_deploy.probe.load import Level, ProbeSettings
 
-# What a task does with one command: run it, emitting each sample, and return what goes in stats.json.
-RunCommand = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]
+# What a task does with one command: run it, emitting each sample, and return what goes in stats.json. The
+# event is set when the runner puts stop.json: the command ends between two requests (or calls).
+RunCommand = Callable[[dict[str, Any], Callable[[dict[str, Any]], None], threading.Event], dict[str, Any]]
+
+
+# A command's samples so far go up this often while it runs (a part; the whole goes up at its end).
+PART_EVERY_S = 10.0
 
 
 class RunnerGoneError(Exception):
     """No command within the run's idle timeout: the runner is gone (it stops its tasks in every other case)."""
+
+
+class StoppedError(Exception):
+    """The runner put stop.json: the run ended early, and this task stops."""
 
 
 def _say(text: str) -> None:
@@ -46,32 +61,87 @@ def _say(text: str) -> None:
 def _wait_for(store: ObjectStore, key: str, manifest: RunManifest) -> dict[str, Any]:
     deadline = time.monotonic() + manifest.idle_timeout_s
     while (found := get_json(store, key)) is None:
+        if store.get(STOP) is not None:
+            raise StoppedError()
         if time.monotonic() > deadline:
             raise RunnerGoneError(
                 f"no {key} within {manifest.idle_timeout_s:g} s: the runner is gone, stopping"
             )
         time.sleep(manifest.poll_s)
+    if not isinstance(found, dict):
+        raise CommandError(f"{key} is not a JSON object")
     result: dict[str, Any] = found
     return result
 
 
-def serve(store: ObjectStore, index: int, run_command: RunCommand) -> int:
-    """The task's life: ready, then each command in turn. 0 after "done"; 1 after a failure, which is also
-    put where the runner looks (failed/INDEX.json), so that it stops the run and says why."""
+@contextmanager
+def _watching(
+    store: ObjectStore, poll_s: float, seq: int, index: int, samples: list[dict[str, Any]]
+) -> Iterator[threading.Event]:
+    """While a command runs, on a thread of its own: an event set once the runner puts stop.json (polled
+    every `poll_s`; the command's loop checks it between requests), and the samples so far uploaded every
+    PART_EVERY_S as a part (results/<seq>/<index>/part-<n>.jsonl), so that a run interrupted mid-command
+    keeps what finished (`InVpcRun.partial`)."""
+    stop, finished = threading.Event(), threading.Event()
+    uploaded, part, at = 0, 0, time.monotonic()
+
+    def upload_part() -> None:
+        nonlocal uploaded, part, at
+        upto = len(samples)  # list.append is atomic: the first `upto` are complete
+        if upto > uploaded:
+            body = "".join(json.dumps({**s, "task": index}) + "\n" for s in samples[uploaded:upto])
+            store.put(part_key(seq, index, part), body.encode())
+            uploaded, part = upto, part + 1
+        at = time.monotonic()
+
+    def watch() -> None:
+        while not finished.wait(poll_s):
+            try:
+                if time.monotonic() - at >= PART_EVERY_S:
+                    upload_part()
+                if store.get(STOP) is not None:
+                    upload_part()
+                    stop.set()
+                    return
+            except Exception as error:  # a failed look is not a stop; the next one may work
+                _say(f"could not look for {STOP} or upload a part: {error!r}")
+
+    watcher = threading.Thread(target=watch, name="stop-watcher", daemon=True)
+    watcher.start()
+    try:
+        yield stop
+    finally:
+        finished.set()
+        watcher.join()
+
+
+def serve(store: ObjectStore, index: int, count: int, run_command: RunCommand) -> int:
+    """The task's life: ready, then each command in turn. 0 after "done" or stop.json; 1 after a failure
+    (a command it refuses too), which is also put where the runner looks (failed/INDEX.json), so that it stops
+    the run and says why."""
     try:
         manifest = RunManifest.from_json(_wait_for(store, RUN, RunManifest("", 0, 0.2, 300.0)))
+        problem = manifest.problem(count)
+        if problem is not None:
+            raise CommandError(f"refused: {problem}")
         put_json(store, ready_key(index), {"index": index, "host": socket.gethostname(), "at": time.time()})
         _say(f"task {index} of {manifest.task_count} ready ({store.where()})")
         seq = 0
-        while (command := _wait_for(store, command_key(seq), manifest))["kind"] != "done":
+        while (command := _wait_for(store, command_key(seq), manifest)).get("kind") != "done":
             samples: list[dict[str, Any]] = []
-            result = run_command(command, samples.append)
+            with _watching(store, manifest.poll_s, seq, index, samples) as stop:
+                result = run_command(command, samples.append, stop)
             lines = "".join(json.dumps({**sample, "task": index}) + "\n" for sample in samples)
             store.put(samples_key(seq, index), lines.encode())
             put_json(store, stats_key(seq, index), result)  # last: the runner waits for it
             _say(f"command {seq} ({command['kind']}): {len(samples)} samples uploaded")
+            if stop.is_set():
+                raise StoppedError()
             seq += 1
         _say("done")
+        return 0
+    except StoppedError:
+        _say(f"stopped: the runner put {STOP}")
         return 0
     except Exception as error:  # the runner must hear of it, whatever it is
         _say(f"failed: {error!r}")
@@ -82,17 +152,38 @@ def serve(store: ObjectStore, index: int, run_command: RunCommand) -> int:
         return 1
 
 
-def level_runner(settings: ProbeSettings, index: int, count: int) -> RunCommand:
-    """Each level command: this task's share of it, from the runner's start time."""
+def command_start(command: dict[str, Any], kind: str) -> float:
+    """The command's start as this process's perf_counter, once it is the kind this task runs and its start
+    is within the window (CommandError otherwise)."""
+    if command.get("kind") != kind:
+        raise CommandError(f"a {kind} task got a {str(command.get('kind'))[:40]!r} command")
+    return local_start(start_of(command, time.time()))
+
+
+def level_runner(
+    settings: ProbeSettings, index: int, count: int, permitted: Callable[[Level], str | None]
+) -> RunCommand:
+    """Each level command: this task's share of it, from the runner's start time. `permitted`: why the
+    task's own options would not make this level (None: they would), so that a forged command is refused."""
     from sonic_deploy.probe import event_loop
     from sonic_deploy.probe.load import run_level
 
-    def run_command(command: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-        if command["kind"] != "level":
-            raise ValueError(f"a level run got a {command['kind']!r} command")
-        start = local_start(float(command["start_at"]))
+    def run_command(
+        command: dict[str, Any], emit: Callable[[dict[str, Any]], None], stop: threading.Event
+    ) -> dict[str, Any]:
+        start = command_start(command, "level")
+        level = level_of(command)
+        problem = permitted(level)
+        if problem is not None:
+            raise CommandError(f"refused level {level.index}: {problem}")
         late_s = max(0.0, time.perf_counter() - start)
-        stats = event_loop.run(run_level(settings, level_of(command), index, count, emit, start))
-        return {"stats": encode_stats(stats.encode()), "late_s": round(late_s, 3)}
+        began = time.time() + max(0.0, start - time.perf_counter())  # this task's clock
+        stats = event_loop.run(run_level(settings, level, index, count, emit, start, stop.is_set))
+        return {
+            "stats": encode_stats(stats.encode()),
+            "late_s": round(late_s, 3),
+            "started_at": round(began, 3),
+            "ended_at": round(time.time(), 3),
+        }
 
     return run_command

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import math
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from sonic_deploy.arguments import (
     ENDPOINT_NAME,
@@ -248,11 +250,33 @@ def _ignored(args: argparse.Namespace) -> str | None:
     return None
 
 
+# Cloud services whose keys a task does not hold: in the VPC it has the deployment's CARTESIA_API_KEY (the
+# self-hosted route's key, not Cartesia's cloud one) and its role (Transcribe, Bedrock), no OPENAI_API_KEY.
+CLOUD_STT_HOST, CLOUD_LLM_HOST = "api.cartesia.ai", "api.openai.com"
+
+
+def _in_vpc_hops_problem(args: argparse.Namespace) -> str | None:
+    """--in-vpc with a hop the tasks cannot call: every turn would fail."""
+    if args.in_vpc is None:
+        return None
+    fix = "Fix: use --stt transcribe --llm bedrock (the task role's), or an agent's hops inside the VPC"
+    if args.stt == "ink" and urlsplit(args.stt_url).hostname == CLOUD_STT_HOST:
+        return (
+            f"--in-vpc with --stt ink on {CLOUD_STT_HOST}: a task holds the deployment's key, not Cartesia's "
+            f"cloud key. {fix}"
+        )
+    if args.llm == "openai" and args.llm_url and urlsplit(args.llm_url).hostname == CLOUD_LLM_HOST:
+        return f"--in-vpc with --llm openai on {CLOUD_LLM_HOST}: a task has no OPENAI_API_KEY. {fix}"
+    return None
+
+
 def _problem(args: argparse.Namespace) -> str | None:
     if (ignored := _ignored(args)) is not None:
         return ignored
     if (in_vpc_problem := in_vpc.check(args)) is not None:
         return in_vpc_problem
+    if (in_vpc_hops := _in_vpc_hops_problem(args)) is not None:
+        return in_vpc_hops
     if args.warmup_turns < 0 or args.warmup_turns >= args.turns:
         return f"--warmup-turns {args.warmup_turns} leaves no turn to time of --turns {args.turns}: give 0 to {args.turns - 1}"
     if args.route == "ecs" and not args.tts_url and args.in_vpc is None:
@@ -381,10 +405,44 @@ def _in_vpc_session(args: argparse.Namespace) -> in_vpc.Session:
             "--cartesia-version": out["CartesiaVersion"],
         }
 
-    load = (args.concurrency, None) if args.rate is None else (None, args.rate)
+    label = None
+    if args.rate is None:
+        load: tuple[int | None, float | None] = (args.concurrency, None)
+    else:
+        # An open loop's calls at once, not its arrivals a second, are what a task's streams hold: a call
+        # lasts its turns (speech, reply, gap), so --rate 5 is some 100 calls at once (Little's law).
+        try:
+            call_s = _call_s(args, _utterances(args))
+        except CallerAudioError as error:
+            raise in_vpc.InVpcError(str(error)) from None
+        at_once = math.ceil(args.rate * call_s)
+        load = (at_once, None)
+        label = f"--rate {args.rate:g} calls/s x ~{call_s:.0f} s a call (~{at_once} calls at once)"
     argv: list[str] = args.argv
     at = argv.index("turn", argv.index("probe") + 1) + 1
-    return in_vpc.prepare(args, args.command_parser, argv[at:], argv[:at], args.route, load, defaults)
+    return in_vpc.prepare(args, args.command_parser, argv[at:], argv[:at], args.route, load, defaults, label)
+
+
+# A reply's length for sizing only (the model's answer and its speech): a few seconds, as the budget's turn
+# (config/turn_budget.toml) plus a spoken sentence.
+REPLY_ESTIMATE_S = 4.0
+
+
+def _call_s(args: argparse.Namespace, utterances: tuple[CallerAudio, ...]) -> float:
+    """A call's estimated length: each turn's speech, reply and the caller's gap."""
+    speech = sum(item.duration_s for item in utterances) / len(utterances)
+    return float(args.turns * (speech + REPLY_ESTIMATE_S + args.gap_ms / 1000))
+
+
+def _calls_s(args: argparse.Namespace, utterances: tuple[CallerAudio, ...], load: Any) -> float:
+    """The longest the turns may take (the runner's deadline for the tasks' results): each call at its
+    timeouts (speech, --stt-timeout, --reply-timeout, gap per turn), in a row per slot, or after the last
+    arrival."""
+    speech = max(item.duration_s for item in utterances)
+    call = args.turns * (speech + args.stt_timeout + args.reply_timeout + args.gap_ms / 1000)
+    if load.rate is not None:
+        return float(load.duration_s + call)
+    return float(load.ramp_up_s + math.ceil(load.calls / max(1, load.concurrency)) * call)
 
 
 def run_turn(args: argparse.Namespace) -> int:
@@ -422,19 +480,26 @@ def run_turn(args: argparse.Namespace) -> int:
     out_dir = args.out or Path("probe-runs") / f"turn-{args.route}-{stamp}"
     output = TurnOutput(out_dir, None if args.quiet else sys.stderr)
     failed = False
+    interrupted: int | None = None
     # The caller's frames go out on timers: the loop whose timers fire when due (event_loop.py).
     try:
         if session is not None:
-            session.run(lambda conversation: _emit_all(conversation.run_turn(), output))
+            within = _calls_s(args, utterances, load)
+            session.run(lambda conversation: _emit_all(conversation.run_turn(within), output))
         else:
             hops = Hops(stt, llm, speaker, args.system or None)
             with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
                 runner.run(run(hops, plan, load, output))
-    except KeyboardInterrupt:
-        print(
-            "\ninterrupted: the turns finished so far are in " + str(out_dir / "samples.jsonl"),
-            file=sys.stderr,
-        )
+    except KeyboardInterrupt as stop:
+        interrupted = stop.exit_code if isinstance(stop, in_vpc.Terminated) else 130
+        if (
+            session is not None
+        ):  # the turns the tasks had uploaded (every PART_EVERY_S, and when told to stop)
+            _emit_all(session.partial(), output)
+        where = "the turns finished so far are in " + str(out_dir / "samples.jsonl")
+        if session is not None:
+            where += " (those the tasks had uploaded: they upload every few seconds)"
+        print(f"\ninterrupted: {where}", file=sys.stderr)
     except in_vpc.InVpcError as error:
         failed = True
         print(f"sonic-deploy probe turn: {error}", file=sys.stderr)
@@ -461,6 +526,8 @@ def run_turn(args: argparse.Namespace) -> int:
         title = f"turn: {args.stt} -> {args.llm} ({args.llm_model}) -> Sonic on {args.route}, {summary['ok']} turns"
         print(f"waterfall: {write_waterfall(summary, out_dir / 'waterfall.png', title)}")
     print(f"samples and summary: {out_dir}")
+    if interrupted is not None:
+        return interrupted
     return 0 if summary["ok"] and not failed else 1
 
 
@@ -495,11 +562,11 @@ def _plan_and_load(args: argparse.Namespace, utterances: tuple[CallerAudio, ...]
 def _run_turn_task(args: argparse.Namespace, utterances: tuple[CallerAudio, ...]) -> int:
     """Inside a task: this task's share of the calls, when the runner says, its turns uploaded."""
     import tempfile
+    import threading
     import time
 
     from sonic_deploy.probe.event_loop import precise_loop, steady_collector
-    from sonic_deploy.probe.in_vpc.protocol import local_start
-    from sonic_deploy.probe.in_vpc.task import serve
+    from sonic_deploy.probe.in_vpc.task import command_start, serve
     from sonic_deploy.probe.turn.run import TurnOutput, run
 
     store = in_vpc.task_store(args)
@@ -510,20 +577,27 @@ def _run_turn_task(args: argparse.Namespace, utterances: tuple[CallerAudio, ...]
     plan, load = _plan_and_load(args, utterances)
     share = load.share(args.task_index, args.task_count)
 
-    def run_command(command: dict[str, Any], emit: Any) -> dict[str, Any]:
-        if command["kind"] != "turn":
-            raise ValueError(f"a turn run got a {command['kind']!r} command")
-        time.sleep(max(0.0, local_start(float(command["start_at"])) - time.perf_counter()))
+    def run_command(command: dict[str, Any], emit: Any, stop: threading.Event) -> dict[str, Any]:
+        start = command_start(command, "turn")  # refused unless a turn, starting within the window
+        while (wait := start - time.perf_counter()) > 0 and not stop.is_set():
+            time.sleep(min(wait, 0.5))
+        began, late_s = time.time(), max(0.0, time.perf_counter() - start)
         with tempfile.TemporaryDirectory() as folder:
             output = TurnOutput(Path(folder), None)
             hops = Hops(stt, llm, speaker, args.system or None)
             try:
                 with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
-                    runner.run(run(hops, plan, share, output))
+                    runner.run(run(hops, plan, share, output, stop.is_set))
             finally:
                 output.close()
         for line in output.lines:
             emit(line)
-        return {"turns": len(output.lines), "load": share.describe()}
+        return {
+            "turns": len(output.lines),
+            "load": share.describe(),
+            "late_s": round(late_s, 3),
+            "started_at": round(began, 3),
+            "ended_at": round(time.time(), 3),
+        }
 
-    return serve(store, args.task_index, run_command)
+    return serve(store, args.task_index, args.task_count, run_command)

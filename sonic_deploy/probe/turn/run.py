@@ -10,11 +10,12 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from sonic_deploy.probe.load import evenly, proportional
 from sonic_deploy.probe.output import client_facts
 from sonic_deploy.probe.turn.budget import PERCENTILES, Budget, judge
 from sonic_deploy.probe.turn.call import HOPS, CallPlan, Hops, run_call
@@ -36,18 +37,27 @@ class Load:
     # frames, turns and requests all due at the same instants), a burst no real set of calls makes.
     ramp_up_s: float = 2.0
 
+    # The task this load is the share of, and how many share it (probe turn --in-vpc): its slots start
+    # offset by task/tasks of a slot's step, so that N tasks do not start N calls together.
+    task: int = 0
+    tasks: int = 1
+
     def share(self, index: int, count: int) -> Load:
         """Task `index` of `count`'s part (probe turn --in-vpc): the parts add up to the whole. Closed loop:
-        the calls at once and the calls in all split as evenly as they go (a task with no slot gets no call);
-        open loop: 1/count of the rate, on a seed of its own (independent Poisson arrivals add up to the rate)."""
-
-        def part(total: int, among: int) -> int:
-            return 0 if index >= among else total // among + (1 if index < total % among else 0)
-
+        the calls at once split as evenly as they go, the calls in all in proportion to them (as
+        `Level.share` splits a level's requests: every task runs for about as long, a task with no slot gets
+        no call); open loop: 1/count of the rate, on a seed of its own (independent Poisson arrivals add up
+        to the rate)."""
         if self.rate is not None:
-            return replace(self, rate=self.rate / count, seed=self.seed + index)
-        holders = max(1, min(count, self.concurrency))
-        return replace(self, concurrency=part(self.concurrency, count), calls=part(self.calls, holders))
+            return replace(self, rate=self.rate / count, seed=self.seed + index, task=index, tasks=count)
+        weights = [evenly(self.concurrency, i, count) for i in range(count)]
+        return replace(
+            self,
+            concurrency=weights[index],
+            calls=proportional(self.calls, weights, index),
+            task=index,
+            tasks=count,
+        )
 
     def describe(self) -> dict[str, Any]:
         if self.rate is not None:
@@ -136,8 +146,13 @@ class TurnOutput:
             self._progress.write("\n")
 
 
-async def run(hops: Hops, plan: CallPlan, load: Load, output: TurnOutput) -> None:
+async def run(
+    hops: Hops, plan: CallPlan, load: Load, output: TurnOutput, stopped: Callable[[], bool] | None = None
+) -> None:
+    """The load's calls, to their end; `stopped` (an in-VPC task told to stop): once it is true, no call
+    begins and those under way are cancelled (their finished turns are kept)."""
     calls: list[asyncio.Task[None]] = []
+    halted = stopped or (lambda: False)
     try:
         if load.rate is None:
             numbers = iter(range(load.calls))
@@ -145,15 +160,17 @@ async def run(hops: Hops, plan: CallPlan, load: Load, output: TurnOutput) -> Non
             slots = min(load.concurrency, load.calls)
 
             async def slot(index: int) -> None:
-                await asyncio.sleep(load.ramp_up_s * index / slots)
+                await asyncio.sleep(load.ramp_up_s * (index + load.task / load.tasks) / slots)
                 for number in numbers:
+                    if halted():
+                        return
                     await run_call(number, hops, plan, output.emit)
 
             calls = [asyncio.create_task(slot(index)) for index in range(slots)]
         else:
             chance, started, number = random.Random(load.seed), time.perf_counter(), 0
             due = 0.0
-            while True:
+            while not halted():
                 due += chance.expovariate(load.rate)
                 if due > load.duration_s:
                     break
@@ -162,7 +179,20 @@ async def run(hops: Hops, plan: CallPlan, load: Load, output: TurnOutput) -> Non
                     await asyncio.sleep(wait)
                 calls.append(asyncio.create_task(run_call(number, hops, plan, output.emit)))
                 number += 1
-        await asyncio.gather(*calls)
+        if stopped is None:
+            await asyncio.gather(*calls)
+        else:
+            every: asyncio.Future[Any] = asyncio.gather(*calls)
+
+            async def watch() -> None:
+                while not halted():
+                    await asyncio.sleep(0.2)
+
+            watcher: asyncio.Future[Any] = asyncio.ensure_future(watch())
+            await asyncio.wait({every, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            watcher.cancel()
+            if every.done():
+                every.result()
     finally:
         for call in calls:
             call.cancel()

@@ -28,7 +28,8 @@ FAST = Timing(
     describe_every_s=0.5,
     ready_timeout_s=120.0,
     start_delay_s=1.0,
-    task_poll_s=0.05,
+    task_poll_s=0.2,
+    relist_after_s=0.2,
     task_idle_timeout_s=120.0,
 )
 

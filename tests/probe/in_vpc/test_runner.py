@@ -19,7 +19,15 @@ from botocore.stub import Stubber
 
 from sonic_deploy.cli import main
 from sonic_deploy.probe.in_vpc import session as in_vpc
-from sonic_deploy.probe.in_vpc.protocol import DirectoryStore, encode_stats, put_json, ready_key
+from sonic_deploy.probe.in_vpc.protocol import (
+    STOP,
+    DirectoryStore,
+    command_key,
+    encode_stats,
+    get_json,
+    put_json,
+    ready_key,
+)
 from sonic_deploy.probe.in_vpc.runner import (
     Fleet,
     InVpcError,
@@ -44,7 +52,14 @@ from .fakes import CLUSTER, ECS_OUTPUTS, PROBE_OUTPUTS, TASK_DEFINITION, task, t
 
 # DescribeTasks once while waiting for the tasks to be ready, and never during a level: the Stubber's
 # queue of answers is then the same on every run.
-QUIET = Timing(poll_s=0.01, describe_every_s=3600, ready_timeout_s=30, start_delay_s=0.05, task_poll_s=0.01)
+QUIET = Timing(
+    poll_s=0.01,
+    describe_every_s=3600,
+    ready_timeout_s=30,
+    start_delay_s=0.05,
+    task_poll_s=0.2,
+    relist_after_s=0.01,
+)
 DEPLOYMENT = ProbeDeployment(
     environment="dev",
     route="ecs",
@@ -104,8 +119,11 @@ def _expect_describe(stubber: Stubber, *described: dict[str, Any]) -> None:
     )
 
 
-def _expect_stop(stubber: Stubber, *numbers: int, unrecorded: int | None = None) -> None:
-    """ListTasks by the run's startedBy (what ECS still runs of it), then StopTask for each task."""
+def _expect_stop(
+    stubber: Stubber, *numbers: int, unrecorded: int | None = None, ended_early: bool = True
+) -> None:
+    """ListTasks by the run's startedBy (what ECS still runs of it), then StopTask for each task; a run that
+    ended early lists them again a little later (a task whose RunTask answer was lost may be listed late)."""
     listed = [task_arn(n) for n in numbers] + ([] if unrecorded is None else [task_arn(unrecorded)])
     stubber.add_response("list_tasks", {"taskArns": listed}, {"cluster": CLUSTER, "startedBy": RUN_ID})
     if unrecorded is not None:
@@ -117,6 +135,8 @@ def _expect_stop(stubber: Stubber, *numbers: int, unrecorded: int | None = None)
             {"task": stopped},
             {"cluster": CLUSTER, "task": task_arn(n), "reason": ANY},
         )
+    if ended_early:
+        stubber.add_response("list_tasks", {"taskArns": []}, {"cluster": CLUSTER, "startedBy": RUN_ID})
 
 
 def _session(client: Any, store: DirectoryStore, count: int, timing: Timing = QUIET) -> in_vpc.Session:
@@ -138,7 +158,9 @@ def _records(worker: int, count: int) -> list[dict[str, Any]]:
 def _fake_task(store: DirectoryStore, index: int, count: int, fail: bool = False) -> threading.Thread:
     """A task: the real task loop, whose levels emit synthetic samples and their LevelStats."""
 
-    def run_command(command: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    def run_command(
+        command: dict[str, Any], emit: Callable[[dict[str, Any]], None], stop: threading.Event
+    ) -> dict[str, Any]:
         if fail:
             raise RuntimeError("the target refused every connection")
         level = Level(**command["level"])
@@ -148,7 +170,7 @@ def _fake_task(store: DirectoryStore, index: int, count: int, fail: bool = False
             emit(record)
         return {"stats": encode_stats(stats.encode()), "late_s": 0.0}
 
-    thread = threading.Thread(target=serve, args=(store, index, run_command), daemon=True)
+    thread = threading.Thread(target=serve, args=(store, index, count, run_command), daemon=True)
     thread.start()
     return thread
 
@@ -175,13 +197,13 @@ def test_a_run_starts_waits_collects_merges_exactly_and_stops_every_task(
     for n in range(3):
         _expect_run_task(stubber, n)
     _expect_describe(stubber, task(0, "RUNNING"), task(1, "PENDING"), task(2, "PROVISIONING"))
-    _expect_stop(stubber, 0, 1, 2)
+    _expect_stop(stubber, 0, 1, 2, ended_early=False)
     store = DirectoryStore(tmp_path / "run")
     threads = [_fake_task(store, i, 3) for i in range(3)]
     sink = _Sink()
     session = _session(client, store, 3)
     level = Level(0, concurrency=4, requests=50)
-    session.run(lambda conversation: run_schedule_in_vpc(conversation, fixed([level]), sink))
+    session.run(lambda conversation: run_schedule_in_vpc(conversation, fixed([level]), sink, 30.0))
     for thread in threads:
         thread.join(timeout=10)
         assert not thread.is_alive()  # each saw "done"
@@ -247,7 +269,7 @@ def test_a_task_that_fails_mid_run_stops_the_run(ecs: tuple[Any, Stubber], tmp_p
     with pytest.raises(InVpcError, match=r"task 1 failed: RuntimeError.*refused every connection"):
         _session(client, store, 2).run(
             lambda conversation: run_schedule_in_vpc(
-                conversation, fixed([Level(0, concurrency=2, requests=4)]), _Sink()
+                conversation, fixed([Level(0, concurrency=2, requests=4)]), _Sink(), 30.0
             )
         )
 
@@ -265,13 +287,15 @@ def test_a_task_stopped_by_ecs_mid_level_stops_the_run(ecs: tuple[Any, Stubber],
     with pytest.raises(InVpcError, match=r"task 0 .* stopped: Task stopped by user"):
         _session(client, store, 1, watchful).run(
             lambda conversation: run_schedule_in_vpc(
-                conversation, fixed([Level(0, concurrency=1, requests=1)]), _Sink()
+                conversation, fixed([Level(0, concurrency=1, requests=1)]), _Sink(), 30.0
             )
         )
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
-def test_ctrl_c_and_sigterm_stop_every_task(how: str, ecs: tuple[Any, Stubber], tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "sighup"])
+def test_ctrl_c_sigterm_and_sighup_stop_every_task(
+    how: str, ecs: tuple[Any, Stubber], tmp_path: Path
+) -> None:
     client, stubber = ecs
     for n in range(2):
         _expect_run_task(stubber, n)
@@ -280,15 +304,86 @@ def test_ctrl_c_and_sigterm_stop_every_task(how: str, ecs: tuple[Any, Stubber], 
     store = DirectoryStore(tmp_path / "run")
     for n in range(2):
         put_json(store, ready_key(n), {"index": n})
+    sent = {"ctrl-c": signal.SIGINT, "sigterm": signal.SIGTERM, "sighup": signal.SIGHUP}[how]
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
     def interrupted(conversation: object) -> None:
-        if how == "sigterm":
-            os.kill(os.getpid(), signal.SIGTERM)
-        raise KeyboardInterrupt
+        os.kill(os.getpid(), sent)
+        pytest.fail("the signal did not stop the run")
 
-    with pytest.raises(Terminated if how == "sigterm" else KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as raised:
         _session(client, store, 2).run(interrupted)
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
+    if how == "ctrl-c":
+        assert type(raised.value) is KeyboardInterrupt
+    else:
+        assert isinstance(raised.value, Terminated) and raised.value.exit_code == 128 + sent
+    # The handlers of before the run are back, and the tasks were told to stop (stop.json, done at seq 0).
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    assert get_json(store, STOP) == {"kind": "stop"} and get_json(store, command_key(0)) == {"kind": "done"}
+
+
+class _Interrupting:
+    """The ECS client, and a signal sent to this process inside the n-th call of `method` (after ECS has
+    answered it: as a Ctrl-C that comes while the answer is on its way)."""
+
+    def __init__(self, client: Any, method: str, nth: int, signum: int) -> None:
+        self.client, self.method, self.nth, self.signum, self.calls = client, method, nth, signum, 0
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.client, name)
+        if name != self.method:
+            return attribute
+
+        def call(**kwargs: Any) -> Any:
+            answer = attribute(**kwargs)
+            self.calls += 1
+            if self.calls == self.nth:
+                os.kill(os.getpid(), self.signum)
+            return answer
+
+        return call
+
+
+def test_ctrl_c_during_run_task_stops_the_task_whose_answer_was_lost(
+    ecs: tuple[Any, Stubber], tmp_path: Path
+) -> None:
+    """Ctrl-C inside the second RunTask: its ARN is never recorded; ListTasks finds it, and it is stopped."""
+    client, stubber = ecs
+    for n in range(2):
+        _expect_run_task(stubber, n)
+    _expect_stop(stubber, 0, unrecorded=1)
+    store = DirectoryStore(tmp_path / "run")
+    said: list[str] = []
+    fleet = Fleet(_Interrupting(client, "run_task", 2, signal.SIGINT), DEPLOYMENT, RUN_ID, said.append)
+    session = in_vpc.Session(DEPLOYMENT, fleet, store, 3, _command, QUIET, said.append)
+    with pytest.raises(KeyboardInterrupt):
+        session.run(lambda conversation: None)
+    assert fleet.arns == [task_arn(0), task_arn(1)]
+    assert "stopped 2 of 2 tasks" in said
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_while_stopping_skips_no_stop_task(
+    signum: int, ecs: tuple[Any, Stubber], tmp_path: Path
+) -> None:
+    client, stubber = ecs
+    for n in range(3):
+        _expect_run_task(stubber, n)
+    _expect_describe(stubber, *(task(n, "RUNNING") for n in range(3)))
+    _expect_stop(stubber, 0, 1, 2)
+    store = DirectoryStore(tmp_path / "run")
+    for n in range(3):
+        put_json(store, ready_key(n), {"index": n})
+    said: list[str] = []
+    fleet = Fleet(_Interrupting(client, "stop_task", 1, signum), DEPLOYMENT, RUN_ID, said.append)
+    session = in_vpc.Session(DEPLOYMENT, fleet, store, 3, _command, QUIET, said.append)
+
+    def interrupted(conversation: object) -> None:
+        raise KeyboardInterrupt  # the first Ctrl-C; the signal inside the first StopTask is the second
+
+    with pytest.raises(KeyboardInterrupt):
+        session.run(interrupted)
+    assert "stopped 3 of 3 tasks" in said  # the Stubber also checks that each StopTask was made
 
 
 def test_the_stack_not_deployed_older_or_not_ready_is_one_line() -> None:
@@ -426,7 +521,7 @@ def test_a_task_ecs_started_as_ctrl_c_came_is_stopped_too(ecs: tuple[Any, Stubbe
     client, stubber = ecs
     fleet = Fleet(client, DEPLOYMENT, RUN_ID, lambda text: None)
     fleet.arns = [task_arn(0)]  # task 1's RunTask was answered, but its ARN never recorded
-    _expect_stop(stubber, 0, unrecorded=1)
+    _expect_stop(stubber, 0, unrecorded=1, ended_early=False)
     fleet.stop_all("interrupted")
     assert fleet.arns == [task_arn(0), task_arn(1)]
 
@@ -448,3 +543,86 @@ def test_a_bucket_that_refuses_the_runner_is_one_line_and_nothing_left_running(
     _expect_stop(stubber)  # none started: ListTasks finds none
     with pytest.raises(InVpcError, match=r"the run's objects in .* failed: AccessDenied: .*s3:PutObject"):
         _session(client, _DeniedStore(tmp_path / "run"), 2).run(lambda conversation: None)
+
+
+def _one_ready_task(stubber: Stubber, store: DirectoryStore, described: bool = True) -> None:
+    _expect_run_task(stubber, 0)
+    if described:  # not when the run fails before it first describes the tasks
+        _expect_describe(stubber, task(0, "RUNNING"))
+    _expect_stop(stubber, 0)
+    put_json(store, ready_key(0), {"index": 0})
+
+
+def _level(conversation: Any) -> None:
+    run_schedule_in_vpc(conversation, fixed([Level(0, concurrency=1, requests=1)]), _Sink(), 30.0)
+
+
+@pytest.mark.parametrize(
+    ("stats", "samples", "said"),
+    [
+        (
+            {"stats": {"histograms": {"ttfa_ms": "not base64!"}}},
+            b"",
+            r"results/0/0/stats.json is not what a task writes",
+        ),
+        ({"late_s": 0}, b"", r"results/0/0/stats.json is not what a task writes: KeyError\('stats'\)"),
+        (None, None, r"task 0 wrote its stats but no results/0/0/samples.jsonl"),
+        (None, b"{not json\n", r"results/0/0/samples.jsonl is not what a task writes: JSONDecodeError"),
+    ],
+)
+def test_malformed_or_missing_results_are_one_line_and_every_task_stopped(
+    stats: dict[str, Any] | None, samples: bytes | None, said: str, ecs: tuple[Any, Stubber], tmp_path: Path
+) -> None:
+    client, stubber = ecs
+    store = DirectoryStore(tmp_path / "run")
+    _one_ready_task(stubber, store)
+    if stats is None:
+        good = LevelStats()
+        for record in _records(0, 1):
+            good.add(record)
+        stats = {"stats": encode_stats(good.encode()), "late_s": 0.0}
+    if samples is not None:
+        store.put("results/0/0/samples.jsonl", samples)
+    put_json(store, "results/0/0/stats.json", stats)
+    with pytest.raises(InVpcError, match=said):
+        _session(client, store, 1).run(_level)
+
+
+def test_what_a_task_wrote_is_escaped_before_it_is_printed(ecs: tuple[Any, Stubber], tmp_path: Path) -> None:
+    client, stubber = ecs
+    store = DirectoryStore(tmp_path / "run")
+    _one_ready_task(stubber, store, described=False)
+    put_json(store, "failed/0.json", {"index": 0, "error": "boom\x1b]0;owned\x07\nsecond line"})
+    session = _session(client, store, 1)
+    said: list[str] = []
+    session.fleet.say = said.append
+    with pytest.raises(InVpcError) as raised:
+        session.run(_level)
+    text = str(raised.value)
+    assert "\x1b" not in text and "\n" not in text and "\x07" not in text
+    assert r"boom\x1b]0;owned\x07\nsecond line" in text
+    assert "stopped 1 of 1 tasks" in said
+
+
+def test_a_task_that_never_reports_a_level_is_given_up_on_at_the_deadline(
+    ecs: tuple[Any, Stubber], tmp_path: Path
+) -> None:
+    client, stubber = ecs
+    store = DirectoryStore(tmp_path / "run")
+    _one_ready_task(stubber, store)  # ready, then silent: no failure, no result, ECS says RUNNING
+    hasty = Timing(
+        poll_s=0.01,
+        describe_every_s=3600,
+        ready_timeout_s=30,
+        start_delay_s=0.05,
+        task_poll_s=0.2,
+        relist_after_s=0.01,
+        collect_grace_s=0.1,
+    )
+
+    def level(conversation: Any) -> None:
+        run_schedule_in_vpc(conversation, fixed([Level(0, concurrency=1, requests=1)]), _Sink(), 0.1)
+
+    with pytest.raises(InVpcError, match=r"level 0: only 0 of 1 tasks wrote their results within"):
+        _session(client, store, 1, hasty).run(level)
+    assert get_json(store, STOP) == {"kind": "stop"}
