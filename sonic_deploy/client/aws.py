@@ -55,7 +55,7 @@ def service_runtime(
         )
     except NoRegionError:
         raise ValueError(
-            f"no AWS Region for {service}. Fix: pass region= (the service's Region) or set AWS_REGION"
+            f"no AWS Region for {service}. Fix: pass region= (the service's Region) or set AWS_DEFAULT_REGION"
         ) from None
     return ServiceRuntime(
         session=session,

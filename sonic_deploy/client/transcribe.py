@@ -56,7 +56,7 @@ def audio_event(audio: bytes) -> bytes:
 
 
 class TranscribeClient:
-    """Sessions on Amazon Transcribe streaming in `region` (else the botocore session's Region: AWS_REGION,
+    """Sessions on Amazon Transcribe streaming in `region` (else the botocore session's Region: AWS_DEFAULT_REGION,
     AWS_DEFAULT_REGION or the profile's). `endpoint_url` replaces the service's
     (`ws://127.0.0.1:PORT` for `probe serve`); `session` is a botocore session (its credentials, Region and
     CA bundle), else the default one. `connect_timeout_s` bounds the handshake."""
@@ -78,7 +78,7 @@ class TranscribeClient:
         if not region:
             raise ValueError(
                 "no AWS Region for Amazon Transcribe. Fix: pass region= (the Region to transcribe in) or "
-                "set AWS_REGION"
+                "set AWS_DEFAULT_REGION"
             )
         self.region, self.language_code = str(region), language_code
         base = (endpoint_url or f"wss://transcribestreaming.{self.region}.amazonaws.com:8443").rstrip("/")

@@ -85,7 +85,7 @@ def setup_problem(region: str | None, endpoint_url: str | None = None) -> str | 
     """What stops boto3 from calling the endpoint at all, said once, before any request is counted."""
     session = boto3.session.Session()
     if not (region or session.region_name):
-        return "no AWS Region for the SageMaker runtime. Fix: pass --region (the endpoint's Region) or set AWS_REGION"
+        return "no AWS Region for the SageMaker runtime. Fix: pass --region (the endpoint's Region) or set AWS_DEFAULT_REGION"
     try:
         session.client("sagemaker-runtime", region_name=region, endpoint_url=endpoint_url)
     except InvalidRegionError as error:
