@@ -15,14 +15,14 @@ import pytest
 from aws_cdk import App, IgnoreStrategy, Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
+from aws_cdk.aws_cloudwatch import Metric
 from botocore.validate import validate_parameters
 
 from sonic_deploy import cli
-
 from sonic_deploy.changes.classify import classify
 from sonic_deploy.config import Settings
 from sonic_deploy.config.schema import CanaryConfig
-from sonic_deploy.constructs.probe_canary import CANARY_OUT, canary_command
+from sonic_deploy.constructs.probe_canary import CANARY_OUT, FAILED_START_METRICS, ProbeCanary, canary_command
 from sonic_deploy.constructs.probe_image import (
     CONTEXT,
     COPY_MEMORY_MIB,
@@ -34,7 +34,7 @@ from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS, TASK_WRITES
 from sonic_deploy.probe.canary_metrics import NAMESPACE
 from sonic_deploy.probe.in_vpc import protocol
 from tests.cdk_context import cli_context
-from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
+from tests.conftest import CONFIG_DIR, EditConfig, resources_of, synthesize_from
 
 ROUTES = ("sagemaker", "ecs")
 # The shipped dev config's values (config/environments/dev.toml).
@@ -42,7 +42,7 @@ DEV_VPC_CIDRS = {"ecs": "10.60.128.0/17"}
 
 
 @pytest.fixture(scope="module")
-def canary_on(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
+def canary_stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Stack]:
     """dev with `[canary] enabled = true` and a voice: both stacks."""
     config = tmp_path_factory.mktemp("canary") / "config"
     shutil.copytree(CONFIG_DIR, config)
@@ -50,7 +50,12 @@ def canary_on(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
     text = dev.read_text()
     assert "# enabled = true" in text
     dev.write_text(text.replace("# enabled = true", 'enabled = true\nvoice_id = "a0e99841-438c-4a64-b679"'))
-    return {route: Template.from_stack(stack) for route, stack in synthesize_from(config).items()}
+    return dict(synthesize_from(config))
+
+
+@pytest.fixture(scope="module")
+def canary_on(canary_stacks: dict[str, Stack]) -> dict[str, Template]:
+    return {route: Template.from_stack(stack) for route, stack in canary_stacks.items()}
 
 
 @pytest.fixture(scope="module")
@@ -491,28 +496,61 @@ def test_the_ecs_probe_runs_in_the_routes_cluster_and_sagemaker_gets_an_empty_on
     assert not resources_of(templates["sagemaker"], "AWS::ECS::Service")
 
 
-def _interface_services(template: Template) -> set[str]:
-    return {
-        json.dumps(e["Properties"]["ServiceName"]).rsplit(".", 1)[-1].strip('"]}')
-        for e in resources_of(template, "AWS::EC2::VPCEndpoint").values()
-        if e["Properties"].get("VpcEndpointType") == "Interface"
-    }
+# What a Fargate task needs without NAT, as CDK names the services' endpoints (com.amazonaws.<region>.<name>).
+TASK_SERVICES = {"ecr.api", "ecr.dkr", "logs", "monitoring"}
+
+
+def _interface_endpoints(template: Template) -> dict[str, dict[str, Any]]:
+    """The interface endpoints' properties by service (the part of ServiceName after the Region)."""
+    endpoints = {}
+    for endpoint in resources_of(template, "AWS::EC2::VPCEndpoint").values():
+        props = endpoint["Properties"]
+        if props.get("VpcEndpointType") == "Interface":
+            name = props["ServiceName"]
+            assert isinstance(name, str), name  # com.amazonaws.us-east-2.<service>: a Region of the config's
+            endpoints[name.removeprefix("com.amazonaws.us-east-2.")] = props
+    return endpoints
 
 
 def test_the_isolated_vpcs_have_the_endpoints_a_fargate_task_needs(
     sagemaker_template: Template, air_gapped: Template
 ) -> None:
     """No NAT in either: the image's pull (ECR api and dkr, S3's gateway), its logs and the canary's metrics go
-    through endpoints."""
-    needed = {"ecr.api", "ecr.dkr", "logs", "monitoring"}
+    through endpoints, with private DNS, in the subnets the probe runs in."""
     for template in (sagemaker_template, air_gapped):
-        services = {
-            json.dumps(e["Properties"]["ServiceName"])
-            for e in resources_of(template, "AWS::EC2::VPCEndpoint").values()
-        }
-        for service in needed:
-            assert any(f".{service}" in s for s in services), service
-        _one(template, "AWS::ECS::TaskDefinition", "ProbeTask")
+        endpoints = _interface_endpoints(template)
+        assert set(endpoints) >= TASK_SERVICES
+        probe_subnets = template.to_json()["Outputs"]["ProbeSubnets"]["Value"]
+        in_subnets = (
+            [p for p in probe_subnets["Fn::Join"][1] if isinstance(p, dict)]
+            if "Fn::Join" in probe_subnets
+            else [probe_subnets]
+        )
+        for service in TASK_SERVICES:
+            assert endpoints[service]["PrivateDnsEnabled"] is True, service
+            assert all(subnet in endpoints[service]["SubnetIds"] for subnet in in_subnets), service
+    assert set(_interface_endpoints(sagemaker_template)) == {"sagemaker.runtime", *TASK_SERVICES}
+
+
+def test_an_existing_vpc_gets_no_task_endpoints_from_the_sagemaker_stack(edit_config: EditConfig) -> None:
+    """An existing VPC brings its own (docs/deploy.md): a second endpoint with private DNS would be refused."""
+    existing = (
+        '\n[network.existing_vpc]\nvpc_id = "vpc-0123456789abcdef0"\nvpc_cidr = "10.0.0.0/16"\n'
+        'availability_zones = ["us-east-2a", "us-east-2b"]\n'
+        'private_subnet_ids = ["subnet-0aaaaaaaaaaaaaaa0", "subnet-0bbbbbbbbbbbbbbb0"]\n'
+        'private_route_table_ids = ["rtb-0aaaaaaaaaaaaaaa0", "rtb-0bbbbbbbbbbbbbbb0"]\n'
+    )
+    config = edit_config(
+        "environments/dev.toml", "flow_log_retention_days = 30\n", "flow_log_retention_days = 30\n" + existing
+    )
+    template = Template.from_stack(synthesize_from(config)["sagemaker"])
+    endpoints = _interface_endpoints(template)
+    assert set(endpoints) == {"sagemaker.runtime"}
+    assert endpoints["sagemaker.runtime"]["SubnetIds"] == [
+        "subnet-0aaaaaaaaaaaaaaa0",
+        "subnet-0bbbbbbbbbbbbbbb0",
+    ]
+    _one(template, "AWS::ECS::TaskDefinition", "ProbeTask")
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -563,6 +601,7 @@ def test_the_schedules_input_is_a_valid_run_task_request(canary_on: dict[str, Te
     _, schedule = _one(canary_on[route], "AWS::Scheduler::Schedule", "CanarySchedule")
     request = _input(schedule)
     shape = botocore.session.get_session().get_service_model("ecs").operation_model("RunTask").input_shape
+    assert shape is not None
     validate_parameters(request, shape)  # raises ParamValidationError, naming the member, if not
     assert set(request) == {
         "cluster",
@@ -641,14 +680,20 @@ def test_the_schedule_starts_one_fargate_task_every_n_minutes_and_never_retries(
     target = props["Target"]
     outputs = template.to_json()["Outputs"]
     # Scheduler's universal target for ECS RunTask, not the templated ECS target (EcsParameters).
-    assert target["Arn"] == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":scheduler:::aws-sdk:ecs:runTask"]]}
+    assert target["Arn"] == {
+        "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":scheduler:::aws-sdk:ecs:runTask"]]
+    }
     assert "EcsParameters" not in target
     assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 60, "MaximumRetryAttempts": 0}
     request = _input(schedule)
     cluster = outputs["ProbeCluster"]["Value"]["Ref"]
     assert request["cluster"] == f"<{cluster}.Arn>"
     assert request["taskDefinition"] == "<{}>".format(outputs["ProbeTaskDefinition"]["Value"]["Ref"])
-    assert (request["launchType"], request["count"], request["startedBy"]) == ("FARGATE", 1, "sonic-deploy-canary")
+    assert (request["launchType"], request["count"], request["startedBy"]) == (
+        "FARGATE",
+        1,
+        "sonic-deploy-canary",
+    )
     network = request["networkConfiguration"]["awsvpcConfiguration"]
     assert network["assignPublicIp"] == "DISABLED"
     group = outputs["ProbeSecurityGroup"]["Value"]["Fn::GetAtt"]
@@ -732,3 +777,25 @@ def test_a_code_change_is_a_new_task_definition_revision_and_nothing_dangerous(
         ("AWS::IAM::Policy", "changed"),  # the schedule role's RunTask names the new revision
     }
     assert changes.dangerous == ()
+
+
+def test_the_canary_exposes_its_failed_starts_by_its_own_schedule_group(
+    canary_stacks: dict[str, Stack],
+) -> None:
+    """AWS/Scheduler's TargetErrorCount and InvocationDroppedCount, dimension ScheduleGroup (its only one), of
+    the canary's own group: a run that RunTask refused, or that was dropped, counts there."""
+    for stack in canary_stacks.values():
+        canary = stack.node.find_child("Canary")
+        assert isinstance(canary, ProbeCanary)
+        failed = canary.failed_starts()
+        assert failed.expression == "FILL(errors, 0) + FILL(dropped, 0)"
+        metrics = failed.using_metrics
+        names = [m.metric_name for m in (metrics["errors"], metrics["dropped"]) if isinstance(m, Metric)]
+        assert names == list(FAILED_START_METRICS)
+        for metric in metrics.values():
+            assert isinstance(metric, Metric)
+            assert (metric.namespace, metric.statistic) == ("AWS/Scheduler", "Sum")
+            assert metric.period.to_minutes() == CanaryConfig().every_minutes
+            assert stack.resolve(metric.dimensions) == {
+                "ScheduleGroup": {"Ref": stack.get_logical_id(canary.group)}
+            }
