@@ -4,6 +4,7 @@ few short requests through the caller's path, publishing TTFA and success as Clo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -33,6 +34,18 @@ RUN_TASK_TARGET = f"arn:{Aws.PARTITION}:scheduler:::aws-sdk:ecs:runTask"
 # answered an error, or the invocation was dropped when its retry policy ran out (here: at once).
 FAILED_START_METRICS = ("TargetErrorCount", "InvocationDroppedCount")
 SCHEDULER_NAMESPACE = "AWS/Scheduler"
+
+
+def sdk_input(request: Any) -> Any:
+    """A request in the API model's member names (botocore's: `taskDefinition`, `awsvpcConfiguration`) as a
+    universal target's Input takes it: every key with a capital first letter (`TaskDefinition`,
+    `AwsvpcConfiguration`), values as they are. A camelCase Input is refused by CreateSchedule ("missing
+    field TaskDefinition"), as public configurations of this target record; all of them write PascalCase."""
+    if isinstance(request, dict):
+        return {key[:1].upper() + key[1:]: sdk_input(value) for key, value in request.items()}
+    if isinstance(request, list):
+        return [sdk_input(item) for item in request]
+    return request
 
 
 def canary_command(target: Sequence[str], canary: CanaryConfig, environment_name: str) -> list[str]:
@@ -117,7 +130,8 @@ class ProbeCanary(Construct):
                 conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
             )
         )
-        # RunTask's request (ECS API Reference, RunTask; tests validate it against botocore's model).
+        # RunTask's request in the ECS API's member names (ECS API Reference, RunTask; the tests validate it
+        # against botocore's model), sent as sdk_input(...).
         run_task = {
             "cluster": probe.cluster.cluster_arn,
             "taskDefinition": task_definition.task_definition_arn,
@@ -145,7 +159,7 @@ class ProbeCanary(Construct):
                 arn=RUN_TASK_TARGET,
                 role_arn=self.role.role_arn,
                 # A token-aware JSON string: the request holds the stack's own values (ARNs, URL, endpoint).
-                input=Stack.of(self).to_json_string(run_task),
+                input=Stack.of(self).to_json_string(sdk_input(run_task)),
                 retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
                     maximum_event_age_in_seconds=int(MAX_EVENT_AGE.to_seconds()),
                     maximum_retry_attempts=MAX_RETRIES,

@@ -576,8 +576,20 @@ def test_nothing_of_the_canary_when_it_is_off(templates: dict[str, Template], ro
     assert "scheduler.amazonaws.com" not in roles
 
 
+def _model_names(value: Any) -> Any:
+    """A universal target's Input (PascalCase keys) in the API model's member names (botocore's), after
+    checking that every key is PascalCase."""
+    if isinstance(value, dict):
+        assert all(key[:1].isupper() for key in value), sorted(value)
+        return {key[:1].lower() + key[1:]: _model_names(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_model_names(item) for item in value]
+    return value
+
+
 def _input(schedule: dict[str, Any]) -> Any:
-    """The schedule's Input with each CloudFormation reference rendered as <LogicalId.Attribute>."""
+    """The schedule's Input with each CloudFormation reference rendered as <LogicalId.Attribute>, in the
+    RunTask API's member names."""
     joined = schedule["Properties"]["Target"]["Input"]["Fn::Join"][1]
     text = "".join(
         part
@@ -585,7 +597,7 @@ def _input(schedule: dict[str, Any]) -> Any:
         else "<{}>".format(".".join(part["Fn::GetAtt"]) if "Fn::GetAtt" in part else part["Ref"])
         for part in joined
     )
-    return json.loads(text)
+    return _model_names(json.loads(text))
 
 
 def _command(schedule: dict[str, Any]) -> list[str]:
@@ -597,7 +609,8 @@ def _command(schedule: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_the_schedules_input_is_a_valid_run_task_request(canary_on: dict[str, Template], route: str) -> None:
-    """The universal target sends Input as RunTask's request: botocore's own model of it accepts it."""
+    """The universal target sends Input as RunTask's request (PascalCase keys): botocore's own model of the
+    request accepts it, member for member."""
     _, schedule = _one(canary_on[route], "AWS::Scheduler::Schedule", "CanarySchedule")
     request = _input(schedule)
     shape = botocore.session.get_session().get_service_model("ecs").operation_model("RunTask").input_shape
