@@ -39,8 +39,9 @@ SCHEDULER_NAMESPACE = "AWS/Scheduler"
 def sdk_input(request: Any) -> Any:
     """A request in the API model's member names (botocore's: `taskDefinition`, `awsvpcConfiguration`) as a
     universal target's Input takes it: every key with a capital first letter (`TaskDefinition`,
-    `AwsvpcConfiguration`), values as they are. A camelCase Input is refused by CreateSchedule ("missing
-    field TaskDefinition"), as public configurations of this target record; all of them write PascalCase."""
+    `AwsvpcConfiguration`), values as they are. The Scheduler docs do not spell the case out; the public
+    configurations of this target write PascalCase, and one records CreateSchedule refusing camelCase
+    ("missing field TaskDefinition"). UNVERIFIED here against a deployed schedule."""
     if isinstance(request, dict):
         return {key[:1].upper() + key[1:]: sdk_input(value) for key, value in request.items()}
     if isinstance(request, list):
