@@ -827,6 +827,18 @@ def _check_ecs_api(fail: Fail, name: str, env: EnvironmentConfig) -> None:
             'set domain_name = "<the name the certificate covers>" and point it (a private DNS record) at the '
             "stack output LoadBalancerDnsName",
         )
+    # The probe task (canary, --in-vpc) trusts only the public CAs of its image's bundle, and an in-VPC run
+    # cannot take --ca-bundle: a certificate of a private CA fails every canary run's TLS handshake.
+    canary = env.canary.enabled if env.canary.enabled is not None else name != DEFAULT_ENVIRONMENT
+    if canary and api.private_ca_arn is not None:
+        fail(
+            "canary.enabled",
+            canary,
+            "the canary's probe task trusts only public CAs, and ecs.api.private_ca_arn issues the listener a "
+            "certificate of a private one: every run would fail its TLS handshake",
+            "set enabled = false under [canary], or a publicly trusted ecs.api.certificate_arn instead of "
+            "private_ca_arn",
+        )
 
 
 # Parts of an environment variable's name (split at `_` and other separators, and at camelCase humps) that say

@@ -15,7 +15,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.findings import acknowledge, skip_checkov
 from sonic_deploy.constructs.registry import (
     COPY_HANDLER_ID,
     COPY_SINGLETON_UUID,
@@ -52,7 +52,7 @@ PULL_ACTIONS = ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:Get
 class ProbeImage(Construct):
     """The probe image as a Docker image asset (staged at synth, offline and without Docker; built and pushed
     to the bootstrap's asset repository by `cdk deploy`, so Docker must be on the deploying host), and a
-    repository of this stack's (immutable tags, scan on push, the stack's KMS key, lifecycle rules) that a
+    repository of this stack's (mutable tags, scan on push, the stack's KMS key, lifecycle rules) that a
     cdk-ecr-deployment copy fills from the asset during the deploy, tagged with the asset's hash.
 
     The repository goes with the stack (its images with it, EmptyOnDelete): every deploy rebuilds the image
@@ -75,7 +75,12 @@ class ProbeImage(Construct):
         self.repository = ecr.Repository(
             self,
             "Repository",
-            image_tag_mutability=ecr.TagMutability.IMMUTABLE,
+            # Mutable: cdk-ecr-deployment's push into an immutable repository fails when the tag exists
+            # (cdklabs/cdk-ecr-deployment#207, open; aws/containers-roadmap#2380), and a rolled-back deploy
+            # that changed the code copies the previous tag again, which exists: the rollback fails and the
+            # stack is left UPDATE_ROLLBACK_FAILED. The tag is the hash of the image's sources, so an
+            # overwrite writes the same image.
+            image_tag_mutability=ecr.TagMutability.MUTABLE,
             image_scan_on_push=True,
             encryption=ecr.RepositoryEncryption.KMS,
             encryption_key=key,
@@ -96,8 +101,15 @@ class ProbeImage(Construct):
                 ),
             ],
         )
-        # The asset's hash is its tag in both repositories: a new tag for every change of the image's
-        # sources, so the immutable repository never sees a tag twice.
+        skip_checkov(
+            self.repository,
+            "CKV_AWS_51",
+            reason="mutable tags: the deploy's copy (cdk-ecr-deployment) fails to push an existing tag into an "
+            "immutable repository (cdklabs/cdk-ecr-deployment#207), which fails a rollback; each tag is the "
+            "hash of the image's sources and only the deploy's copy may push (CopyPolicy), so a tag is only "
+            "ever rewritten with the same image",
+        )
+        # The asset's hash is its tag in both repositories: a new tag for every change of the image's sources.
         self.tag = self.asset.image_tag
         role = iam.Role(
             self,

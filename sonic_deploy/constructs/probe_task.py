@@ -38,6 +38,10 @@ PROBE_OUTPUTS = (
     "ProbeBucket",
 )
 RUNS_PREFIX = "runs/"
+# What a task writes under its run's prefix (the task side of sonic_deploy/probe/in_vpc/protocol.py: ready/,
+# results/, failed/); the runner writes the rest (run.json, commands/) from outside the VPC with its own
+# credentials. IAM's `*` also matches '/', so each is "runs/<anything>/<part>/<anything>".
+TASK_WRITES = tuple(f"{RUNS_PREFIX}*/{part}/*" for part in ("ready", "results", "failed"))
 # CDK's stack-wide provider behind a bucket's `auto_delete_objects` (aws-cdk-lib aws-s3 lib/bucket.ts).
 AUTO_DELETE_PROVIDER = (
     "Custom::S3AutoDeleteObjectsCustomResourceProvider"  # the runner's objects: runs/<run-id>/...
@@ -96,14 +100,19 @@ class ProbeTask(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.subnets = subnets
+        # Container Insights on the SageMaker probe's own cluster too (its custom metrics and performance
+        # logs are billed, docs/deploy.md): when the canary's TTFA alarm fires, the probe task's CPU and
+        # memory are what tell a starved probe from a slow route.
         self.cluster = cluster or ecs.Cluster(
             self, "Cluster", vpc=network.vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
         )
         self.image = ProbeImage(self, "Image", key=key, copy_log_retention_days=log_retention_days)
         self.bucket = self._bucket(key, Duration.days(config.results_retention_days))
         # The probe writes its samples to its bucket through the S3 gateway endpoint, which lets through
-        # only reads otherwise.
-        network.allow_s3_writes("WriteTheProbeBucket", [self.bucket.arn_for_objects(f"{RUNS_PREFIX}*")])
+        # only reads otherwise: what a task writes, nothing else.
+        network.allow_s3_writes(
+            "WriteTheProbeBucket", [self.bucket.arn_for_objects(pattern) for pattern in TASK_WRITES]
+        )
 
         self.security_group = ec2.SecurityGroup(
             self,
@@ -183,6 +192,10 @@ class ProbeTask(Construct):
             minimum_tls_version=1.2,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            # Versioned, as the compliance packs' S3BucketVersioningEnabled asks. Expiring a current
+            # version of a versioned bucket only adds a delete marker: the noncurrent versions go a day
+            # later, and the second rule removes the markers then left alone (S3 User Guide, "Lifecycle
+            # configuration elements": ExpiredObjectDeleteMarker cannot share an Expiration with Days).
             versioned=True,
             lifecycle_rules=[
                 s3.LifecycleRule(
@@ -191,6 +204,9 @@ class ProbeTask(Construct):
                     expiration=retention,
                     noncurrent_version_expiration=Duration.days(1),
                     abort_incomplete_multipart_upload_after=Duration.days(1),
+                ),
+                s3.LifecycleRule(
+                    id="RunsDeleteMarkers", prefix=RUNS_PREFIX, expired_object_delete_marker=True
                 ),
             ],
             removal_policy=RemovalPolicy.DESTROY,
@@ -217,15 +233,23 @@ class ProbeTask(Construct):
         region = Stack.of(self).region
         return [
             iam.PolicyStatement(
-                sid="ReadAndWriteItsRuns",
-                actions=["s3:GetObject", "s3:PutObject"],
+                sid="ReadItsRuns",
+                actions=["s3:GetObject"],
                 resources=[self.bucket.arn_for_objects(f"{RUNS_PREFIX}*")],
             ),
             iam.PolicyStatement(
-                sid="ListItsRuns",
+                sid="WriteItsResults",
+                actions=["s3:PutObject"],
+                resources=[self.bucket.arn_for_objects(pattern) for pattern in TASK_WRITES],
+            ),
+            # A task polls for keys that do not exist yet (the runner's next command): S3 answers a missing
+            # key 404 NoSuchKey only to a caller with s3:ListBucket on the bucket, else 403 AccessDenied (S3
+            # API Reference, GetObject, "Permissions"). That check has no s3:prefix to match, so a prefix
+            # condition here would turn every poll into AccessDenied: the whole bucket, which holds only runs.
+            iam.PolicyStatement(
+                sid="ListItsBucket",
                 actions=["s3:ListBucket"],
                 resources=[self.bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{RUNS_PREFIX}*"]}},
             ),
             # SSE-KMS: a PutObject needs GenerateDataKey, a GetObject Decrypt, on the bucket's key, through S3.
             iam.PolicyStatement(
@@ -250,10 +274,17 @@ class ProbeTask(Construct):
             reason=f"PublishCanaryMetrics: cloudwatch:PutMetricData has no resource; the cloudwatch:namespace "
             f"condition holds it to {CANARY_NAMESPACE}",
         )
+        bucket = _logical_id(self.bucket)
         acknowledge(
             self.task_role,
-            f"AwsSolutions-IAM5[Resource::<{_logical_id(self.bucket)}.Arn>/{RUNS_PREFIX}*]",
-            reason="ReadAndWriteItsRuns: the objects of its own bucket's runs/ prefix, one per run and file",
+            f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/{RUNS_PREFIX}*]",
+            reason="ReadItsRuns: the objects of its own bucket's runs/ prefix, one per run and file",
+        )
+        acknowledge(
+            self.task_role,
+            *(f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/{pattern}]" for pattern in TASK_WRITES),
+            reason="WriteItsResults: what a task writes in a run of its own bucket (ready/, results/, failed/ "
+            "of sonic_deploy/probe/in_vpc/protocol.py), one object per task, command and file",
         )
         acknowledge(
             self.execution_role,

@@ -589,7 +589,6 @@ def _run_probe(args: argparse.Namespace) -> int:
     from sonic_deploy.probe.capacity_search import SearchRange, SloSearch
     from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec
     from sonic_deploy.probe.output import Progress, RunOutput, default_out_dir, stderr_or_none
-    from sonic_deploy.probe.report import summary_table, write_report
     from sonic_deploy.probe.workers import run_levels, run_schedule
 
     route = args.probe_command
@@ -727,6 +726,9 @@ def _run_probe(args: argparse.Namespace) -> int:
     finally:
         output.close()
         output.write_summary()
+    # report imports matplotlib, which needs a writable MPLCONFIGDIR (the task's /tmp): only after the run.
+    from sonic_deploy.probe.report import summary_table, write_report
+
     if output.levels and not args.no_report:
         write_report(out_dir)
     print(summary_table(output.summary()))

@@ -34,20 +34,24 @@ class SageMakerStack(SonicStack):
         assert settings.model_package_arn is not None  # the loader guarantees it for this route
 
         key = EncryptionKey(self, "Encryption", alias=f"alias/{settings.resource_prefix}-sagemaker").key
+        # The runtime for callers; in a new VPC (no NAT) the probe task's image pulls, logs and canary metrics
+        # too. An existing VPC provides those itself (docs/deploy.md): one that has them already with private
+        # DNS would refuse a second ("conflicting DNS domain"), and they cost per AZ and hour.
+        placement = network_props(self, settings, "sagemaker")
+        task_endpoints = TASK_ENDPOINTS if "existing_vpc" not in placement else []
         network = Network(
             self,
             "Network",
             key=key,
             flow_log_retention=log_retention(env.network.flow_log_retention_days),
-            # The runtime for callers; the probe task's image pulls, logs and canary metrics (no NAT here).
-            interface_services=[ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_RUNTIME, *TASK_ENDPOINTS],
+            interface_services=[ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_RUNTIME, *task_endpoints],
             endpoint_clients=env.network.client_cidrs,
             # The model package's data is in a bucket AWS Marketplace owns and does not name, fetched by
             # SageMaker without the execution role (which has no S3 rights), and whether that download
             # crosses this VPC at all is not documented: objects of any bucket may be read, none written.
             s3_reads=[f"arn:{self.partition}:s3:::*/*"],
             s3_lists=[f"arn:{self.partition}:s3:::*"],
-            **network_props(self, settings, "sagemaker"),
+            **placement,
         )
 
         endpoint = SonicEndpoint(

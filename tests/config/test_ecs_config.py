@@ -167,10 +167,12 @@ CA = "arn:aws:acm-pca:us-east-2:210987654321:certificate-authority/0b4f6e3a-1c2d
 CERT = "arn:aws:acm:us-east-2:210987654321:certificate/5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9"
 
 
-def stage_config(edit_config: EditConfig, api_table: str) -> Path:
+def stage_config(edit_config: EditConfig, api_table: str, *, canary: bool = False) -> Path:
     """config/ with environment `stage`: dev's ECS route outside dev (an account, an on-call address), with
-    `api_table` as its [ecs.api] table."""
+    `api_table` as its [ecs.api] table, and the canary off unless `canary`."""
     text = (edit_config(DEV, "", "") / DEV).read_text()
+    assert "# enabled = true" in text
+    text = text.replace("# enabled = true", f"enabled = {str(canary).lower()}", 1)
     start, end = text.index("[ecs.api]"), text.index("[ecs.secrets]")
     text = 'account = "210987654321"\n' + text[:start] + api_table + "\n" + text[end:]
     text = text.replace("[sagemaker.alarms]\n", '[sagemaker.alarms]\nemail = ["oncall@sonic.test"]\n')
@@ -372,3 +374,18 @@ def test_canary_runs_too_rarely_for_its_first_audio_window(edit_config: EditConf
         "canary.every_minutes = 6: a run every 6 minutes leaves fewer than 3 runs in the 15-minute window of the "
         "canary's first-audio p95 alarm. Fix: use at most 5"
     )
+
+
+def test_the_canary_is_refused_with_a_private_ca_certificate(edit_config: EditConfig) -> None:
+    """The probe task trusts only public CAs (docs/deploy.md): its runs could never verify the listener."""
+    table = f'[ecs.api]\nprivate_ca_arn = "{CA}"\ndomain_name = "sonic.stage.internal"\n'
+    with pytest.raises(ConfigError) as caught:
+        load_settings(stage_config(edit_config, table, canary=True), "stage")
+    assert str(caught.value).split(": ", 1)[1] == (
+        "canary.enabled = True: the canary's probe task trusts only public CAs, and ecs.api.private_ca_arn "
+        "issues the listener a certificate of a private one: every run would fail its TLS handshake. Fix: "
+        "set enabled = false under [canary], or a publicly trusted ecs.api.certificate_arn instead of "
+        "private_ca_arn"
+    )
+    public = f'[ecs.api]\ncertificate_arn = "{CERT}"\ndomain_name = "sonic.stage.internal"\n'
+    assert load_settings(stage_config(edit_config, public, canary=True), "stage").canary_enabled

@@ -155,7 +155,8 @@ def test_s3_gateway_endpoint_lets_through_reads_and_the_probes_writes_only(
         (endpoint,) = _endpoints(template, "Gateway")
         statements = {s["Sid"]: s for s in _statements(endpoint)}
         assert all(s["Effect"] == "Allow" for s in statements.values())
-        # The one write is the probe's, into its own bucket's runs/: a task cannot copy data out elsewhere.
+        # The one write is the probe task's, into its own bucket's runs (what a task writes there: ready/,
+        # results/, failed/): a task cannot copy data out elsewhere.
         writes = {
             sid for sid, s in statements.items() if set(_actions(s)) - {"s3:GetObject", "s3:ListBucket"}
         }
@@ -163,7 +164,10 @@ def test_s3_gateway_endpoint_lets_through_reads_and_the_probes_writes_only(
         probe = statements["WriteTheProbeBucket"]
         assert _actions(probe) == ["s3:PutObject"]
         (bucket,) = (i for i in resources_of(template, "AWS::S3::Bucket") if i.startswith("ProbeBucket"))
-        assert probe["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, "/runs/*"]]}
+        assert probe["Resource"] == [
+            {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, f"/runs/*/{part}/*"]]}
+            for part in ("failed", "ready", "results")
+        ]
         assert probe["Condition"] == {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}}
         own = statements["ReadThisAccountsBuckets"]
         assert own["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}

@@ -3,25 +3,38 @@ canary schedule that runs it; nothing of the canary when it is off."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
+import botocore.session
 import pytest
 from aws_cdk import App, IgnoreStrategy, Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
+from aws_cdk.aws_cloudwatch import Metric
+from botocore.validate import validate_parameters
 
+from sonic_deploy import cli
 from sonic_deploy.changes.classify import classify
 from sonic_deploy.config import Settings
 from sonic_deploy.config.schema import CanaryConfig
-from sonic_deploy.constructs.probe_canary import canary_command
-from sonic_deploy.constructs.probe_image import CONTEXT, COPY_MEMORY_MIB, REPOSITORY_ROOT, ProbeImage
-from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS
+from sonic_deploy.constructs.probe_canary import CANARY_OUT, FAILED_START_METRICS, ProbeCanary, canary_command
+from sonic_deploy.constructs.probe_image import (
+    CONTEXT,
+    COPY_MEMORY_MIB,
+    DOCKERFILE,
+    REPOSITORY_ROOT,
+    ProbeImage,
+)
+from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS, TASK_WRITES
 from sonic_deploy.probe.canary_metrics import NAMESPACE
+from sonic_deploy.probe.in_vpc import protocol
 from tests.cdk_context import cli_context
-from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
+from tests.conftest import CONFIG_DIR, EditConfig, resources_of, synthesize_from
 
 ROUTES = ("sagemaker", "ecs")
 # The shipped dev config's values (config/environments/dev.toml).
@@ -29,7 +42,7 @@ DEV_VPC_CIDRS = {"ecs": "10.60.128.0/17"}
 
 
 @pytest.fixture(scope="module")
-def canary_on(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
+def canary_stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Stack]:
     """dev with `[canary] enabled = true` and a voice: both stacks."""
     config = tmp_path_factory.mktemp("canary") / "config"
     shutil.copytree(CONFIG_DIR, config)
@@ -37,7 +50,12 @@ def canary_on(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
     text = dev.read_text()
     assert "# enabled = true" in text
     dev.write_text(text.replace("# enabled = true", 'enabled = true\nvoice_id = "a0e99841-438c-4a64-b679"'))
-    return {route: Template.from_stack(stack) for route, stack in synthesize_from(config).items()}
+    return dict(synthesize_from(config))
+
+
+@pytest.fixture(scope="module")
+def canary_on(canary_stacks: dict[str, Stack]) -> dict[str, Template]:
+    return {route: Template.from_stack(stack) for route, stack in canary_stacks.items()}
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +129,43 @@ def test_the_task_definition_is_fargate_linux_x86_with_a_read_only_root_and_a_wr
     assert props["ExecutionRoleArn"] == _arn(template, "AWS::IAM::Role", "ProbeExecutionRole")
 
 
+def _dockerfile() -> list[tuple[str, str]]:
+    """The probe's Dockerfile as (INSTRUCTION, arguments), continuation lines joined, comments dropped."""
+    text = (REPOSITORY_ROOT / DOCKERFILE).read_text()
+    lines = [line for line in text.replace("\\\n", " ").splitlines() if line.strip()]
+    return [
+        (word.upper(), rest.strip())
+        for word, _, rest in (line.strip().partition(" ") for line in lines)
+        if not word.startswith("#")
+    ]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_every_mounted_path_is_a_volume_of_the_image_made_writable_for_its_user_first(
+    templates: dict[str, Template], route: str
+) -> None:
+    """An ECS bind mount is root's and 0755 unless the image declares its path a VOLUME, whose owner and mode
+    it then takes (ECS Developer Guide, "Bind mounts"): each mount point's path is a VOLUME, and a RUN before
+    it gives the directory to the image's USER, or makes it world-writable."""
+    instructions = _dockerfile()
+    (user,) = [arguments for word, arguments in instructions if word == "USER"]
+    assert user == "10001"
+    user_at = [word for word, _ in instructions].index("USER")
+    (container,) = _one(templates[route], "AWS::ECS::TaskDefinition", "ProbeTask")[1]["Properties"][
+        "ContainerDefinitions"
+    ]
+    for mount in container["MountPoints"]:
+        path = mount["ContainerPath"]
+        volumes = [i for i, (word, arguments) in enumerate(instructions) if word == "VOLUME"]
+        declared = [i for i in volumes if path in json.loads(instructions[i][1])]
+        assert declared, f"{path} is mounted but not a VOLUME of {DOCKERFILE}"
+        before = [arguments for word, arguments in instructions[: declared[0]] if word == "RUN"]
+        owned = any(re.search(rf"\bchown {user}(:\S+)? {re.escape(path)}(\s|$)", run) for run in before)
+        world = any(re.search(rf"\bchmod 1?777 {re.escape(path)}(\s|$)", run) for run in before)
+        assert owned or world, f"{path} is not made writable for uid {user} before its VOLUME line"
+        assert declared[0] < user_at  # made as root, before the image drops to its user
+
+
 @pytest.mark.parametrize("route", ROUTES)
 def test_the_probe_logs_are_encrypted_and_expire_with_the_environments_retention(
     templates: dict[str, Template], route: str, dev_settings: Settings
@@ -146,17 +201,21 @@ def test_the_task_role_may_use_its_runs_prefix_and_the_canary_namespace_only(
     bucket = _arn(template, "AWS::S3::Bucket", "ProbeBucket")
     statements = _statements(template, "ProbeTaskRole")
     expected: dict[str, dict[str, Any]] = {
-        "ReadAndWriteItsRuns": {
-            "Action": ["s3:GetObject", "s3:PutObject"],
+        "ReadItsRuns": {
+            "Action": "s3:GetObject",
             "Effect": "Allow",
             "Resource": {"Fn::Join": ["", [bucket, "/runs/*"]]},
         },
-        "ListItsRuns": {
-            "Action": "s3:ListBucket",
-            "Condition": {"StringLike": {"s3:prefix": ["runs/*"]}},
+        "WriteItsResults": {
+            "Action": "s3:PutObject",
             "Effect": "Allow",
-            "Resource": bucket,
+            "Resource": [
+                {"Fn::Join": ["", [bucket, f"/runs/*/{part}/*"]]} for part in ("failed", "ready", "results")
+            ],
         },
+        # No s3:prefix condition: S3 checks ListBucket for a GetObject of a missing key (404, not 403),
+        # where there is no prefix to match.
+        "ListItsBucket": {"Action": "s3:ListBucket", "Effect": "Allow", "Resource": bucket},
         "EncryptItsRunsWithTheBucketKey": {
             "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
             "Condition": {"StringEquals": {"kms:ViaService": "s3.us-east-2.amazonaws.com"}},
@@ -177,6 +236,40 @@ def test_the_task_role_may_use_its_runs_prefix_and_the_canary_namespace_only(
             "Resource": {"Ref": _one(template, "AWS::SageMaker::Endpoint", "Sonic")[0]},
         }
     assert {sid: _without_sid(s) for sid, s in statements.items()} == expected
+
+
+def test_a_task_may_write_exactly_the_keys_the_protocol_has_it_write() -> None:
+    """IAM's `*` matches '/' as fnmatch's does: the task's keys match TASK_WRITES, the runner's do not."""
+    run = protocol.RUNS_PREFIX + "20260101-000000-abcd/"
+    task_keys = [protocol.ready_key(3), protocol.samples_key(2, 3), protocol.stats_key(2, 3)]
+    runner_keys = [protocol.RUN, protocol.command_key(2)]
+    for key in [*task_keys, protocol.failed_key(3)]:
+        assert any(fnmatch.fnmatchcase(run + key, pattern) for pattern in TASK_WRITES), key
+    for key in runner_keys:
+        assert not any(fnmatch.fnmatchcase(run + key, pattern) for pattern in TASK_WRITES), key
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_s3_gateway_lets_through_only_the_tasks_writes_to_the_probe_bucket(
+    templates: dict[str, Template], route: str
+) -> None:
+    template = templates[route]
+    bucket = _arn(template, "AWS::S3::Bucket", "ProbeBucket")
+    _, endpoint = _one(template, "AWS::EC2::VPCEndpoint", "NetworkS3Endpoint")
+    statements = endpoint["Properties"]["PolicyDocument"]["Statement"]
+    writes = [s for s in statements if "s3:PutObject" in json.dumps(s["Action"])]
+    assert writes == [
+        {
+            "Action": "s3:PutObject",
+            "Condition": {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}},
+            "Effect": "Allow",
+            "Principal": {"AWS": "*"},
+            "Resource": [
+                {"Fn::Join": ["", [bucket, f"/runs/*/{part}/*"]]} for part in ("failed", "ready", "results")
+            ],
+            "Sid": "WriteTheProbeBucket",
+        }
+    ]
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -203,7 +296,8 @@ def test_the_image_is_copied_into_a_repository_of_the_stacks_before_the_task_def
     template = templates[route]
     repository_id, repository = _one(template, "AWS::ECR::Repository", "ProbeImageRepository")
     props = repository["Properties"]
-    assert props["ImageTagMutability"] == "IMMUTABLE"
+    # Mutable: a rolled-back deploy copies an existing tag again (cdklabs/cdk-ecr-deployment#207).
+    assert props["ImageTagMutability"] == "MUTABLE"
     assert props["ImageScanningConfiguration"] == {"ScanOnPush": True}
     assert props["EncryptionConfiguration"]["KmsKey"] == _arn(template, "AWS::KMS::Key", "EncryptionKey")
     assert props["EmptyOnDelete"] is True
@@ -326,9 +420,23 @@ def test_the_bucket_is_encrypted_private_tls_only_and_expires_its_runs(
     assert props["PublicAccessBlockConfiguration"] == dict.fromkeys(
         ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"), True
     )
-    (rule,) = props["LifecycleConfiguration"]["Rules"]
-    assert rule["Prefix"] == "runs/"
-    assert rule["ExpirationInDays"] == dev_settings.environment.probe.results_retention_days
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    rule, markers = props["LifecycleConfiguration"]["Rules"]
+    assert rule == {
+        "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+        "ExpirationInDays": dev_settings.environment.probe.results_retention_days,
+        "Id": "Runs",
+        "NoncurrentVersionExpiration": {"NoncurrentDays": 1},
+        "Prefix": "runs/",
+        "Status": "Enabled",
+    }
+    # Versioned: an expired current version leaves a delete marker, removed once it is alone.
+    assert markers == {
+        "ExpiredObjectDeleteMarker": True,
+        "Id": "RunsDeleteMarkers",
+        "Prefix": "runs/",
+        "Status": "Enabled",
+    }
     assert bucket["DeletionPolicy"] == "Delete"
     # Emptied when the stack goes (CDK's auto-delete custom resource), else the delete would fail.
     _one(template, "Custom::S3AutoDeleteObjects", "ProbeBucketAutoDeleteObjects")
@@ -388,28 +496,61 @@ def test_the_ecs_probe_runs_in_the_routes_cluster_and_sagemaker_gets_an_empty_on
     assert not resources_of(templates["sagemaker"], "AWS::ECS::Service")
 
 
-def _interface_services(template: Template) -> set[str]:
-    return {
-        json.dumps(e["Properties"]["ServiceName"]).rsplit(".", 1)[-1].strip('"]}')
-        for e in resources_of(template, "AWS::EC2::VPCEndpoint").values()
-        if e["Properties"].get("VpcEndpointType") == "Interface"
-    }
+# What a Fargate task needs without NAT, as CDK names the services' endpoints (com.amazonaws.<region>.<name>).
+TASK_SERVICES = {"ecr.api", "ecr.dkr", "logs", "monitoring"}
+
+
+def _interface_endpoints(template: Template) -> dict[str, dict[str, Any]]:
+    """The interface endpoints' properties by service (the part of ServiceName after the Region)."""
+    endpoints = {}
+    for endpoint in resources_of(template, "AWS::EC2::VPCEndpoint").values():
+        props = endpoint["Properties"]
+        if props.get("VpcEndpointType") == "Interface":
+            name = props["ServiceName"]
+            assert isinstance(name, str), name  # com.amazonaws.us-east-2.<service>: a Region of the config's
+            endpoints[name.removeprefix("com.amazonaws.us-east-2.")] = props
+    return endpoints
 
 
 def test_the_isolated_vpcs_have_the_endpoints_a_fargate_task_needs(
     sagemaker_template: Template, air_gapped: Template
 ) -> None:
     """No NAT in either: the image's pull (ECR api and dkr, S3's gateway), its logs and the canary's metrics go
-    through endpoints."""
-    needed = {"ecr.api", "ecr.dkr", "logs", "monitoring"}
+    through endpoints, with private DNS, in the subnets the probe runs in."""
     for template in (sagemaker_template, air_gapped):
-        services = {
-            json.dumps(e["Properties"]["ServiceName"])
-            for e in resources_of(template, "AWS::EC2::VPCEndpoint").values()
-        }
-        for service in needed:
-            assert any(f".{service}" in s for s in services), service
-        _one(template, "AWS::ECS::TaskDefinition", "ProbeTask")
+        endpoints = _interface_endpoints(template)
+        assert set(endpoints) >= TASK_SERVICES
+        probe_subnets = template.to_json()["Outputs"]["ProbeSubnets"]["Value"]
+        in_subnets = (
+            [p for p in probe_subnets["Fn::Join"][1] if isinstance(p, dict)]
+            if "Fn::Join" in probe_subnets
+            else [probe_subnets]
+        )
+        for service in TASK_SERVICES:
+            assert endpoints[service]["PrivateDnsEnabled"] is True, service
+            assert all(subnet in endpoints[service]["SubnetIds"] for subnet in in_subnets), service
+    assert set(_interface_endpoints(sagemaker_template)) == {"sagemaker.runtime", *TASK_SERVICES}
+
+
+def test_an_existing_vpc_gets_no_task_endpoints_from_the_sagemaker_stack(edit_config: EditConfig) -> None:
+    """An existing VPC brings its own (docs/deploy.md): a second endpoint with private DNS would be refused."""
+    existing = (
+        '\n[network.existing_vpc]\nvpc_id = "vpc-0123456789abcdef0"\nvpc_cidr = "10.0.0.0/16"\n'
+        'availability_zones = ["us-east-2a", "us-east-2b"]\n'
+        'private_subnet_ids = ["subnet-0aaaaaaaaaaaaaaa0", "subnet-0bbbbbbbbbbbbbbb0"]\n'
+        'private_route_table_ids = ["rtb-0aaaaaaaaaaaaaaa0", "rtb-0bbbbbbbbbbbbbbb0"]\n'
+    )
+    config = edit_config(
+        "environments/dev.toml", "flow_log_retention_days = 30\n", "flow_log_retention_days = 30\n" + existing
+    )
+    template = Template.from_stack(synthesize_from(config)["sagemaker"])
+    endpoints = _interface_endpoints(template)
+    assert set(endpoints) == {"sagemaker.runtime"}
+    assert endpoints["sagemaker.runtime"]["SubnetIds"] == [
+        "subnet-0aaaaaaaaaaaaaaa0",
+        "subnet-0bbbbbbbbbbbbbbb0",
+    ]
+    _one(template, "AWS::ECS::TaskDefinition", "ProbeTask")
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -435,8 +576,20 @@ def test_nothing_of_the_canary_when_it_is_off(templates: dict[str, Template], ro
     assert "scheduler.amazonaws.com" not in roles
 
 
+def _model_names(value: Any) -> Any:
+    """A universal target's Input (PascalCase keys) in the API model's member names (botocore's), after
+    checking that every key is PascalCase."""
+    if isinstance(value, dict):
+        assert all(key[:1].isupper() for key in value), sorted(value)
+        return {key[:1].lower() + key[1:]: _model_names(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_model_names(item) for item in value]
+    return value
+
+
 def _input(schedule: dict[str, Any]) -> Any:
-    """The schedule's Input with each CloudFormation reference rendered as <LogicalId.Attribute>."""
+    """The schedule's Input with each CloudFormation reference rendered as <LogicalId.Attribute>, in the
+    RunTask API's member names."""
     joined = schedule["Properties"]["Target"]["Input"]["Fn::Join"][1]
     text = "".join(
         part
@@ -444,32 +597,73 @@ def _input(schedule: dict[str, Any]) -> Any:
         else "<{}>".format(".".join(part["Fn::GetAtt"]) if "Fn::GetAtt" in part else part["Ref"])
         for part in joined
     )
-    return json.loads(text)
+    return _model_names(json.loads(text))
 
 
-def test_the_sagemaker_canary_runs_the_contracts_command(canary_on: dict[str, Template]) -> None:
+def _command(schedule: dict[str, Any]) -> list[str]:
+    (override,) = _input(schedule)["overrides"]["containerOverrides"]
+    assert override["name"] == "probe"
+    command: list[str] = override["command"]
+    return command
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_schedules_input_is_a_valid_run_task_request(canary_on: dict[str, Template], route: str) -> None:
+    """The universal target sends Input as RunTask's request (PascalCase keys): botocore's own model of the
+    request accepts it, member for member."""
+    _, schedule = _one(canary_on[route], "AWS::Scheduler::Schedule", "CanarySchedule")
+    request = _input(schedule)
+    shape = botocore.session.get_session().get_service_model("ecs").operation_model("RunTask").input_shape
+    assert shape is not None
+    validate_parameters(request, shape)  # raises ParamValidationError, naming the member, if not
+    assert set(request) == {
+        "cluster",
+        "taskDefinition",
+        "launchType",
+        "count",
+        "startedBy",
+        "networkConfiguration",
+        "overrides",
+    }
+
+
+def _parsed(command: list[str], out: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`command` through sonic_deploy's own parser and the probe's check (SystemExit 2 on a problem), with
+    the stack's references as values of their kind and --out in a fresh folder."""
+    monkeypatch.setenv("CARTESIA_API_KEY", "sk_car_" + "x" * 24)  # the ECS task's, from Secrets Manager
+    argv = [re.sub(r"<[^>]+\.DNSName>", "internal-sonic-api.elb.us-east-2.amazonaws.com", a) for a in command]
+    argv = [re.sub(r"<[^>]+>", "sonic-dev", a) for a in argv]
+    assert argv[argv.index("--out") + 1] == CANARY_OUT
+    argv[argv.index("--out") + 1] = str(out)
+    return cli.parse(argv)
+
+
+def test_the_sagemaker_canary_runs_the_contracts_command(
+    canary_on: dict[str, Template], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     template = canary_on["sagemaker"]
     _, schedule = _one(template, "AWS::Scheduler::Schedule", "CanarySchedule")
     endpoint_id, _ = _one(template, "AWS::SageMaker::Endpoint", "Sonic")
-    (override,) = _input(schedule)["containerOverrides"]
-    assert override["name"] == "probe"
-    assert override["command"] == [
+    command = _command(schedule)
+    assert command == [
         *("probe", "sagemaker", "--endpoint", f"<{endpoint_id}.EndpointName>", "--region", "us-east-2"),
         *("--concurrency", "1", "--requests", "3", "--warmup", "1"),
         *("--transcript", "Thanks for calling. How can I help you today?"),
         *("--voice-id", "a0e99841-438c-4a64-b679"),
         *("--no-report", "--quiet", "--out", "/tmp/canary", "--publish-metrics", "dev"),
     ]
+    args = _parsed(command, tmp_path / "canary", monkeypatch)
+    assert (args.probe_command, args.endpoint, args.region) == ("sagemaker", "sonic-dev", "us-east-2")
+    assert (args.requests, args.warmup, args.publish_metrics, args.no_report) == (3, 1, "dev", True)
 
 
 def test_the_ecs_canary_runs_the_contracts_command_against_the_internal_nlb(
-    canary_on: dict[str, Template],
+    canary_on: dict[str, Template], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     template = canary_on["ecs"]
     _, schedule = _one(template, "AWS::Scheduler::Schedule", "CanarySchedule")
     load_balancer, _ = _one(template, "AWS::ElasticLoadBalancingV2::LoadBalancer", "Api")
-    (override,) = _input(schedule)["containerOverrides"]
-    command = override["command"]
+    command = _command(schedule)
     assert command[:3] == ["probe", "ws", "--url"]
     assert f"<{load_balancer}.DNSName>" in command[3] and command[3].startswith("ws://")
     assert command[4:8] == ["--model-id", "sonic-3", "--cartesia-version", "2025-04-16"]
@@ -480,6 +674,9 @@ def test_the_ecs_canary_runs_the_contracts_command_against_the_internal_nlb(
         *("--no-report", "--quiet", "--out", "/tmp/canary", "--publish-metrics", "dev"),
     ]
     assert not [arg for arg in command if "key" in arg.lower() and arg != "--publish-metrics"]
+    args = _parsed(command, tmp_path / "canary", monkeypatch)
+    assert args.probe_command == "ws" and args.url.startswith("ws://internal-sonic-api.elb.")
+    assert (args.requests, args.warmup, args.publish_metrics, args.no_report) == (3, 1, "dev", True)
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -492,21 +689,33 @@ def test_the_schedule_starts_one_fargate_task_every_n_minutes_and_never_retries(
     assert props["ScheduleExpression"] == "rate(5 minutes)"
     assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
     assert props["State"] == "ENABLED"
+    assert props["GroupName"] == _ref(template, "AWS::Scheduler::ScheduleGroup", "CanaryGroup")
     target = props["Target"]
     outputs = template.to_json()["Outputs"]
-    assert target["Arn"] == {"Fn::GetAtt": [outputs["ProbeCluster"]["Value"]["Ref"], "Arn"]}
+    # Scheduler's universal target for ECS RunTask, not the templated ECS target (EcsParameters).
+    assert target["Arn"] == {
+        "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":scheduler:::aws-sdk:ecs:runTask"]]
+    }
+    assert "EcsParameters" not in target
     assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 60, "MaximumRetryAttempts": 0}
-    ecs = target["EcsParameters"]
-    assert ecs["LaunchType"] == "FARGATE" and ecs["TaskCount"] == 1
-    assert ecs["TaskDefinitionArn"] == outputs["ProbeTaskDefinition"]["Value"]
-    network = ecs["NetworkConfiguration"]["AwsvpcConfiguration"]
-    assert network["AssignPublicIp"] == "DISABLED"
-    assert network["SecurityGroups"] == [outputs["ProbeSecurityGroup"]["Value"]]
+    request = _input(schedule)
+    cluster = outputs["ProbeCluster"]["Value"]["Ref"]
+    assert request["cluster"] == f"<{cluster}.Arn>"
+    assert request["taskDefinition"] == "<{}>".format(outputs["ProbeTaskDefinition"]["Value"]["Ref"])
+    assert (request["launchType"], request["count"], request["startedBy"]) == (
+        "FARGATE",
+        1,
+        "sonic-deploy-canary",
+    )
+    network = request["networkConfiguration"]["awsvpcConfiguration"]
+    assert network["assignPublicIp"] == "DISABLED"
+    group = outputs["ProbeSecurityGroup"]["Value"]["Fn::GetAtt"]
+    assert network["securityGroups"] == ["<{}>".format(".".join(group))]
     subnets = outputs["ProbeSubnets"]["Value"]
     listed = (
         [p for p in subnets["Fn::Join"][1] if isinstance(p, dict)] if "Fn::Join" in subnets else [subnets]
     )
-    assert network["Subnets"] == listed
+    assert network["subnets"] == ["<{}>".format(p["Ref"]) for p in listed]
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -517,7 +726,19 @@ def test_the_schedules_role_may_only_run_the_probe_task_and_pass_its_two_roles(
     role_id, role = _one(template, "AWS::IAM::Role", "CanaryRole")
     (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
-    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    group = _ref(template, "AWS::Scheduler::ScheduleGroup", "CanaryGroup")
+    assert trust["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        # Only the schedules of the canary's own group.
+        "ArnLike": {
+            "aws:SourceArn": {
+                "Fn::Join": [
+                    "",
+                    ["arn:aws:scheduler:us-east-2:", {"Ref": "AWS::AccountId"}, ":schedule/", group, "/*"],
+                ]
+            }
+        },
+    }
     cluster = template.to_json()["Outputs"]["ProbeCluster"]["Value"]["Ref"]
     statements = {sid: _without_sid(s) for sid, s in _statements(template, "CanaryRole").items()}
     assert statements == {
@@ -569,3 +790,25 @@ def test_a_code_change_is_a_new_task_definition_revision_and_nothing_dangerous(
         ("AWS::IAM::Policy", "changed"),  # the schedule role's RunTask names the new revision
     }
     assert changes.dangerous == ()
+
+
+def test_the_canary_exposes_its_failed_starts_by_its_own_schedule_group(
+    canary_stacks: dict[str, Stack],
+) -> None:
+    """AWS/Scheduler's TargetErrorCount and InvocationDroppedCount, dimension ScheduleGroup (its only one), of
+    the canary's own group: a run that RunTask refused, or that was dropped, counts there."""
+    for stack in canary_stacks.values():
+        canary = stack.node.find_child("Canary")
+        assert isinstance(canary, ProbeCanary)
+        failed = canary.failed_starts()
+        assert failed.expression == "FILL(errors, 0) + FILL(dropped, 0)"
+        metrics = failed.using_metrics
+        names = [m.metric_name for m in (metrics["errors"], metrics["dropped"]) if isinstance(m, Metric)]
+        assert names == list(FAILED_START_METRICS)
+        for metric in metrics.values():
+            assert isinstance(metric, Metric)
+            assert (metric.namespace, metric.statistic) == ("AWS/Scheduler", "Sum")
+            assert metric.period.to_minutes() == CanaryConfig().every_minutes
+            assert stack.resolve(metric.dimensions) == {
+                "ScheduleGroup": {"Ref": stack.get_logical_id(canary.group)}
+            }
