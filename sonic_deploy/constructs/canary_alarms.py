@@ -68,7 +68,9 @@ class CanaryAlarms(Construct):
         alerting: Alerting,
         metrics: CanaryMetrics,
         canary: CanaryConfig,
+        failed_starts: cloudwatch.IMetric | None = None,
     ) -> None:
+        """`failed_starts`: the schedule's runs that did not start, per run (ProbeCanary.failed_starts)."""
         super().__init__(scope, construct_id)
         self.metrics = metrics
         budget, runs = canary.ttfa_p95_ms, canary.failed_runs
@@ -123,6 +125,20 @@ class CanaryAlarms(Construct):
             "the probe task or its PutMetricData is broken (the task's logs), and the canary alarms are blind.",
         )
         self.caller_facing: list[cloudwatch.IAlarm] = [self.ttfa, self.failures]
+        # Why no run publishes, when Scheduler knows: RunTask refused (no Fargate capacity, a denied role, a
+        # request it does not take) or the invocation dropped. As many runs in a row as CanaryFailures wants.
+        self.blind: list[cloudwatch.IAlarm] = [self.not_running]
+        if failed_starts is not None:
+            self.not_starting = alerting.alarm(
+                "CanaryNotStarting",
+                metric=failed_starts,
+                threshold=1,
+                evaluation_periods=runs,
+                description=f"The canary's schedule could not start its task in {runs} runs in a row (AWS/Scheduler "
+                "TargetErrorCount or InvocationDroppedCount): the schedule's role, the task definition, or Fargate "
+                "capacity in the probe's subnets.",
+            )
+            self.blind.append(self.not_starting)
 
 
 def not_running_periods(runs: int) -> int:

@@ -36,6 +36,7 @@ from sonic_deploy.constructs.canary_alarms import CanaryAlarms, CanaryMetrics
 from sonic_deploy.constructs.dashboard import OperationsDashboard, ecs_rows, sagemaker_rows
 from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
+from sonic_deploy.constructs.probe_canary import ProbeCanary
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
 from sonic_deploy.constructs.sonic_metrics import SonicMetrics
 from sonic_deploy.constructs.sonic_service import SonicService
@@ -44,14 +45,23 @@ from sonic_deploy.constructs.worker_alarms import WorkerAlarms
 ONE_MINUTE = Duration.minutes(1)
 
 
-def _canary(scope: Construct, settings: Settings, alerting: Alerting, route: str) -> CanaryAlarms | None:
-    if not settings.canary_enabled:
+def _canary(
+    scope: Construct, settings: Settings, alerting: Alerting, route: str, schedule: ProbeCanary | None
+) -> CanaryAlarms | None:
+    if schedule is None:
         return None
     canary = settings.environment.canary
     metrics = CanaryMetrics(
         environment=settings.environment_name, route=route, every=Duration.minutes(canary.every_minutes)
     )
-    return CanaryAlarms(scope, "CanaryAlarms", alerting=alerting, metrics=metrics, canary=canary)
+    return CanaryAlarms(
+        scope,
+        "CanaryAlarms",
+        alerting=alerting,
+        metrics=metrics,
+        canary=canary,
+        failed_starts=schedule.failed_starts(),
+    )
 
 
 def _page(
@@ -113,11 +123,13 @@ class EcsOperations(Construct):
         load_balancer: ApiLoadBalancer,
         workers: SonicService,
         gpu_capacity: GpuCapacity,
+        canary_schedule: ProbeCanary | None,
     ) -> None:
+        """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites."""
         super().__init__(scope, construct_id)
         cfg = settings.environment.ecs
         assert cfg is not None
-        canary = _canary(self, settings, alerting, "ecs")
+        canary = _canary(self, settings, alerting, "ecs", canary_schedule)
         # A quiet NLB reports no metrics at all (Elastic Load Balancing, Network Load Balancers, "CloudWatch
         # metrics": only while requests flow), so missing data is not breaching; the canary's requests keep it
         # reporting, and WorkerMetricsMissing covers a fleet that reports nothing.
@@ -173,7 +185,7 @@ class EcsOperations(Construct):
         ]
         if canary is not None:
             callers += canary.caller_facing
-            blind.append(canary.not_running)
+            blind += canary.blind
         alarms = _page(
             alerting,
             callers=callers,
@@ -216,15 +228,17 @@ class SageMakerOperations(Construct):
         endpoint: SonicEndpoint,
         endpoint_alarms: EndpointAlarms,
         gpus_per_instance: int,
+        canary_schedule: ProbeCanary | None,
     ) -> None:
+        """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites."""
         super().__init__(scope, construct_id)
-        canary = _canary(self, settings, alerting, "sagemaker")
+        canary = _canary(self, settings, alerting, "sagemaker", canary_schedule)
         # Not errors_4xx: a child shown on the dashboard, in no composite (the module's docstring).
         callers: list[cloudwatch.IAlarm] = [endpoint_alarms.errors_5xx, endpoint_alarms.model_latency]
         blind: list[cloudwatch.IAlarm] = []
         if canary is not None:
             callers += canary.caller_facing
-            blind.append(canary.not_running)
+            blind += canary.blind
         alarms = _page(
             alerting,
             callers=callers,

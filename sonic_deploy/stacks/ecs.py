@@ -226,6 +226,35 @@ class EcsStack(SonicStack):
             evaluation_periods=2,
             description="API server targets behind the load balancer are failing GET /status.",
         )
+        # The probe inside the VPC, in the workers' AZ, through the internal NLB (docs/deploy.md).
+        probe = ProbeTask(
+            self,
+            "Probe",
+            network=network,
+            vpc_cidr=settings.route_cidr("ecs"),
+            subnets=placement.subnets,
+            key=key,
+            log_retention=retention,
+            log_retention_days=env.log_retention_days,
+            config=env.probe,
+            cluster=cluster,
+            calls_in_vpc=[ec2.Port.tcp(settings.ecs_listener_port)],
+            secrets={"CARTESIA_API_KEY": secrets.for_task("api_key")},
+        )
+        target = ["probe", "ws", "--url", lb.websocket_url, "--model-id", settings.ecs_model_id]
+        target += ["--cartesia-version", cfg.cartesia_version]
+        canary = (
+            ProbeCanary(
+                self,
+                "Canary",
+                probe=probe,
+                target=target,
+                canary=env.canary,
+                environment_name=settings.environment_name,
+            )
+            if settings.canary_enabled
+            else None
+        )
         # Caller alarms on the whole stack, the composites that page, the dashboard (docs/operate.md).
         EcsOperations(
             self,
@@ -238,6 +267,7 @@ class EcsStack(SonicStack):
             load_balancer=lb,
             workers=sonic.workers,
             gpu_capacity=capacity,
+            canary_schedule=canary,
         )
 
         CfnOutput(self, "ApiUrl", value=lb.websocket_url)
@@ -271,33 +301,6 @@ class EcsStack(SonicStack):
             )
             for name, experiment in resilience.templates.items():
                 CfnOutput(self, f"{name}Experiment", value=experiment.attr_id)
-
-        # The probe inside the VPC, in the workers' AZ, through the internal NLB (docs/deploy.md).
-        probe = ProbeTask(
-            self,
-            "Probe",
-            network=network,
-            vpc_cidr=settings.route_cidr("ecs"),
-            subnets=placement.subnets,
-            key=key,
-            log_retention=retention,
-            log_retention_days=env.log_retention_days,
-            config=env.probe,
-            cluster=cluster,
-            calls_in_vpc=[ec2.Port.tcp(settings.ecs_listener_port)],
-            secrets={"CARTESIA_API_KEY": secrets.for_task("api_key")},
-        )
-        if settings.canary_enabled:
-            target = ["probe", "ws", "--url", lb.websocket_url, "--model-id", settings.ecs_model_id]
-            target += ["--cartesia-version", cfg.cartesia_version]
-            ProbeCanary(
-                self,
-                "Canary",
-                probe=probe,
-                target=target,
-                canary=env.canary,
-                environment_name=settings.environment_name,
-            )
 
     def _scaling(
         self, cfg: EcsConfig, cluster: ecs.Cluster, workers: SonicService, metrics: SonicMetrics

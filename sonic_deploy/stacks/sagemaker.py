@@ -103,28 +103,6 @@ class SageMakerStack(SonicStack):
             streams_per_instance=settings.sagemaker_streams_per_instance,
             capacity_minutes=alarms.capacity_minutes,
         )
-        # Canary alarms, the composites that page, the dashboard (docs/operate.md).
-        SageMakerOperations(
-            self,
-            "Operations",
-            settings=settings,
-            alerting=alerting,
-            endpoint=endpoint,
-            endpoint_alarms=endpoint_alarms,
-            gpus_per_instance=instance.gpus,
-        )
-
-        runtime = network.endpoints["sagemaker.runtime"]
-        CfnOutput(self, "EndpointName", value=endpoint.endpoint.attr_endpoint_name)
-        CfnOutput(self, "VariantName", value=endpoint.variant_name)
-        # DnsEntries are "hostedzoneid:dnsname"; the first is the Regional name.
-        CfnOutput(
-            self,
-            "RuntimeVpcEndpointDns",
-            value=Fn.select(1, Fn.split(":", Fn.select(0, runtime.vpc_endpoint_dns_entries))),
-        )
-        CfnOutput(self, "Region", value=self.region)
-
         # The probe inside the VPC, through the runtime's VPC endpoint as callers are (docs/deploy.md).
         probe = ProbeTask(
             self,
@@ -138,13 +116,46 @@ class SageMakerStack(SonicStack):
             config=env.probe,
             task_statements=[invoke_endpoint(endpoint.endpoint.ref)],
         )
-        if settings.canary_enabled:
-            target = ["probe", "sagemaker", "--endpoint", endpoint.endpoint.attr_endpoint_name]
+        target = [
+            "probe",
+            "sagemaker",
+            "--endpoint",
+            endpoint.endpoint.attr_endpoint_name,
+            "--region",
+            self.region,
+        ]
+        canary = (
             ProbeCanary(
                 self,
                 "Canary",
                 probe=probe,
-                target=[*target, "--region", self.region],
+                target=target,
                 canary=env.canary,
                 environment_name=settings.environment_name,
             )
+            if settings.canary_enabled
+            else None
+        )
+
+        # Canary alarms, the composites that page, the dashboard (docs/operate.md).
+        SageMakerOperations(
+            self,
+            "Operations",
+            settings=settings,
+            alerting=alerting,
+            endpoint=endpoint,
+            endpoint_alarms=endpoint_alarms,
+            gpus_per_instance=instance.gpus,
+            canary_schedule=canary,
+        )
+
+        runtime = network.endpoints["sagemaker.runtime"]
+        CfnOutput(self, "EndpointName", value=endpoint.endpoint.attr_endpoint_name)
+        CfnOutput(self, "VariantName", value=endpoint.variant_name)
+        # DnsEntries are "hostedzoneid:dnsname"; the first is the Regional name.
+        CfnOutput(
+            self,
+            "RuntimeVpcEndpointDns",
+            value=Fn.select(1, Fn.split(":", Fn.select(0, runtime.vpc_endpoint_dns_entries))),
+        )
+        CfnOutput(self, "Region", value=self.region)

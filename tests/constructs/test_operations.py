@@ -226,6 +226,23 @@ def test_canary_alarms_when_the_canary_is_on(canary_on: tuple[Settings, dict[str
         composites = _named(template, "AWS::CloudWatch::CompositeAlarm")
         assert {"CanaryTtfaP95", "CanaryFailures"} <= _children(composites["CallersAffected"])
         assert "CanaryNotRunning" in _children(composites["MonitoringBlind"])
+        # Scheduler's own count of runs it could not start, in the canary's schedule group, as many in a row.
+        not_starting = alarms["CanaryNotStarting"]
+        (group,) = template.find_resources("AWS::Scheduler::ScheduleGroup")
+        metrics = {m["Id"]: m for m in not_starting["Metrics"]}
+        expression = metrics.pop(next(i for i, m in metrics.items() if "Expression" in m))["Expression"]
+        assert expression == "FILL(errors, 0) + FILL(dropped, 0)"
+        assert {m["MetricStat"]["Metric"]["MetricName"] for m in metrics.values()} == {
+            "TargetErrorCount",
+            "InvocationDroppedCount",
+        }
+        for m in metrics.values():
+            stat = m["MetricStat"]
+            assert stat["Metric"]["Namespace"] == "AWS/Scheduler"
+            assert stat["Metric"]["Dimensions"] == [{"Name": "ScheduleGroup", "Value": {"Ref": group}}]
+            assert (stat["Stat"], stat["Period"]) == ("Sum", every)
+        assert (not_starting["Threshold"], not_starting["EvaluationPeriods"]) == (1, canary.failed_runs)
+        assert "CanaryNotStarting" in _children(composites["MonitoringBlind"])
         assert _children(composites["Page"]) == GROUPS
         membership = _membership(template)
         if route == "sagemaker":
