@@ -125,8 +125,11 @@ class CanaryAlarms(Construct):
             "the probe task or its PutMetricData is broken (the task's logs), and the canary alarms are blind.",
         )
         self.caller_facing: list[cloudwatch.IAlarm] = [self.ttfa, self.failures]
-        # Why no run publishes, when Scheduler knows: RunTask refused (no Fargate capacity, a denied role, a
-        # request it does not take) or the invocation dropped. As many runs in a row as CanaryFailures wants.
+        # Why no run publishes, when Scheduler knows: its RunTask call failed (a denied role, a request ECS does
+        # not take, throttling) or the invocation was dropped. A task that starts and then stops (no Fargate
+        # capacity, an image it cannot pull: RunTask answers those with a task, or with `failures` in a
+        # successful response) is not counted here; CanaryNotRunning sees it. As many runs in a row as
+        # CanaryFailures wants.
         self.blind: list[cloudwatch.IAlarm] = [self.not_running]
         if failed_starts is not None:
             self.not_starting = alerting.alarm(
@@ -134,9 +137,9 @@ class CanaryAlarms(Construct):
                 metric=failed_starts,
                 threshold=1,
                 evaluation_periods=runs,
-                description=f"The canary's schedule could not start its task in {runs} runs in a row (AWS/Scheduler "
-                "TargetErrorCount or InvocationDroppedCount): the schedule's role, the task definition, or Fargate "
-                "capacity in the probe's subnets.",
+                description=f"The canary schedule's RunTask call failed in {runs} runs in a row (AWS/Scheduler "
+                "TargetErrorCount or InvocationDroppedCount): the schedule's role or its RunTask request. A task that "
+                "starts and stops is CanaryNotRunning.",
             )
             self.blind.append(self.not_starting)
 
