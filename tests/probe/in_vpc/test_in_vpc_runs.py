@@ -428,7 +428,11 @@ def test_a_turn_task_uploads_its_turns_as_they_finish_for_an_interrupted_run(
     thread.join(10)
     assert seen, "no part was uploaded while the turns ran"
     whole = (store.get(samples_key(0, 0)) or b"").decode().splitlines()
-    parts = [line for key in store.list("results/0/0/part-") for line in (store.get(key) or b"").decode().splitlines()]
+    parts = [
+        line
+        for key in store.list("results/0/0/part-")
+        for line in (store.get(key) or b"").decode().splitlines()
+    ]
     assert parts and parts == whole[: len(parts)]  # each turn once, in order; the whole has all of them
     assert len(whole) < 1000 * 2  # stop.json ended the calls
     assert all("turn" in json.loads(line) and json.loads(line)["task"] == 0 for line in whole)
