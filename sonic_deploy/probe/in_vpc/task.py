@@ -64,8 +64,9 @@ def _on_sigterm(terminated: threading.Event) -> Iterator[None]:
     """ECS's StopTask is a SIGTERM, then a SIGKILL 30 s later (the container's stopTimeout; "StopTask", ECS
     API Reference). This process is the container's PID 1 (the image's exec-form ENTRYPOINT), to which the
     kernel delivers no signal but SIGKILL and SIGSTOP that it has no handler for (pid_namespaces(7)): without
-    one, the task would sit out the 30 s and upload nothing. The handler only sets `terminated`; the watcher then uploads the samples so far and stops the
-    command, as stop.json does, and `serve` uploads the whole. Only the main thread may set a handler."""
+    one, the task would sit out the 30 s and upload nothing. The handler only sets `terminated`; the watcher
+    then uploads the samples so far and stops the command, as stop.json does, and `serve` uploads the whole.
+    Only the main thread may set a handler."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
