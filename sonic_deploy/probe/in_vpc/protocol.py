@@ -12,6 +12,11 @@ once and never changed, so that neither side needs a lock or a conditional write
     results/<seq>/<index>/part-<n>.jsonl  a task, while command <seq> runs: its next samples (kept for a run
                                           interrupted mid-command; the whole is samples.jsonl)
     failed/<index>.json           a task: what stopped it (the runner stops the run and shows it)
+    transcripts.txt               the runner, before its tasks start: --transcripts FILE (a file of the
+                                  operator's machine, not in the image)
+
+`TASK_KEYS` and `RUNNER_KEYS` are these as patterns, the one list each side writes: the task role's S3 grant
+and the S3 gateway endpoint's policy are made from them (constructs/probe_task.py, constructs/network.py).
 
 A task trusts nothing it reads here beyond its own command line: it refuses a command that is not one its own
 options make (`check_level`, in task.py), a start out of `START_WINDOW_S`, a run.json out of bounds
@@ -36,7 +41,15 @@ from sonic_deploy.probe.load import Level
 
 RUN = "run.json"
 STOP = "stop.json"
+TRANSCRIPTS = "transcripts.txt"
 RUNS_PREFIX = "runs/"
+# The keys each side writes, relative to runs/<run-id>/, as glob patterns whose `*` matches '/' too, as an
+# IAM resource ARN's does (IAM User Guide, "IAM JSON policy elements: Resource") and fnmatch.fnmatchcase's.
+# Every key builder below makes a key that matches exactly one pattern of its side and none of the other's
+# (tests/probe/in_vpc/test_protocol.py): the task role may write only TASK_KEYS, and a task that could write
+# commands/ could send the others commands.
+TASK_KEYS = ("ready/*", "results/*", "failed/*")
+RUNNER_KEYS = (RUN, "commands/*", STOP, TRANSCRIPTS)
 # Bounds a task holds run.json to: a poll of 0 would call S3 in a tight loop, and an idle timeout of days
 # would leave a task billing for them after its runner died.
 POLL_BOUNDS_S = (0.2, 10.0)

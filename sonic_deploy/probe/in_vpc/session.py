@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from sonic_deploy.arguments import ENVIRONMENT, config_folder, name, whole
-from sonic_deploy.probe.in_vpc.protocol import DirectoryStore, ObjectStore, S3Store, open_store, run_prefix
+from sonic_deploy.probe.in_vpc.protocol import (
+    TRANSCRIPTS,
+    DirectoryStore,
+    ObjectStore,
+    S3Store,
+    open_store,
+    run_prefix,
+)
 from sonic_deploy.probe.in_vpc.runner import (
     Fleet,
     InVpcError,
@@ -30,8 +37,6 @@ from sonic_deploy.probe.in_vpc.runner import (
     tasks_needed,
 )
 
-# Where the runner puts --transcripts FILE for the tasks (a file on this machine, not in the image).
-TRANSCRIPTS = "transcripts.txt"
 _STORE_URL = name(
     r"(s3://[a-z0-9.-]{3,63}|file://)/[!-~]{1,1000}", "an s3:// or file:// URL", "s3://BUCKET/runs/RUN"
 )

@@ -7,6 +7,7 @@ this task's share of it, from the start the runner chose, so that the N tasks lo
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import sys
 import threading
@@ -50,7 +51,7 @@ class RunnerGoneError(Exception):
 
 
 class StoppedError(Exception):
-    """The runner put stop.json: the run ended early, and this task stops."""
+    """The runner put stop.json, or ECS stops the task (SIGTERM): the run ended early, and this task stops."""
 
 
 def _say(text: str) -> None:
@@ -58,16 +59,36 @@ def _say(text: str) -> None:
     print(f"probe task: {text}", file=sys.stderr, flush=True)
 
 
-def _wait_for(store: ObjectStore, key: str, manifest: RunManifest) -> dict[str, Any]:
+@contextmanager
+def _on_sigterm(terminated: threading.Event) -> Iterator[None]:
+    """ECS's StopTask is a SIGTERM, then a SIGKILL 30 s later (the container's stopTimeout; "StopTask", ECS
+    API Reference). This process is the container's PID 1 (the image's exec-form ENTRYPOINT), to which the
+    kernel delivers no signal but SIGKILL and SIGSTOP that it has no handler for (pid_namespaces(7)): without
+    one, the task would sit out the 30 s and upload nothing. The handler only sets `terminated`; the watcher
+    then uploads the samples so far and stops the command, as stop.json does, and `serve` uploads the whole.
+    Only the main thread may set a handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: terminated.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _wait_for(
+    store: ObjectStore, key: str, manifest: RunManifest, terminated: threading.Event
+) -> dict[str, Any]:
     deadline = time.monotonic() + manifest.idle_timeout_s
     while (found := get_json(store, key)) is None:
-        if store.get(STOP) is not None:
+        if terminated.is_set() or store.get(STOP) is not None:
             raise StoppedError()
         if time.monotonic() > deadline:
             raise RunnerGoneError(
                 f"no {key} within {manifest.idle_timeout_s:g} s: the runner is gone, stopping"
             )
-        time.sleep(manifest.poll_s)
+        terminated.wait(manifest.poll_s)  # a SIGTERM ends the wait (lock waits are interruptible on POSIX)
     if not isinstance(found, dict):
         raise CommandError(f"{key} is not a JSON object")
     result: dict[str, Any] = found
@@ -76,12 +97,18 @@ def _wait_for(store: ObjectStore, key: str, manifest: RunManifest) -> dict[str, 
 
 @contextmanager
 def _watching(
-    store: ObjectStore, poll_s: float, seq: int, index: int, samples: list[dict[str, Any]]
+    store: ObjectStore,
+    poll_s: float,
+    seq: int,
+    index: int,
+    samples: list[dict[str, Any]],
+    terminated: threading.Event,
 ) -> Iterator[threading.Event]:
-    """While a command runs, on a thread of its own: an event set once the runner puts stop.json (polled
-    every `poll_s`; the command's loop checks it between requests), and the samples so far uploaded every
-    PART_EVERY_S as a part (results/<seq>/<index>/part-<n>.jsonl), so that a run interrupted mid-command
-    keeps what finished (`InVpcRun.partial`)."""
+    """While a command runs, on a thread of its own: an event set once the runner puts stop.json or ECS
+    stops the task (`terminated`, by SIGTERM), looked at every `poll_s` (the command's loop checks it between
+    requests), and the samples so far uploaded every PART_EVERY_S as a part
+    (results/<seq>/<index>/part-<n>.jsonl), and once more when it stops, so that a run interrupted
+    mid-command keeps what finished (`InVpcRun.partial`)."""
     stop, finished = threading.Event(), threading.Event()
     uploaded, part, at = 0, 0, time.monotonic()
 
@@ -99,7 +126,7 @@ def _watching(
             try:
                 if time.monotonic() - at >= PART_EVERY_S:
                     upload_part()
-                if store.get(STOP) is not None:
+                if terminated.is_set() or store.get(STOP) is not None:
                     upload_part()
                     stop.set()
                     return
@@ -118,18 +145,27 @@ def _watching(
 def serve(store: ObjectStore, index: int, count: int, run_command: RunCommand) -> int:
     """The task's life: ready, then each command in turn. 0 after "done" or stop.json; 1 after a failure
     (a command it refuses too), which is also put where the runner looks (failed/INDEX.json), so that it stops
-    the run and says why."""
+    the run and says why. A SIGTERM (ECS's StopTask) stops it as stop.json does: what the command under way
+    measured is uploaded (a part, then the whole) before it exits, within the 30 s before ECS's SIGKILL."""
+    terminated = threading.Event()
+    with _on_sigterm(terminated):
+        return _serve(store, index, count, run_command, terminated)
+
+
+def _serve(
+    store: ObjectStore, index: int, count: int, run_command: RunCommand, terminated: threading.Event
+) -> int:
     try:
-        manifest = RunManifest.from_json(_wait_for(store, RUN, RunManifest("", 0, 0.2, 300.0)))
+        manifest = RunManifest.from_json(_wait_for(store, RUN, RunManifest("", 0, 0.2, 300.0), terminated))
         problem = manifest.problem(count)
         if problem is not None:
             raise CommandError(f"refused: {problem}")
         put_json(store, ready_key(index), {"index": index, "host": socket.gethostname(), "at": time.time()})
         _say(f"task {index} of {manifest.task_count} ready ({store.where()})")
         seq = 0
-        while (command := _wait_for(store, command_key(seq), manifest)).get("kind") != "done":
+        while (command := _wait_for(store, command_key(seq), manifest, terminated)).get("kind") != "done":
             samples: list[dict[str, Any]] = []
-            with _watching(store, manifest.poll_s, seq, index, samples) as stop:
+            with _watching(store, manifest.poll_s, seq, index, samples, terminated) as stop:
                 result = run_command(command, samples.append, stop)
             lines = "".join(json.dumps({**sample, "task": index}) + "\n" for sample in samples)
             store.put(samples_key(seq, index), lines.encode())
@@ -141,7 +177,7 @@ def serve(store: ObjectStore, index: int, count: int, run_command: RunCommand) -
         _say("done")
         return 0
     except StoppedError:
-        _say(f"stopped: the runner put {STOP}")
+        _say("stopped: SIGTERM (ECS StopTask)" if terminated.is_set() else f"stopped: the runner put {STOP}")
         return 0
     except Exception as error:  # the runner must hear of it, whatever it is
         _say(f"failed: {error!r}")

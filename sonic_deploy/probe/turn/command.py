@@ -583,15 +583,15 @@ def _run_turn_task(args: argparse.Namespace, utterances: tuple[CallerAudio, ...]
             time.sleep(min(wait, 0.5))
         began, late_s = time.time(), max(0.0, time.perf_counter() - start)
         with tempfile.TemporaryDirectory() as folder:
-            output = TurnOutput(Path(folder), None)
+            # Each turn to `emit` as it finishes, not at the end: the task's watcher uploads the turns so far
+            # as parts while the calls run (serve's _watching), which an interrupted runner collects.
+            output = TurnOutput(Path(folder), None, emit)
             hops = Hops(stt, llm, speaker, args.system or None)
             try:
                 with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
                     runner.run(run(hops, plan, share, output, stop.is_set))
             finally:
                 output.close()
-        for line in output.lines:
-            emit(line)
         return {
             "turns": len(output.lines),
             "load": share.describe(),

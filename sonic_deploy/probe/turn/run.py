@@ -121,18 +121,28 @@ def summarize(samples: Sequence[dict[str, Any]], budget: Budget | None) -> dict[
 
 
 class TurnOutput:
-    def __init__(self, out_dir: Path, progress: TextIO | None) -> None:
+    def __init__(
+        self,
+        out_dir: Path,
+        progress: TextIO | None,
+        on_line: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        """`on_line`: called with each turn as it finishes (an in-VPC task's `emit`: its watcher uploads the
+        turns so far as parts while the command runs, which a runner interrupted mid-run collects)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         # A live line on a terminal; in a log (CI, a pipe), nothing until the summary.
         self.out_dir = out_dir
         self._progress = progress if progress is not None and progress.isatty() else None
         self._samples = (out_dir / SAMPLES).open("w", encoding="utf-8")
+        self._on_line = on_line
         self.lines: list[dict[str, Any]] = []
 
     def emit(self, line: dict[str, Any]) -> None:
         self.lines.append(line)
         self._samples.write(json.dumps(line) + "\n")
         self._samples.flush()  # a run stopped halfway keeps every turn it finished
+        if self._on_line is not None:
+            self._on_line(line)
         if self._progress is not None:
             done = [item for item in self.lines if not item["warmup"] and "turn_ms" in item]
             failed = sum("error" in item for item in self.lines if not item["warmup"])

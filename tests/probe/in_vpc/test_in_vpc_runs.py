@@ -374,3 +374,70 @@ def test_turn_open_loop_tasks_follow_the_calls_at_once_not_the_rate(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--rate 40 calls/s x ~" in err and "calls at once) needs" in err and "max_tasks = 20" in err
+
+
+def test_a_turn_task_uploads_its_turns_as_they_finish_for_an_interrupted_run(
+    reference_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn task's watcher uploads the turns finished so far while the calls run (a part at every poll
+    here), so that a runner interrupted mid-turn (Ctrl-C) finds them in `InVpcRun.partial`; stop.json then
+    ends the calls, and the task uploads the whole."""
+    import threading
+    import time
+
+    from sonic_deploy.probe.in_vpc import task
+    from sonic_deploy.probe.in_vpc.protocol import (
+        RUN,
+        STOP,
+        DirectoryStore,
+        RunManifest,
+        get_json,
+        put_json,
+        ready_key,
+        samples_key,
+        stats_key,
+        turn_command,
+    )
+    from sonic_deploy.probe.in_vpc.runner import InVpcRun, Timing
+
+    server = reference_server(*STANDINS)
+    ws = server.base.replace("http://", "ws://")
+    store = DirectoryStore(tmp_path / "run")
+    monkeypatch.setattr(task, "PART_EVERY_S", 0.0)
+    monkeypatch.setenv("CARTESIA_API_KEY", "from-secrets-manager")
+    put_json(store, RUN, RunManifest("r", 1, poll_s=0.2, idle_timeout_s=120).as_json())
+    seen: list[str] = []
+
+    def runner() -> None:  # the runner's side: the turn command, then stop.json once a part is up
+        deadline = time.monotonic() + 120  # a bail-out only: the task is stopped either way
+        while get_json(store, ready_key(0)) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        put_json(store, "commands/0.json", turn_command(time.time()))
+        while not seen and time.monotonic() < deadline:
+            seen.extend(key for key in store.list("results/0/0/part-") if store.get(key))
+            time.sleep(0.05)
+        put_json(store, STOP, {"kind": "stop"})
+
+    thread = threading.Thread(target=runner, daemon=True)
+    thread.start()
+    argv = ["probe", "turn", "--route", "ecs", "--tts-url", f"{ws}/tts/websocket", "--stt-url", ws]
+    argv += ["--llm-url", f"{server.base}/v1", "--llm-model", "stand-in", "--concurrency", "1"]
+    argv += ["--calls", "1000", "--turns", "2", "--warmup-turns", "0", "--gap-ms", "0", "--ramp-up", "0.1"]
+    argv += ["--in-vpc-task", store.where(), "--task-index", "0", "--task-count", "1"]
+    assert main(argv) == 0
+    thread.join(10)
+    assert seen, "no part was uploaded while the turns ran"
+    whole = (store.get(samples_key(0, 0)) or b"").decode().splitlines()
+    parts = [
+        line
+        for key in store.list("results/0/0/part-")
+        for line in (store.get(key) or b"").decode().splitlines()
+    ]
+    assert parts and parts == whole[: len(parts)]  # each turn once, in order; the whole has all of them
+    assert len(whole) < 1000 * 2  # stop.json ended the calls
+    assert all("turn" in json.loads(line) and json.loads(line)["task"] == 0 for line in whole)
+    # Interrupted before the task's whole upload: the runner collects the parts.
+    (tmp_path / "run" / stats_key(0, 0)).unlink()
+    run = InVpcRun(None, store, 1, Timing(), lambda text: None)  # type: ignore[arg-type]
+    run.seq = 1
+    assert [json.dumps(line) for line in run.partial()] == [json.dumps(json.loads(line)) for line in parts]

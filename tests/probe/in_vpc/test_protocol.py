@@ -4,6 +4,7 @@ the shapes S3 returns them), the folder that stands in for the bucket, and the s
 from __future__ import annotations
 
 import datetime
+import fnmatch
 import io
 from pathlib import Path
 
@@ -13,13 +14,25 @@ from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
+from sonic_deploy.probe.in_vpc import protocol
 from sonic_deploy.probe.in_vpc.protocol import (
+    RUN,
+    RUNNER_KEYS,
+    STOP,
+    TASK_KEYS,
+    TRANSCRIPTS,
     DirectoryStore,
     S3Store,
+    command_key,
     decode_stats,
     encode_stats,
+    failed_key,
     open_store,
+    part_key,
+    ready_key,
     run_prefix,
+    samples_key,
+    stats_key,
 )
 from sonic_deploy.probe.stats import LevelStats
 
@@ -119,3 +132,43 @@ def test_statistics_survive_the_trip_as_json_exactly() -> None:
     merged = LevelStats()
     merged.merge(decode_stats(json.loads(json.dumps(encode_stats(stats.encode())))))
     assert merged.summary(8, None) == stats.summary(8, None)
+
+
+# Every key builder of each side, with arguments of every width its keys take (a part number of six digits,
+# past part_key's padding, too).
+TASK_BUILT = [
+    ready_key(0),
+    ready_key(19),
+    samples_key(0, 0),
+    samples_key(12, 19),
+    part_key(3, 7, 0),
+    part_key(3, 7, 123456),
+    stats_key(0, 19),
+    failed_key(7),
+]
+RUNNER_BUILT = [RUN, command_key(0), command_key(41), STOP, TRANSCRIPTS]
+
+
+@pytest.mark.parametrize(
+    ("key", "own", "other"),
+    [
+        *((key, TASK_KEYS, RUNNER_KEYS) for key in TASK_BUILT),
+        *((key, RUNNER_KEYS, TASK_KEYS) for key in RUNNER_BUILT),
+    ],
+)
+def test_each_key_matches_one_pattern_of_its_side_and_none_of_the_other(
+    key: str, own: tuple[str, ...], other: tuple[str, ...]
+) -> None:
+    """The task role's grant and the endpoint's policy are made of these patterns: a key no pattern of its side
+    matches is AccessDenied in AWS, and a runner's key that a task pattern matches is one a task may forge."""
+    assert sum(fnmatch.fnmatchcase(key, pattern) for pattern in own) == 1, key
+    assert not any(fnmatch.fnmatchcase(key, pattern) for pattern in other), key
+    assert not key.startswith("/") and ".." not in key.split("/")
+
+
+def test_the_lists_above_cover_every_key_builder() -> None:
+    """A new `*_key` builder in protocol.py must join TASK_BUILT or RUNNER_BUILT (and a pattern of its side)."""
+    builders = {
+        name for name in vars(protocol) if name.endswith("_key") and callable(getattr(protocol, name))
+    }
+    assert builders == {"ready_key", "command_key", "samples_key", "part_key", "stats_key", "failed_key"}

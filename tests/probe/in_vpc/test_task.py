@@ -150,3 +150,63 @@ def test_stop_json_ends_a_level_between_two_requests(tmp_path: Path, monkeypatch
     run = InVpcRun(None, store, 1, Timing(), lambda text: None)  # type: ignore[arg-type]
     run.seq = 1
     assert [s["n"] for s in run.partial()] == list(range(len(ran)))  # finished: its whole samples.jsonl
+
+
+def test_sigterm_ends_a_level_and_the_task_uploads_what_it_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ECS's StopTask is a SIGTERM (a SIGKILL 30 s later): the task stops the command as stop.json does,
+    uploads a part and the whole, exits 0, and gives the signal's handler back."""
+    import os
+    import signal
+
+    store = DirectoryStore(tmp_path / "run")
+    put_json(store, RUN, RunManifest("r", 1, poll_s=0.2, idle_timeout_s=60).as_json())
+    put_json(store, command_key(0), level_command(Level(0, concurrency=1, requests=10**6), time.time()))
+    ran: list[int] = []
+    caught: list[int] = []
+
+    def endless(command: dict[str, Any], emit: Any, stop: threading.Event) -> dict[str, Any]:
+        while not stop.is_set() and len(ran) < 2000:  # a bail-out, should the signal not stop it
+            emit({"n": len(ran)})
+            ran.append(1)
+            if len(ran) == 3:
+                os.kill(os.getpid(), signal.SIGTERM)  # what StopTask sends
+            stop.wait(0.05)
+        return {"requests": len(ran)}
+
+    from sonic_deploy.probe.in_vpc import task
+
+    monkeypatch.setattr(task, "PART_EVERY_S", 3600.0)  # the part is the one uploaded on the signal
+    own = signal.signal(signal.SIGTERM, lambda signum, frame: caught.append(signum))  # never pytest's death
+    try:
+        assert serve(store, 0, 1, endless) == 0
+        assert not caught  # the task's handler had it
+        os.kill(os.getpid(), signal.SIGTERM)  # after serve: the handler before it is back
+        assert caught == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, own)
+    assert 3 <= len(ran) < 2000
+    assert get_json(store, "results/0/0/stats.json") == {"requests": len(ran)}
+    assert len((store.get("results/0/0/samples.jsonl") or b"").decode().splitlines()) == len(ran)
+    (part,) = store.list("results/0/0/part-")
+    assert [json.loads(line)["n"] for line in (store.get(part) or b"").decode().splitlines()][:3] == [0, 1, 2]
+    assert "stopped: SIGTERM (ECS StopTask)" in capsys.readouterr().err
+    assert get_json(store, STOP) is None  # the signal alone stopped it
+
+
+def test_sigterm_ends_a_task_waiting_for_its_next_command(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    store = DirectoryStore(tmp_path / "run")
+    put_json(store, RUN, RunManifest("r", 1, poll_s=0.2, idle_timeout_s=60).as_json())
+    own = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+        timer.start()
+        assert serve(store, 0, 1, _never) == 0  # not the idle timeout's 60 s, nor a failure
+        timer.join()
+    finally:
+        signal.signal(signal.SIGTERM, own)
+    assert get_json(store, ready_key(0))["index"] == 0 and get_json(store, failed_key(0)) is None
