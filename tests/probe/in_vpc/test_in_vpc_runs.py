@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from sonic_deploy.cli import main
+from sonic_deploy.cli import main, parse
 from sonic_deploy.probe.load import Level
 from sonic_deploy.probe.stats import LevelStats
+from tests.conftest import EditConfig
 from tests.probe.harness import ServerFactory
 from tests.probe.turn.test_command import STANDINS
 
@@ -374,3 +375,71 @@ def test_turn_open_loop_tasks_follow_the_calls_at_once_not_the_rate(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--rate 40 calls/s x ~" in err and "calls at once) needs" in err and "max_tasks = 20" in err
+
+
+@pytest.mark.parametrize(
+    ("hops", "granted", "said"),
+    [
+        (
+            ["--stt", "transcribe", "--llm-url", "http://10.0.0.5/v1"],
+            None,
+            "--in-vpc dev with --stt transcribe: the probe task has no grant for it, nor its VPC an endpoint where "
+            "there is no NAT (turn_hops = [] under [probe] in {config}). Fix: turn_hops = "
+            '["transcribe"] there, then `make deploy ENV=dev ROUTE=ecs`',
+        ),
+        (
+            ["--stt-url", "ws://10.0.0.5", "--llm", "bedrock"],
+            '["transcribe"]',
+            "--in-vpc dev with --llm bedrock: the probe task has no grant for it, nor its VPC an endpoint where "
+            'there is no NAT (turn_hops = ["transcribe"] under [probe] in {config}). Fix: turn_hops = '
+            '["transcribe", "bedrock"] there, then `make deploy ENV=dev ROUTE=ecs`',
+        ),
+    ],
+)
+def test_turn_in_the_vpc_refuses_a_cloud_hop_the_environment_does_not_grant(
+    hops: list[str],
+    granted: str | None,
+    said: str,
+    edit_config: EditConfig,
+    local_aws: Callable[..., LocalAws],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--stt transcribe` and `--llm bedrock` reach their services from a task only when `[probe] turn_hops`
+    lists them (the stack's grant and endpoint): refused before any AWS call, naming the line and the deploy."""
+    config = edit_config("environments/dev.toml", "", "")
+    if granted is not None:
+        config = edit_config(
+            "environments/dev.toml",
+            '# turn_hops = ["transcribe", "bedrock"]',
+            f"turn_hops = {granted}",
+        )
+    aws = local_aws("ecs")
+    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", str(config), "--route", "ecs"]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--llm-model", "us.amazon.nova-micro-v1:0", *hops])
+    assert stopped.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()  # one line
+    assert line == "sonic-deploy probe turn: " + said.format(config=config / "environments" / "dev.toml")
+    assert aws.ecs.commands == []  # nothing started
+
+
+@pytest.mark.parametrize(
+    "hops",
+    [
+        ["--stt", "transcribe", "--llm-url", "http://10.0.0.5/v1"],
+        ["--stt-url", "ws://10.0.0.5", "--llm", "bedrock"],
+        ["--stt", "transcribe", "--llm", "bedrock"],
+    ],
+)
+def test_turn_in_the_vpc_takes_the_cloud_hops_the_environment_grants(
+    hops: list[str], edit_config: EditConfig
+) -> None:
+    """With `turn_hops = ["transcribe", "bedrock"]`, the check lets both through (to the run's set-up)."""
+    config = edit_config(
+        "environments/dev.toml",
+        '# turn_hops = ["transcribe", "bedrock"]',
+        'turn_hops = ["transcribe", "bedrock"]',
+    )
+    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", str(config), "--route", "ecs"]
+    args = parse([*argv, "--llm-model", "m", *hops])
+    assert (args.in_vpc, args.config_dir) == ("dev", config)
