@@ -36,6 +36,16 @@ FAST_SERVER = (
 )
 
 
+TURN_HOPS_LINE = '# turn_hops = ["transcribe", "bedrock"]'
+
+
+@pytest.fixture
+def hops_config(edit_config: EditConfig) -> str:
+    """config/ with dev's `[probe] turn_hops = ["transcribe", "bedrock"]`: --stt transcribe and --llm bedrock
+    are the task's to call."""
+    return str(edit_config("environments/dev.toml", TURN_HOPS_LINE, TURN_HOPS_LINE.removeprefix("# ")))
+
+
 def _summary(out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     summary = json.loads((out / "summary.json").read_text())
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
@@ -327,6 +337,7 @@ def test_turn_in_the_vpc_refuses_hops_a_task_has_no_key_for(
 def test_turn_in_the_vpc_interrupted_exits_as_a_probe_does(
     stop: object,
     code: int,
+    hops_config: str,
     local_aws: Callable[..., LocalAws],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -344,7 +355,7 @@ def test_turn_in_the_vpc_interrupted_exits_as_a_probe_does(
         raise raised
 
     monkeypatch.setattr(session.Session, "run", interrupted)
-    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", CONFIG, "--tasks", "1", "--route", "ecs"]
+    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", hops_config, "--tasks", "1", "--route", "ecs"]
     argv += ["--stt", "transcribe", "--llm", "bedrock", "--llm-model", "m", "--out", str(tmp_path / "t")]
     argv += ["--quiet", "--no-plot", "--budget", str(ROOT / "config/turn_budget.toml")]
     assert main(argv) == code
@@ -352,7 +363,7 @@ def test_turn_in_the_vpc_interrupted_exits_as_a_probe_does(
 
 
 def test_turn_open_loop_tasks_follow_the_calls_at_once_not_the_rate(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    hops_config: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--rate 5 calls a second of 3 turns is ~100 calls at once: sized by streams_per_task (32), not by
     rate_per_task (20 TTS requests a second, which would say 1 task); and 40/s is more than max_tasks."""
@@ -365,7 +376,7 @@ def test_turn_open_loop_tasks_follow_the_calls_at_once_not_the_rate(
         "--in-vpc",
         "dev",
         "--config-dir",
-        CONFIG,
+        hops_config,
         "--route",
         "ecs",
         "--stt",
@@ -410,7 +421,7 @@ def test_turn_in_the_vpc_refuses_a_cloud_hop_the_environment_does_not_grant(
     if granted is not None:
         config = edit_config(
             "environments/dev.toml",
-            '# turn_hops = ["transcribe", "bedrock"]',
+            TURN_HOPS_LINE,
             f"turn_hops = {granted}",
         )
     aws = local_aws("ecs")
@@ -432,14 +443,9 @@ def test_turn_in_the_vpc_refuses_a_cloud_hop_the_environment_does_not_grant(
     ],
 )
 def test_turn_in_the_vpc_takes_the_cloud_hops_the_environment_grants(
-    hops: list[str], edit_config: EditConfig
+    hops: list[str], hops_config: str
 ) -> None:
     """With `turn_hops = ["transcribe", "bedrock"]`, the check lets both through (to the run's set-up)."""
-    config = edit_config(
-        "environments/dev.toml",
-        '# turn_hops = ["transcribe", "bedrock"]',
-        'turn_hops = ["transcribe", "bedrock"]',
-    )
-    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", str(config), "--route", "ecs"]
+    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", hops_config, "--route", "ecs"]
     args = parse([*argv, "--llm-model", "m", *hops])
-    assert (args.in_vpc, args.config_dir) == ("dev", config)
+    assert (args.in_vpc, str(args.config_dir)) == ("dev", hops_config)
