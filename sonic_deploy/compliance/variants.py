@@ -1,7 +1,8 @@
 """What the gate scans: each environment as a user deploys it (the shipped placeholders filled in, which
 `make deploy` would otherwise refuse), and a closed variant of each environment with the ECS route
-connected: air-gapped, TLS on the load balancer (a certificate from a Private CA), deletion protection and
-the resilience rehearsal on. Between them, both sides of every switch the templates have are scanned."""
+connected: air-gapped, TLS on the load balancer (a certificate from a Private CA), deletion protection,
+the resilience rehearsal and the probe task's turn hops on. Between them, both sides of every switch the
+templates have are scanned."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ _CLOSED = (
         "deletion_protection = true",
     ),
     (r"(?m)^enabled = false$", "enabled = true"),  # [ecs.resilience]
+    (r'(?m)^# turn_hops = \["transcribe", "bedrock"\]$', 'turn_hops = ["transcribe", "bedrock"]'),  # [probe]
 )
 
 
@@ -70,7 +72,8 @@ def fill_placeholders(config: Path) -> Path:
 
 def make_closed(config: Path, environment: str) -> Path:
     """The environment in a copy of config/, switched to the air-gapped licence mode with no NAT gateway, TLS
-    on the load balancer from a Private CA with deletion protection, and the resilience rehearsal on."""
+    on the load balancer from a Private CA with deletion protection, the resilience rehearsal and `[probe]
+    turn_hops` on."""
     path = config / "environments" / f"{environment}.toml"
     text = path.read_text(encoding="utf-8")
     region = load_settings(config, environment).environment.region

@@ -17,6 +17,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from pydantic_core import PydanticCustomError
 
 Route = Literal["sagemaker", "ecs"]
+# The turn probe's cloud hops a probe task may be granted (`[probe] turn_hops`): --stt transcribe, --llm bedrock.
+TurnHop = Literal["transcribe", "bedrock"]
 Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 # The OCI distribution reference grammar (github.com/distribution/reference, reference.go), which ECR and
 # every registry apply: tag := /[\w][\w.-]{0,127}/ (ASCII \w here: pydantic's \w would take any letter).
@@ -527,6 +529,22 @@ class ProbeTaskConfig(Strict):
     results_retention_days: Annotated[int, Field(ge=1, le=3650)] = Field(
         default=30, description="days the runs' samples are kept in the stack's probe bucket"
     )
+    # Opt-in: each hop listed grants the task role that service's one call and, where the VPC has no NAT,
+    # adds its interface endpoint (billed per AZ and hour whether a run uses it or not: docs/deploy.md).
+    turn_hops: list[TurnHop] = Field(
+        default=[],
+        description="the cloud hops `probe turn --in-vpc` may call from the tasks: transcribe (--stt), "
+        "bedrock (--llm)",
+    )
+
+    @field_validator("turn_hops")
+    @classmethod
+    def _once_each(cls, hops: list[TurnHop]) -> list[TurnHop]:
+        if len(set(hops)) != len(hops):
+            raise PydanticCustomError(
+                "turn_hops_twice", "names a hop twice: list each of transcribe and bedrock at most once"
+            )
+        return hops
 
 
 class CanaryConfig(Strict):

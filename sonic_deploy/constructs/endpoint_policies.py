@@ -75,6 +75,24 @@ def interface_endpoint_policy(scope: Construct, service: str) -> list[iam.Policy
                 [f"{here('sagemaker')}:endpoint/*"],
             ),
         ],
+        # The turn probe's hops ([probe] turn_hops, constructs/probe_task.py's turn_hop_statements): the one
+        # action each client's call is authorised as. Streaming transcription has no resource type; the
+        # endpoint takes a policy (Transcribe Developer Guide, "Creating a VPC endpoint policy").
+        "transcribestreaming": [
+            ("StreamTranscriptionNoResource", ["transcribe:StartStreamTranscriptionWebSocket"], ["*"])
+        ],
+        # ConverseStream on a foundation model (AWS-owned, no account; any Region, for a cross-Region
+        # inference profile's destinations) or this account's inference profiles in this Region.
+        "bedrock-runtime": [
+            (
+                "StreamFromModelsAndThisAccountsInferenceProfiles",
+                ["bedrock:InvokeModelWithResponseStream"],
+                [
+                    f"arn:{stack.partition}:bedrock:*::foundation-model/*",
+                    f"{here('bedrock')}:inference-profile/*",
+                ],
+            )
+        ],
     }
     grants["ecr.dkr"] = grants["ecr.api"]
     if service not in grants:

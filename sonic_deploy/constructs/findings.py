@@ -112,6 +112,8 @@ RESOURCELESS_ACTIONS = {
     "autoscaling:DescribeAutoScalingGroups": "Auto Scaling Describe calls take no resource",
     "tag:GetResources": "the Resource Groups Tagging API takes no resource (FIS resolves its targets by tag)",
     "logs:CreateLogDelivery": "log delivery set-up takes no resource (FIS's experiment logs)",
+    "transcribe:StartStreamTranscriptionWebSocket": "streaming transcription takes no resource (the probe "
+    "task's turn hop, [probe] turn_hops)",
 }
 
 # ECS services that run one task, by the start of their logical id, and why (every other service on the

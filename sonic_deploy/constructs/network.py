@@ -16,6 +16,14 @@ from sonic_deploy.constructs.findings import acknowledge_compliance, acknowledge
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
+# Amazon Transcribe's streaming WebSocket API listens on 8443, not 443 (wss://transcribestreaming.REGION
+# .amazonaws.com:8443: client/transcribe.py; Transcribe Developer Guide, "Using Amazon Transcribe streaming
+# with WebSockets"), the probe task's turn hop.
+TRANSCRIBE_STREAMING_PORT = 8443
+# Interface endpoints whose service is called on a port besides 443, which their group admits from the VPC
+# too. UNVERIFIED on AWS: that the transcribestreaming endpoint answers on 8443 as the public endpoint does;
+# Transcribe's PrivateLink documentation names the service, not its ports.
+OTHER_ENDPOINT_PORTS = {"transcribestreaming": TRANSCRIBE_STREAMING_PORT}
 PRIVATE_SUBNET_MASK = 20  # 4,091 addresses per AZ: room for endpoint ENIs and many GPU tasks
 
 # CDK's stack-wide provider behind `restrict_default_security_group` (aws-cdk-lib aws-ec2 lib/vpc.ts).
@@ -161,6 +169,12 @@ class Network(Construct):
         self.endpoint_security_group.add_ingress_rule(
             ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from the VPC"
         )
+        for service in interface_services:
+            if service.short_name in OTHER_ENDPOINT_PORTS:
+                port = OTHER_ENDPOINT_PORTS[service.short_name]
+                self.endpoint_security_group.add_ingress_rule(
+                    ec2.Peer.ipv4(cidr), ec2.Port.tcp(port), f"{service.short_name} on {port} from the VPC"
+                )
         for client in endpoint_clients:
             self.endpoint_security_group.add_ingress_rule(
                 ec2.Peer.ipv4(client), ec2.Port.tcp(443), f"HTTPS from client network {client}"

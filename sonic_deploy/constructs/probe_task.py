@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import CfnOutput, CfnResource, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, CfnResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
@@ -14,7 +14,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from sonic_deploy.config.schema import ProbeTaskConfig
+from sonic_deploy.config.schema import ProbeTaskConfig, TurnHop
 from sonic_deploy.constructs.egress import HTTPS, https_only
 from sonic_deploy.constructs.findings import (
     acknowledge,
@@ -22,10 +22,11 @@ from sonic_deploy.constructs.findings import (
     acknowledge_custom_resource_handler,
     skip_checkov,
 )
-from sonic_deploy.constructs.network import Network
+from sonic_deploy.constructs.network import TRANSCRIBE_STREAMING_PORT, Network
 from sonic_deploy.constructs.probe_image import ProbeImage
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 from sonic_deploy.probe.canary_metrics import NAMESPACE as CANARY_NAMESPACE
+from sonic_deploy.probe.in_vpc.protocol import RUNNER_KEYS, TASK_KEYS
 
 CONTAINER_NAME = "probe"  # the contract's ProbeContainer: the runner and the canary override its command
 # The stack outputs the in-VPC runner reads (the contract of issue 17), in both stacks.
@@ -38,10 +39,13 @@ PROBE_OUTPUTS = (
     "ProbeBucket",
 )
 RUNS_PREFIX = "runs/"
-# What a task writes under its run's prefix (the task side of sonic_deploy/probe/in_vpc/protocol.py: ready/,
-# results/, failed/); the runner writes the rest (run.json, commands/) from outside the VPC with its own
-# credentials. IAM's `*` also matches '/', so each is "runs/<anything>/<part>/<anything>".
-TASK_WRITES = tuple(f"{RUNS_PREFIX}*/{part}/*" for part in ("ready", "results", "failed"))
+# What a task writes under its run's prefix (protocol.TASK_KEYS: ready/, results/, failed/), the task role's
+# only writes; and what the runner writes (protocol.RUNNER_KEYS: run.json, commands/, stop.json,
+# transcripts.txt) with the operator's credentials, which the S3 gateway endpoint lets through as well, for an
+# operator who runs --in-vpc from inside the VPC (a bastion, a CI runner). IAM's `*` also matches '/', as the
+# protocol's patterns' does, so "ready/*" is "runs/<anything>/ready/<anything>".
+TASK_WRITES = tuple(f"{RUNS_PREFIX}*/{pattern}" for pattern in TASK_KEYS)
+RUNNER_WRITES = tuple(f"{RUNS_PREFIX}*/{pattern}" for pattern in RUNNER_KEYS)
 # CDK's stack-wide provider behind a bucket's `auto_delete_objects` (aws-cdk-lib aws-s3 lib/bucket.ts).
 AUTO_DELETE_PROVIDER = (
     "Custom::S3AutoDeleteObjectsCustomResourceProvider"  # the runner's objects: runs/<run-id>/...
@@ -56,6 +60,51 @@ TASK_ENDPOINTS = [
     ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
     ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_MONITORING,
 ]
+# The interface endpoint of each of the turn probe's cloud hops (`[probe] turn_hops`), for a VPC without NAT:
+# com.amazonaws.REGION.transcribestreaming (Amazon Transcribe Developer Guide, "Amazon Transcribe and
+# interface VPC endpoints": streaming has its own service name, batch is `transcribe`) and bedrock-runtime.
+TURN_HOP_ENDPOINTS: dict[TurnHop, ec2.InterfaceVpcEndpointAwsService] = {
+    "transcribe": ec2.InterfaceVpcEndpointAwsService.TRANSCRIBE_STREAMING,
+    "bedrock": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
+}
+
+
+def turn_hop_endpoints(hops: Sequence[TurnHop]) -> list[ec2.InterfaceVpcEndpointAwsService]:
+    """The interface endpoints the listed hops need in a VPC without NAT, in TURN_HOP_ENDPOINTS' order."""
+    return [service for hop, service in TURN_HOP_ENDPOINTS.items() if hop in hops]
+
+
+def turn_hop_statements(scope: Construct, hops: Sequence[TurnHop]) -> list[iam.PolicyStatement]:
+    """What the turn probe's clients call on each listed hop, and nothing else (Service Authorization
+    Reference). Transcribe: `client/transcribe.py` opens a presigned WebSocket, which IAM authorises as
+    transcribe:StartStreamTranscriptionWebSocket; it has no resource type, so "*" (Developer Guide, "IAM policy
+    for WebSocket requests"). Bedrock: `client/bedrock.py` calls ConverseStream, which IAM authorises as
+    bedrock:InvokeModelWithResponseStream (User Guide, "Prerequisites for running model inference") on the
+    model id's resource: a foundation model, or an inference profile of this account and Region, which routes
+    to the foundation model in each of its destination Regions and needs the grant there too, hence the
+    foundation models of any Region (User Guide, "Prerequisites for inference profiles")."""
+    stack = Stack.of(scope)
+    statements = []
+    if "transcribe" in hops:
+        statements.append(
+            iam.PolicyStatement(
+                sid="TranscribeTheCallersSpeech",
+                actions=["transcribe:StartStreamTranscriptionWebSocket"],
+                resources=["*"],
+            )
+        )
+    if "bedrock" in hops:
+        statements.append(
+            iam.PolicyStatement(
+                sid="StreamTheModelsReply",
+                actions=["bedrock:InvokeModelWithResponseStream"],
+                resources=[
+                    f"arn:{stack.partition}:bedrock:*::foundation-model/*",
+                    f"arn:{stack.partition}:bedrock:{stack.region}:{stack.account}:inference-profile/*",
+                ],
+            )
+        )
+    return statements
 
 
 def invoke_endpoint(endpoint_arn: str) -> iam.PolicyStatement:
@@ -78,6 +127,8 @@ class ProbeTask(Construct):
     `cluster`: the route's own (ECS), else an empty one of the probe's (SageMaker has none). `calls_in_vpc`:
     ports the probe calls inside the VPC besides HTTPS (the ECS API's listener). `task_statements`: what the
     probe's target needs (`invoke_endpoint`); `secrets`: variables from Secrets Manager (CARTESIA_API_KEY).
+    `[probe] turn_hops` adds each hop's grant (`turn_hop_statements`) and Transcribe's port; the stack adds
+    their endpoints where the VPC has no NAT (`turn_hop_endpoints`), as it does TASK_ENDPOINTS.
     `log_retention` and `log_retention_days` are the same retention (the copy's log group takes a number).
     """
 
@@ -109,9 +160,10 @@ class ProbeTask(Construct):
         self.image = ProbeImage(self, "Image", key=key, copy_log_retention_days=log_retention_days)
         self.bucket = self._bucket(key, Duration.days(config.results_retention_days))
         # The probe writes its samples to its bucket through the S3 gateway endpoint, which lets through
-        # only reads otherwise: what a task writes, nothing else.
+        # only reads otherwise: what a task writes, and what the runner writes when it runs in the VPC too.
         network.allow_s3_writes(
-            "WriteTheProbeBucket", [self.bucket.arn_for_objects(pattern) for pattern in TASK_WRITES]
+            "WriteTheProbeBucket",
+            [self.bucket.arn_for_objects(pattern) for pattern in (*TASK_WRITES, *RUNNER_WRITES)],
         )
 
         self.security_group = ec2.SecurityGroup(
@@ -126,6 +178,14 @@ class ProbeTask(Construct):
         # Where the subnets route to NAT (connected ECS) that reaches the internet too, as the services'
         # groups do there; the probe calls only what its command names.
         https_only(self.security_group)
+        if "transcribe" in config.turn_hops:
+            # Its endpoint's address in a VPC without NAT (whose subnets route nothing else, as https_only
+            # says), the service's public one through NAT.
+            self.security_group.add_egress_rule(
+                ec2.Peer.any_ipv4(),
+                ec2.Port.tcp(TRANSCRIBE_STREAMING_PORT),
+                "Amazon Transcribe streaming's WebSocket port ([probe] turn_hops)",
+            )
         for port in calls_in_vpc:
             if port.to_string() != HTTPS.to_string():  # HTTPS is allowed already
                 self.security_group.add_egress_rule(
@@ -138,7 +198,8 @@ class ProbeTask(Construct):
             assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
             description="sonic-deploy probe task: its runs' objects, the canary's metrics, its target",
         )
-        for statement in [*self._task_statements(key), *task_statements]:
+        hop_statements = turn_hop_statements(self, config.turn_hops)
+        for statement in [*self._task_statements(key), *task_statements, *hop_statements]:
             self.task_role.add_to_policy(statement)
         self.execution_role = iam.Role(
             self,
@@ -175,7 +236,7 @@ class ProbeTask(Construct):
             ecs.MountPoint(source_volume="tmp", container_path="/tmp", read_only=False)
         )
         self.image.before_use(self.task_definition)
-        self._acknowledge()
+        self._acknowledge(hop_statements)
         self._outputs()
 
     def _bucket(self, key: kms.IKey, retention: Duration) -> s3.Bucket:
@@ -267,13 +328,26 @@ class ProbeTask(Construct):
             ),
         ]
 
-    def _acknowledge(self) -> None:
-        acknowledge(
-            self.task_role,
-            "AwsSolutions-IAM5[Resource::*]",
-            reason=f"PublishCanaryMetrics: cloudwatch:PutMetricData has no resource; the cloudwatch:namespace "
-            f"condition holds it to {CANARY_NAMESPACE}",
+    def _acknowledge(self, hop_statements: Sequence[iam.PolicyStatement]) -> None:
+        hops = {statement.sid: statement for statement in hop_statements}
+        unscoped = (
+            f"PublishCanaryMetrics: cloudwatch:PutMetricData has no resource; the cloudwatch:namespace "
+            f"condition holds it to {CANARY_NAMESPACE}"
         )
+        if "TranscribeTheCallersSpeech" in hops:
+            unscoped += (
+                "; TranscribeTheCallersSpeech ([probe] turn_hops): transcribe:StartStreamTranscriptionWebSocket "
+                "has no resource type (Service Authorization Reference)"
+            )
+        acknowledge(self.task_role, "AwsSolutions-IAM5[Resource::*]", reason=unscoped)
+        if (bedrock := hops.get("StreamTheModelsReply")) is not None:
+            acknowledge(
+                self.task_role,
+                *(f"AwsSolutions-IAM5[Resource::{_nag(arn)}]" for arn in bedrock.resources),
+                reason="StreamTheModelsReply ([probe] turn_hops): bedrock:InvokeModelWithResponseStream only, "
+                "on whichever model or inference profile --llm-model names at run time (not known at deploy), "
+                "and a cross-Region profile's foundation model in each of its destination Regions",
+            )
         bucket = _logical_id(self.bucket)
         acknowledge(
             self.task_role,
@@ -328,6 +402,14 @@ def _acknowledge_auto_delete_provider(stack: Stack) -> None:
         outside_vpc="it calls only S3's API (list and delete the probe bucket's objects) when CloudFormation "
         "deletes the bucket, from the Lambda service's network, and needs nothing in the VPC",
     )
+
+
+def _nag(arn: str) -> str:
+    """An ARN of the stack's partition, Region and account as cdk-nag prints it in a finding: each pseudo
+    parameter CDK left a token as <AWS::Name>."""
+    for token, name in ((Aws.PARTITION, "Partition"), (Aws.REGION, "Region"), (Aws.ACCOUNT_ID, "AccountId")):
+        arn = arn.replace(token, f"<AWS::{name}>")
+    return arn
 
 
 def _logical_id(construct: Construct) -> str:

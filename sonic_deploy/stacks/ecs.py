@@ -25,7 +25,7 @@ from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.operations import EcsOperations
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.probe_canary import ProbeCanary
-from sonic_deploy.constructs.probe_task import ProbeTask
+from sonic_deploy.constructs.probe_task import ProbeTask, turn_hop_endpoints
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.resilience import ResilienceExperiments
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
@@ -65,9 +65,14 @@ class EcsStack(SonicStack):
             "Network",
             key=key,
             flow_log_retention=log_retention(env.network.flow_log_retention_days),
-            # Without NAT, the GPU agent resolves its Auto Scaling group name (EC2 DescribeTags) here too.
+            # Without NAT, the GPU agent resolves its Auto Scaling group name (EC2 DescribeTags) here too, and
+            # the probe task calls the turn hops of `[probe] turn_hops` here (connected, through NAT).
             interface_services=ECS_ENDPOINTS
-            + ([] if connected else [ec2.InterfaceVpcEndpointAwsService.EC2]),
+            + (
+                []
+                if connected
+                else [ec2.InterfaceVpcEndpointAwsService.EC2, *turn_hop_endpoints(env.probe.turn_hops)]
+            ),
             egress=connected,
             nat_gateways=cfg.nat_gateways,
             # Every task and instance of this route is in one AZ: endpoints elsewhere would be paid for idle.

@@ -16,7 +16,7 @@ from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.operations import SageMakerOperations
 from sonic_deploy.constructs.probe_canary import ProbeCanary
-from sonic_deploy.constructs.probe_task import TASK_ENDPOINTS, ProbeTask, invoke_endpoint
+from sonic_deploy.constructs.probe_task import TASK_ENDPOINTS, ProbeTask, invoke_endpoint, turn_hop_endpoints
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
 from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
@@ -35,10 +35,14 @@ class SageMakerStack(SonicStack):
 
         key = EncryptionKey(self, "Encryption", alias=f"alias/{settings.resource_prefix}-sagemaker").key
         # The runtime for callers; in a new VPC (no NAT) the probe task's image pulls, logs and canary metrics
-        # too. An existing VPC provides those itself (docs/deploy.md): one that has them already with private
+        # too, and the turn probe's hops of `[probe] turn_hops`. An existing VPC provides those itself (docs/deploy.md): one that has them already with private
         # DNS would refuse a second ("conflicting DNS domain"), and they cost per AZ and hour.
         placement = network_props(self, settings, "sagemaker")
-        task_endpoints = TASK_ENDPOINTS if "existing_vpc" not in placement else []
+        task_endpoints = (
+            [*TASK_ENDPOINTS, *turn_hop_endpoints(env.probe.turn_hops)]
+            if "existing_vpc" not in placement
+            else []
+        )
         network = Network(
             self,
             "Network",

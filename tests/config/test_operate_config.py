@@ -77,3 +77,27 @@ def test_the_probe_task_is_a_size_fargate_runs(
 def test_canary_values_are_checked(edit_config: EditConfig, old: str, new: str, expected: str) -> None:
     message = error_for(edit_config(DEV, old, new))
     assert message.startswith(expected), message
+
+
+def test_the_probe_task_reaches_no_turn_hop_unless_listed(
+    dev_settings: Settings, edit_config: EditConfig
+) -> None:
+    assert dev_settings.environment.probe.turn_hops == []
+    line = '# turn_hops = ["transcribe", "bedrock"]'
+    config = edit_config(DEV, line, line.removeprefix("# "))
+    assert load_settings(config, "dev").environment.probe.turn_hops == ["transcribe", "bedrock"]
+
+
+@pytest.mark.parametrize(
+    ("hops", "expected"),
+    [
+        ('["openai"]', "probe.turn_hops[0] = 'openai': Input should be 'transcribe' or 'bedrock'"),
+        ('["bedrock", "bedrock"]', "probe.turn_hops = ['bedrock', 'bedrock']: names a hop twice"),
+        ('"bedrock"', "probe.turn_hops = 'bedrock': Input should be a valid list"),
+    ],
+)
+def test_turn_hops_are_the_two_cloud_hops_each_once(
+    edit_config: EditConfig, hops: str, expected: str
+) -> None:
+    message = error_for(edit_config(DEV, '# turn_hops = ["transcribe", "bedrock"]', f"turn_hops = {hops}"))
+    assert message.startswith(expected), message

@@ -15,6 +15,7 @@ from aws_cdk.assertions import Match, Template
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.endpoint_policies import NO_ENDPOINT_POLICY, interface_endpoint_policy
 from sonic_deploy.constructs.network import Network, import_vpc
+from sonic_deploy.probe.in_vpc import protocol
 from tests.conftest import resources_of
 
 
@@ -155,8 +156,9 @@ def test_s3_gateway_endpoint_lets_through_reads_and_the_probes_writes_only(
         (endpoint,) = _endpoints(template, "Gateway")
         statements = {s["Sid"]: s for s in _statements(endpoint)}
         assert all(s["Effect"] == "Allow" for s in statements.values())
-        # The one write is the probe task's, into its own bucket's runs (what a task writes there: ready/,
-        # results/, failed/): a task cannot copy data out elsewhere.
+        # The one write is the probe's, into its own bucket's runs (what a task writes there: ready/,
+        # results/, failed/; and what the runner writes, from inside the VPC: run.json, commands/, stop.json,
+        # transcripts.txt): a task cannot copy data out elsewhere.
         writes = {
             sid for sid, s in statements.items() if set(_actions(s)) - {"s3:GetObject", "s3:ListBucket"}
         }
@@ -165,8 +167,8 @@ def test_s3_gateway_endpoint_lets_through_reads_and_the_probes_writes_only(
         assert _actions(probe) == ["s3:PutObject"]
         (bucket,) = (i for i in resources_of(template, "AWS::S3::Bucket") if i.startswith("ProbeBucket"))
         assert probe["Resource"] == [
-            {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, f"/runs/*/{part}/*"]]}
-            for part in ("failed", "ready", "results")
+            {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, f"/runs/*/{pattern}"]]}
+            for pattern in sorted([*protocol.TASK_KEYS, *protocol.RUNNER_KEYS])
         ]
         assert probe["Condition"] == {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}}
         own = statements["ReadThisAccountsBuckets"]

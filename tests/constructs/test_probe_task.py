@@ -30,7 +30,7 @@ from sonic_deploy.constructs.probe_image import (
     REPOSITORY_ROOT,
     ProbeImage,
 )
-from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS, TASK_WRITES
+from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS, RUNNER_WRITES, TASK_WRITES
 from sonic_deploy.probe.canary_metrics import NAMESPACE
 from sonic_deploy.probe.in_vpc import protocol
 from tests.cdk_context import cli_context
@@ -210,7 +210,7 @@ def test_the_task_role_may_use_its_runs_prefix_and_the_canary_namespace_only(
             "Action": "s3:PutObject",
             "Effect": "Allow",
             "Resource": [
-                {"Fn::Join": ["", [bucket, f"/runs/*/{part}/*"]]} for part in ("failed", "ready", "results")
+                {"Fn::Join": ["", [bucket, f"/runs/*/{pattern}"]]} for pattern in sorted(protocol.TASK_KEYS)
             ],
         },
         # No s3:prefix condition: S3 checks ListBucket for a GetObject of a missing key (404, not 403),
@@ -238,38 +238,70 @@ def test_the_task_role_may_use_its_runs_prefix_and_the_canary_namespace_only(
     assert {sid: _without_sid(s) for sid, s in statements.items()} == expected
 
 
-def test_a_task_may_write_exactly_the_keys_the_protocol_has_it_write() -> None:
-    """IAM's `*` matches '/' as fnmatch's does: the task's keys match TASK_WRITES, the runner's do not."""
-    run = protocol.RUNS_PREFIX + "20260101-000000-abcd/"
-    task_keys = [protocol.ready_key(3), protocol.samples_key(2, 3), protocol.stats_key(2, 3)]
-    runner_keys = [protocol.RUN, protocol.command_key(2)]
-    for key in [*task_keys, protocol.failed_key(3)]:
-        assert any(fnmatch.fnmatchcase(run + key, pattern) for pattern in TASK_WRITES), key
-    for key in runner_keys:
-        assert not any(fnmatch.fnmatchcase(run + key, pattern) for pattern in TASK_WRITES), key
+# Every key each side of the protocol writes (its key builders), as a run's object key.
+_RUN = protocol.RUNS_PREFIX + "20260101-000000-abcd/"
+TASK_OBJECTS = [
+    _RUN + key
+    for key in (
+        protocol.ready_key(3),
+        protocol.samples_key(2, 3),
+        protocol.part_key(2, 3, 7),
+        protocol.stats_key(2, 3),
+        protocol.failed_key(3),
+    )
+]
+RUNNER_OBJECTS = [
+    _RUN + key for key in (protocol.RUN, protocol.command_key(2), protocol.STOP, protocol.TRANSCRIPTS)
+]
+
+
+def _matches(key: str, patterns: tuple[str, ...]) -> bool:
+    """IAM's `*` matches '/' as fnmatch's does."""
+    return any(fnmatch.fnmatchcase(key, pattern) for pattern in patterns)
+
+
+def test_the_writes_are_the_protocols_keys_under_each_run() -> None:
+    assert tuple(f"runs/*/{pattern}" for pattern in protocol.TASK_KEYS) == TASK_WRITES
+    assert tuple(f"runs/*/{pattern}" for pattern in protocol.RUNNER_KEYS) == RUNNER_WRITES
+
+
+@pytest.mark.parametrize("key", TASK_OBJECTS)
+def test_a_task_may_write_each_key_the_protocol_has_it_write(key: str) -> None:
+    assert _matches(key, TASK_WRITES)
+    assert not _matches(key, RUNNER_WRITES)
+
+
+@pytest.mark.parametrize("key", RUNNER_OBJECTS)
+def test_a_task_may_write_none_of_the_runners_keys(key: str) -> None:
+    """A task that could write commands/ or stop.json could command or stop the others."""
+    assert not _matches(key, TASK_WRITES)
+    assert _matches(key, RUNNER_WRITES)
 
 
 @pytest.mark.parametrize("route", ROUTES)
-def test_the_s3_gateway_lets_through_only_the_tasks_writes_to_the_probe_bucket(
+def test_the_s3_gateway_lets_through_the_tasks_and_the_runners_writes_to_the_probe_bucket(
     templates: dict[str, Template], route: str
 ) -> None:
+    """An operator who runs --in-vpc from inside the VPC (a bastion, a CI runner) writes run.json, commands/,
+    stop.json and transcripts.txt through the gateway too; the task role still writes only the task's."""
     template = templates[route]
     bucket = _arn(template, "AWS::S3::Bucket", "ProbeBucket")
     _, endpoint = _one(template, "AWS::EC2::VPCEndpoint", "NetworkS3Endpoint")
     statements = endpoint["Properties"]["PolicyDocument"]["Statement"]
     writes = [s for s in statements if "s3:PutObject" in json.dumps(s["Action"])]
+    keys = [*protocol.TASK_KEYS, *protocol.RUNNER_KEYS]
     assert writes == [
         {
             "Action": "s3:PutObject",
             "Condition": {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}},
             "Effect": "Allow",
             "Principal": {"AWS": "*"},
-            "Resource": [
-                {"Fn::Join": ["", [bucket, f"/runs/*/{part}/*"]]} for part in ("failed", "ready", "results")
-            ],
+            "Resource": [{"Fn::Join": ["", [bucket, f"/runs/*/{pattern}"]]} for pattern in sorted(keys)],
             "Sid": "WriteTheProbeBucket",
         }
     ]
+    for key in [*TASK_OBJECTS, *RUNNER_OBJECTS]:
+        assert _matches(key, (*TASK_WRITES, *RUNNER_WRITES)), key
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -812,3 +844,184 @@ def test_the_canary_exposes_its_failed_starts_by_its_own_schedule_group(
             assert stack.resolve(metric.dimensions) == {
                 "ScheduleGroup": {"Ref": stack.get_logical_id(canary.group)}
             }
+
+
+# The turn probe's hops ([probe] turn_hops): a grant each, and an endpoint each where the VPC has no NAT
+
+HOP_SERVICES = {"transcribe": "transcribestreaming", "bedrock": "bedrock-runtime"}
+TURN_HOPS_LINE = '# turn_hops = ["transcribe", "bedrock"]'
+
+
+def _with_hops(tmp_path_factory: pytest.TempPathFactory, hops: str, *edits: tuple[str, str]) -> Path:
+    config = tmp_path_factory.mktemp("hops") / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    dev = config / "environments/dev.toml"
+    text = dev.read_text()
+    for old, new in [(TURN_HOPS_LINE, f"turn_hops = {hops}"), *edits]:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    dev.write_text(text)
+    return config
+
+
+@pytest.fixture(scope="module")
+def both_hops(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
+    """dev with turn_hops = ["transcribe", "bedrock"]: the SageMaker stack (new VPC, no NAT), ECS connected."""
+    config = _with_hops(tmp_path_factory, '["transcribe", "bedrock"]')
+    return {route: Template.from_stack(stack) for route, stack in synthesize_from(config).items()}
+
+
+@pytest.fixture(scope="module")
+def bedrock_only(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
+    config = _with_hops(tmp_path_factory, '["bedrock"]')
+    return {route: Template.from_stack(stack) for route, stack in synthesize_from(config).items()}
+
+
+@pytest.fixture(scope="module")
+def air_gapped_hops(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    config = _with_hops(
+        tmp_path_factory,
+        '["transcribe", "bedrock"]',
+        ('licence_mode = "connected"', 'licence_mode = "air-gapped"'),
+        ("nat_gateways = 1", "nat_gateways = 0"),
+    )
+    return Template.from_stack(synthesize_from(config)["ecs"])
+
+
+def _hop_statements(template: Template) -> dict[str, dict[str, Any]]:
+    hop_sids = {"TranscribeTheCallersSpeech", "StreamTheModelsReply"}
+    return {
+        sid: _without_sid(s) for sid, s in _statements(template, "ProbeTaskRole").items() if sid in hop_sids
+    }
+
+
+TRANSCRIBE_GRANT = {
+    "Action": "transcribe:StartStreamTranscriptionWebSocket",
+    "Effect": "Allow",
+    "Resource": "*",
+}
+BEDROCK_GRANT = {
+    "Action": "bedrock:InvokeModelWithResponseStream",
+    "Effect": "Allow",
+    "Resource": [
+        "arn:aws:bedrock:*::foundation-model/*",
+        {"Fn::Join": ["", ["arn:aws:bedrock:us-east-2:", {"Ref": "AWS::AccountId"}, ":inference-profile/*"]]},
+    ],
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_no_turn_hop_is_granted_or_reached_by_default(
+    templates: dict[str, Template], air_gapped: Template, route: str
+) -> None:
+    assert "turn_hops = [" not in (CONFIG_DIR / "environments/dev.toml").read_text().replace(
+        TURN_HOPS_LINE, ""
+    )
+    policies = json.dumps(resources_of(templates[route], "AWS::IAM::Policy"))
+    assert "transcribe:" not in policies and "bedrock:" not in policies
+    for template in (templates[route], air_gapped):
+        assert not set(HOP_SERVICES.values()) & set(_interface_endpoints(template))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_each_listed_hop_grants_the_task_role_exactly_its_clients_call(
+    both_hops: dict[str, Template], bedrock_only: dict[str, Template], route: str
+) -> None:
+    """Transcribe: the WebSocket's StartStreamTranscriptionWebSocket, which has no resource; Bedrock:
+    ConverseStream's InvokeModelWithResponseStream on foundation models (any Region: a cross-Region inference
+    profile's destinations) and this account's inference profiles in the stack's Region."""
+    assert _hop_statements(both_hops[route]) == {
+        "TranscribeTheCallersSpeech": TRANSCRIBE_GRANT,
+        "StreamTheModelsReply": BEDROCK_GRANT,
+    }
+    assert _hop_statements(bedrock_only[route]) == {"StreamTheModelsReply": BEDROCK_GRANT}
+    # The rest of the role is as without hops.
+    assert set(_statements(both_hops[route], "ProbeTaskRole")) - set(_hop_statements(both_hops[route])) == {
+        "ReadItsRuns",
+        "WriteItsResults",
+        "ListItsBucket",
+        "EncryptItsRunsWithTheBucketKey",
+        "PublishCanaryMetrics",
+        *(["InvokeTheEndpoint"] if route == "sagemaker" else []),
+    }
+
+
+def test_transcribe_opens_its_websocket_port_on_the_probe_and_the_endpoints_groups(
+    both_hops: dict[str, Template], bedrock_only: dict[str, Template], air_gapped_hops: Template
+) -> None:
+    """Transcribe streams on 8443: out of the probe's group (to its endpoint, or through NAT), and into the
+    endpoints' group where the VPC has the endpoint. Bedrock is on 443, as every other endpoint."""
+    for template in (both_hops["sagemaker"], both_hops["ecs"], air_gapped_hops):
+        _, group = _one(template, "AWS::EC2::SecurityGroup", "ProbeSecurityGroup")
+        egress = {(r["CidrIp"], r["FromPort"]) for r in group["Properties"]["SecurityGroupEgress"]}
+        assert ("0.0.0.0/0", 8443) in egress
+    for template in bedrock_only.values():
+        _, group = _one(template, "AWS::EC2::SecurityGroup", "ProbeSecurityGroup")
+        assert 8443 not in {r["FromPort"] for r in group["Properties"]["SecurityGroupEgress"]}
+    for template, reaches in (
+        (both_hops["sagemaker"], True),
+        (air_gapped_hops, True),
+        (both_hops["ecs"], False),
+    ):
+        _, group = _one(template, "AWS::EC2::SecurityGroup", "NetworkEndpointSecurityGroup")
+        ingress = {r["FromPort"] for r in group["Properties"]["SecurityGroupIngress"]}
+        assert (8443 in ingress) is reaches
+
+
+def test_the_hops_endpoints_are_made_where_the_vpc_has_no_nat(
+    both_hops: dict[str, Template], bedrock_only: dict[str, Template], air_gapped_hops: Template
+) -> None:
+    """SageMaker's new VPC and air-gapped ECS have no NAT: each listed hop's endpoint, with private DNS, in
+    the probe's subnets. Connected ECS reaches the services through NAT: none."""
+    hops = set(HOP_SERVICES.values())
+    for template in (both_hops["sagemaker"], air_gapped_hops):
+        endpoints = _interface_endpoints(template)
+        assert hops <= set(endpoints)
+        for service in hops:
+            assert endpoints[service]["PrivateDnsEnabled"] is True
+            assert endpoints[service]["SubnetIds"] == endpoints["ecr.api"]["SubnetIds"]
+    assert not hops & set(_interface_endpoints(both_hops["ecs"]))
+    assert hops & set(_interface_endpoints(bedrock_only["sagemaker"])) == {"bedrock-runtime"}
+
+
+def test_an_existing_vpc_gets_no_hop_endpoints_from_the_sagemaker_stack(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """An existing VPC provides them itself, as it does the task's others (docs/deploy.md); the grant stays."""
+    existing = (
+        '\n[network.existing_vpc]\nvpc_id = "vpc-0123456789abcdef0"\nvpc_cidr = "10.0.0.0/16"\n'
+        'availability_zones = ["us-east-2a", "us-east-2b"]\n'
+        'private_subnet_ids = ["subnet-0aaaaaaaaaaaaaaa0", "subnet-0bbbbbbbbbbbbbbb0"]\n'
+        'private_route_table_ids = ["rtb-0aaaaaaaaaaaaaaa0", "rtb-0bbbbbbbbbbbbbbb0"]\n'
+    )
+    config = _with_hops(
+        tmp_path_factory,
+        '["transcribe", "bedrock"]',
+        ("flow_log_retention_days = 30\n", "flow_log_retention_days = 30\n" + existing),
+    )
+    template = Template.from_stack(synthesize_from(config)["sagemaker"])
+    assert set(_interface_endpoints(template)) == {"sagemaker.runtime"}
+    assert set(_hop_statements(template)) == {"TranscribeTheCallersSpeech", "StreamTheModelsReply"}
+
+
+def test_the_hops_endpoints_let_through_only_their_one_call_of_this_accounts_principals(
+    both_hops: dict[str, Template],
+) -> None:
+    endpoints = _interface_endpoints(both_hops["sagemaker"])
+    this_account = {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}}
+    assert endpoints["transcribestreaming"]["PolicyDocument"]["Statement"] == [
+        {
+            **TRANSCRIBE_GRANT,
+            "Condition": this_account,
+            "Principal": {"AWS": "*"},
+            "Sid": "StreamTranscriptionNoResource",
+        }
+    ]
+    assert endpoints["bedrock-runtime"]["PolicyDocument"]["Statement"] == [
+        {
+            **BEDROCK_GRANT,
+            "Condition": this_account,
+            "Principal": {"AWS": "*"},
+            "Sid": "StreamFromModelsAndThisAccountsInferenceProfiles",
+        }
+    ]

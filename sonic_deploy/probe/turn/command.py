@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import json
 import math
 import os
 import sys
@@ -251,15 +252,21 @@ def _ignored(args: argparse.Namespace) -> str | None:
 
 
 # Cloud services whose keys a task does not hold: in the VPC it has the deployment's CARTESIA_API_KEY (the
-# self-hosted route's key, not Cartesia's cloud one) and its role (Transcribe, Bedrock), no OPENAI_API_KEY.
+# self-hosted route's key, not Cartesia's cloud one) and its role, no OPENAI_API_KEY. The role may call
+# Transcribe and Bedrock only where the environment's `[probe] turn_hops` lists them (the stacks grant each
+# listed hop, and its VPC endpoint where there is no NAT: constructs/probe_task.py).
 CLOUD_STT_HOST, CLOUD_LLM_HOST = "api.cartesia.ai", "api.openai.com"
+TURN_HOPS = {"stt": "transcribe", "llm": "bedrock"}  # the option and its choice that a task's role calls
 
 
 def _in_vpc_hops_problem(args: argparse.Namespace) -> str | None:
     """--in-vpc with a hop the tasks cannot call: every turn would fail."""
     if args.in_vpc is None:
         return None
-    fix = "Fix: use --stt transcribe --llm bedrock (the task role's), or an agent's hops inside the VPC"
+    fix = (
+        'Fix: use --stt transcribe --llm bedrock, with turn_hops = ["transcribe", "bedrock"] under [probe] in '
+        "the environment's config and `make deploy`, or an agent's hops inside the VPC"
+    )
     if args.stt == "ink" and urlsplit(args.stt_url).hostname == CLOUD_STT_HOST:
         return (
             f"--in-vpc with --stt ink on {CLOUD_STT_HOST}: a task holds the deployment's key, not Cartesia's "
@@ -267,7 +274,25 @@ def _in_vpc_hops_problem(args: argparse.Namespace) -> str | None:
         )
     if args.llm == "openai" and args.llm_url and urlsplit(args.llm_url).hostname == CLOUD_LLM_HOST:
         return f"--in-vpc with --llm openai on {CLOUD_LLM_HOST}: a task has no OPENAI_API_KEY. {fix}"
-    return None
+    wanted = [hop for option, hop in TURN_HOPS.items() if getattr(args, option) == hop]
+    if not wanted:
+        return None
+    from sonic_deploy.config import load_settings, require_config_dir
+
+    require_config_dir(args.config_dir)  # a ConfigError is one line too (cli.checked)
+    granted = load_settings(args.config_dir, args.in_vpc).environment.probe.turn_hops
+    missing = [hop for hop in wanted if hop not in granted]
+    if not missing:
+        return None
+    config_file = args.config_dir / "environments" / f"{args.in_vpc}.toml"
+    option = {hop: option for option, hop in TURN_HOPS.items()}[missing[0]]
+    fixed = [hop for hop in TURN_HOPS.values() if hop in granted or hop in missing]
+    return (
+        f"--in-vpc {args.in_vpc} with --{option} {missing[0]}: the probe task has no grant for it, nor its VPC "
+        f"an endpoint where there is no NAT (turn_hops = {json.dumps(granted)} under [probe] in {config_file}). "
+        f"Fix: turn_hops = "
+        f"{json.dumps(fixed)} there, then `make deploy ENV={args.in_vpc} ROUTE={args.route}`"
+    )
 
 
 def _problem(args: argparse.Namespace) -> str | None:

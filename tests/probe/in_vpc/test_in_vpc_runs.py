@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from sonic_deploy.cli import main
+from sonic_deploy.cli import main, parse
 from sonic_deploy.probe.load import Level
 from sonic_deploy.probe.stats import LevelStats
+from tests.conftest import EditConfig
 from tests.probe.harness import ServerFactory
 from tests.probe.turn.test_command import STANDINS
 
@@ -33,6 +34,16 @@ FAST_SERVER = (
     "--ms-per-char",
     "1",
 )
+
+
+TURN_HOPS_LINE = '# turn_hops = ["transcribe", "bedrock"]'
+
+
+@pytest.fixture
+def hops_config(edit_config: EditConfig) -> str:
+    """config/ with dev's `[probe] turn_hops = ["transcribe", "bedrock"]`: --stt transcribe and --llm bedrock
+    are the task's to call."""
+    return str(edit_config("environments/dev.toml", TURN_HOPS_LINE, TURN_HOPS_LINE.removeprefix("# ")))
 
 
 def _summary(out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -326,6 +337,7 @@ def test_turn_in_the_vpc_refuses_hops_a_task_has_no_key_for(
 def test_turn_in_the_vpc_interrupted_exits_as_a_probe_does(
     stop: object,
     code: int,
+    hops_config: str,
     local_aws: Callable[..., LocalAws],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -343,7 +355,7 @@ def test_turn_in_the_vpc_interrupted_exits_as_a_probe_does(
         raise raised
 
     monkeypatch.setattr(session.Session, "run", interrupted)
-    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", CONFIG, "--tasks", "1", "--route", "ecs"]
+    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", hops_config, "--tasks", "1", "--route", "ecs"]
     argv += ["--stt", "transcribe", "--llm", "bedrock", "--llm-model", "m", "--out", str(tmp_path / "t")]
     argv += ["--quiet", "--no-plot", "--budget", str(ROOT / "config/turn_budget.toml")]
     assert main(argv) == code
@@ -351,7 +363,7 @@ def test_turn_in_the_vpc_interrupted_exits_as_a_probe_does(
 
 
 def test_turn_open_loop_tasks_follow_the_calls_at_once_not_the_rate(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    hops_config: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--rate 5 calls a second of 3 turns is ~100 calls at once: sized by streams_per_task (32), not by
     rate_per_task (20 TTS requests a second, which would say 1 task); and 40/s is more than max_tasks."""
@@ -364,7 +376,7 @@ def test_turn_open_loop_tasks_follow_the_calls_at_once_not_the_rate(
         "--in-vpc",
         "dev",
         "--config-dir",
-        CONFIG,
+        hops_config,
         "--route",
         "ecs",
         "--stt",
@@ -441,3 +453,66 @@ def test_a_turn_task_uploads_its_turns_as_they_finish_for_an_interrupted_run(
     run = InVpcRun(None, store, 1, Timing(), lambda text: None)  # type: ignore[arg-type]
     run.seq = 1
     assert [json.dumps(line) for line in run.partial()] == [json.dumps(json.loads(line)) for line in parts]
+
+
+@pytest.mark.parametrize(
+    ("hops", "granted", "said"),
+    [
+        (
+            ["--stt", "transcribe", "--llm-url", "http://10.0.0.5/v1"],
+            None,
+            "--in-vpc dev with --stt transcribe: the probe task has no grant for it, nor its VPC an endpoint where "
+            "there is no NAT (turn_hops = [] under [probe] in {config}). Fix: turn_hops = "
+            '["transcribe"] there, then `make deploy ENV=dev ROUTE=ecs`',
+        ),
+        (
+            ["--stt-url", "ws://10.0.0.5", "--llm", "bedrock"],
+            '["transcribe"]',
+            "--in-vpc dev with --llm bedrock: the probe task has no grant for it, nor its VPC an endpoint where "
+            'there is no NAT (turn_hops = ["transcribe"] under [probe] in {config}). Fix: turn_hops = '
+            '["transcribe", "bedrock"] there, then `make deploy ENV=dev ROUTE=ecs`',
+        ),
+    ],
+)
+def test_turn_in_the_vpc_refuses_a_cloud_hop_the_environment_does_not_grant(
+    hops: list[str],
+    granted: str | None,
+    said: str,
+    edit_config: EditConfig,
+    local_aws: Callable[..., LocalAws],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--stt transcribe` and `--llm bedrock` reach their services from a task only when `[probe] turn_hops`
+    lists them (the stack's grant and endpoint): refused before any AWS call, naming the line and the deploy."""
+    config = edit_config("environments/dev.toml", "", "")
+    if granted is not None:
+        config = edit_config(
+            "environments/dev.toml",
+            TURN_HOPS_LINE,
+            f"turn_hops = {granted}",
+        )
+    aws = local_aws("ecs")
+    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", str(config), "--route", "ecs"]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--llm-model", "us.amazon.nova-micro-v1:0", *hops])
+    assert stopped.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()  # one line
+    assert line == "sonic-deploy probe turn: " + said.format(config=config / "environments" / "dev.toml")
+    assert aws.ecs.commands == []  # nothing started
+
+
+@pytest.mark.parametrize(
+    "hops",
+    [
+        ["--stt", "transcribe", "--llm-url", "http://10.0.0.5/v1"],
+        ["--stt-url", "ws://10.0.0.5", "--llm", "bedrock"],
+        ["--stt", "transcribe", "--llm", "bedrock"],
+    ],
+)
+def test_turn_in_the_vpc_takes_the_cloud_hops_the_environment_grants(
+    hops: list[str], hops_config: str
+) -> None:
+    """With `turn_hops = ["transcribe", "bedrock"]`, the check lets both through (to the run's set-up)."""
+    argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", hops_config, "--route", "ecs"]
+    args = parse([*argv, "--llm-model", "m", *hops])
+    assert (args.in_vpc, str(args.config_dir)) == ("dev", hops_config)
