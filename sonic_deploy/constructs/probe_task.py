@@ -228,6 +228,10 @@ class ProbeTask(Construct):
             container_name=CONTAINER_NAME,
             image=self.image.image(),
             readonly_root_filesystem=True,
+            # An init process as PID 1 (ECS task definition parameters, linuxParameters.initProcessEnabled):
+            # StopTask's SIGTERM reaches the probe at once, even before it installs its handler, and child
+            # processes are reaped.
+            linux_parameters=ecs.LinuxParameters(self, "Linux", init_process_enabled=True),
             secrets=dict(secrets or {}),
             logging=ecs.LogDriver.aws_logs(stream_prefix=CONTAINER_NAME, log_group=self.log_group),
         )

@@ -119,6 +119,8 @@ def test_the_task_definition_is_fargate_linux_x86_with_a_read_only_root_and_a_wr
     (container,) = props["ContainerDefinitions"]
     assert container["Name"] == "probe"
     assert container["ReadonlyRootFilesystem"] is True
+    # An init process as PID 1 passes StopTask's SIGTERM on (the probe has its own handler too).
+    assert container["LinuxParameters"] == {"Capabilities": {}, "InitProcessEnabled": True}
     assert container["MountPoints"] == [{"ContainerPath": "/tmp", "ReadOnly": False, "SourceVolume": "tmp"}]
     assert "Command" not in container  # the runner's and the canary's overrides say what to run
     assert "Environment" not in container

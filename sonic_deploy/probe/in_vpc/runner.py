@@ -135,7 +135,10 @@ def _aws_failure(action: str, error: Exception) -> InVpcError:
         message = str(error.response.get("Error", {}).get("Message", error))
         fix = "retry; if it persists, check the Region and the AWS Health Dashboard"
         if "AccessDenied" in code or "not authorized" in message:
-            fix = "grant the operator's role what docs/probe.md's \"From inside the VPC\" lists"
+            fix = (
+                "grant the operator's role what docs/probe.md's \"From inside the VPC\" lists (run from inside the "
+                "stack's own VPC, the S3 gateway endpoint's policy applies too: it lets the probe's keys through)"
+            )
         elif code in (
             "ExpiredToken",
             "ExpiredTokenException",
