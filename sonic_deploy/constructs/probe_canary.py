@@ -12,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
+from sonic_deploy.config import Settings
 from sonic_deploy.config.schema import CanaryConfig
 from sonic_deploy.constructs.probe_task import CONTAINER_NAME, ProbeTask
 
@@ -189,3 +190,21 @@ class ProbeCanary(Construct):
             label="Canary runs that did not start",
             period=self.every,
         )
+
+
+def canary_for(
+    scope: Construct, probe: ProbeTask, target: Sequence[str], settings: Settings
+) -> ProbeCanary | None:
+    """The environment's canary for `probe` calling `target` (`probe ws --url ...`, `probe sagemaker ...`), or
+    None when `[canary]` is off."""
+    if not settings.canary_enabled:
+        return None
+    env = settings.environment
+    return ProbeCanary(
+        scope,
+        "Canary",
+        probe=probe,
+        target=target,
+        canary=env.canary,
+        environment_name=settings.environment_name,
+    )

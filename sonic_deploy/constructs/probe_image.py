@@ -19,10 +19,9 @@ from sonic_deploy.constructs.findings import acknowledge, skip_checkov
 from sonic_deploy.constructs.registry import (
     COPY_HANDLER_ID,
     COPY_SINGLETON_UUID,
-    EXPIRE_UNTAGGED_AFTER,
-    KEEP_TAGGED_IMAGES,
     PUSH_ACTIONS,
     acknowledge_copy_handler,
+    image_repository,
     keep_copy_logs,
 )
 
@@ -72,34 +71,18 @@ class ProbeImage(Construct):
             ignore_mode=IgnoreMode.DOCKER,
             platform=ecr_assets.Platform.LINUX_AMD64,
         )
-        self.repository = ecr.Repository(
+        self.repository = image_repository(
             self,
             "Repository",
+            key=key,
             # Mutable: cdk-ecr-deployment's push into an immutable repository fails when the tag exists
             # (cdklabs/cdk-ecr-deployment#207, open; aws/containers-roadmap#2380), and a rolled-back deploy
             # that changed the code copies the previous tag again, which exists: the rollback fails and the
             # stack is left UPDATE_ROLLBACK_FAILED. The tag is the hash of the image's sources, so an
             # overwrite writes the same image.
-            image_tag_mutability=ecr.TagMutability.MUTABLE,
-            image_scan_on_push=True,
-            encryption=ecr.RepositoryEncryption.KMS,
-            encryption_key=key,
+            mutability=ecr.TagMutability.MUTABLE,
             removal_policy=RemovalPolicy.DESTROY,
             empty_on_delete=True,
-            lifecycle_rules=[
-                ecr.LifecycleRule(
-                    rule_priority=1,
-                    description="drop untagged layers",
-                    tag_status=ecr.TagStatus.UNTAGGED,
-                    max_image_age=EXPIRE_UNTAGGED_AFTER,
-                ),
-                ecr.LifecycleRule(
-                    rule_priority=2,
-                    description=f"keep the newest {KEEP_TAGGED_IMAGES} images",
-                    tag_status=ecr.TagStatus.ANY,
-                    max_image_count=KEEP_TAGGED_IMAGES,
-                ),
-            ],
         )
         skip_checkov(
             self.repository,

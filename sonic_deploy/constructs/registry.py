@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import cast
 
 import cdk_ecr_deployment as ecr_deployment
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
@@ -53,6 +53,45 @@ PUSH_ACTIONS = [
     "ecr:PutImage",
     "ecr:UploadLayerPart",
 ]
+
+
+def image_repository(
+    scope: Construct,
+    construct_id: str,
+    *,
+    key: kms.IKey,
+    mutability: ecr.TagMutability,
+    removal_policy: RemovalPolicy,
+    repository_name: str | None = None,
+    empty_on_delete: bool = False,
+) -> ecr.Repository:
+    """A repository as every image here gets one: scan on push, the stack's KMS key, untagged layers dropped
+    after EXPIRE_UNTAGGED_AFTER and the newest KEEP_TAGGED_IMAGES images kept."""
+    return ecr.Repository(
+        scope,
+        construct_id,
+        repository_name=repository_name,
+        image_tag_mutability=mutability,
+        image_scan_on_push=True,
+        encryption=ecr.RepositoryEncryption.KMS,
+        encryption_key=key,
+        removal_policy=removal_policy,
+        empty_on_delete=empty_on_delete or None,
+        lifecycle_rules=[
+            ecr.LifecycleRule(
+                rule_priority=1,
+                description="drop untagged layers",
+                tag_status=ecr.TagStatus.UNTAGGED,
+                max_image_age=EXPIRE_UNTAGGED_AFTER,
+            ),
+            ecr.LifecycleRule(
+                rule_priority=2,
+                description=f"keep the newest {KEEP_TAGGED_IMAGES} images",
+                tag_status=ecr.TagStatus.ANY,
+                max_image_count=KEEP_TAGGED_IMAGES,
+            ),
+        ],
+    )
 
 
 @dataclass(frozen=True)
@@ -108,29 +147,13 @@ class ImageRegistry(Construct):
                 # Kept from an earlier deploy of this environment (they are retained): use them as they are.
                 repository = ecr.Repository.from_repository_name(self, construct_name, image.repository_name)
             else:
-                repository = ecr.Repository(
+                repository = image_repository(
                     self,
                     construct_name,
+                    key=key,
                     repository_name=image.repository_name,
-                    image_tag_mutability=ecr.TagMutability.IMMUTABLE,
-                    image_scan_on_push=True,
-                    encryption=ecr.RepositoryEncryption.KMS,
-                    encryption_key=key,
+                    mutability=ecr.TagMutability.IMMUTABLE,
                     removal_policy=KEEP_ONCE_CREATED,
-                    lifecycle_rules=[
-                        ecr.LifecycleRule(
-                            rule_priority=1,
-                            description="drop untagged layers",
-                            tag_status=ecr.TagStatus.UNTAGGED,
-                            max_image_age=EXPIRE_UNTAGGED_AFTER,
-                        ),
-                        ecr.LifecycleRule(
-                            rule_priority=2,
-                            description=f"keep the newest {KEEP_TAGGED_IMAGES} images",
-                            tag_status=ecr.TagStatus.ANY,
-                            max_image_count=KEEP_TAGGED_IMAGES,
-                        ),
-                    ],
                 )
             self.repositories[name] = repository
 

@@ -24,7 +24,7 @@ from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.operations import EcsOperations
 from sonic_deploy.constructs.placement import SingleAzPlacement
-from sonic_deploy.constructs.probe_canary import ProbeCanary
+from sonic_deploy.constructs.probe_canary import canary_for
 from sonic_deploy.constructs.probe_task import ProbeTask, turn_hop_endpoints
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.resilience import ResilienceExperiments
@@ -248,18 +248,7 @@ class EcsStack(SonicStack):
         )
         target = ["probe", "ws", "--url", lb.websocket_url, "--model-id", settings.ecs_model_id]
         target += ["--cartesia-version", cfg.cartesia_version]
-        canary = (
-            ProbeCanary(
-                self,
-                "Canary",
-                probe=probe,
-                target=target,
-                canary=env.canary,
-                environment_name=settings.environment_name,
-            )
-            if settings.canary_enabled
-            else None
-        )
+        canary = canary_for(self, probe, target, settings)
         # Caller alarms on the whole stack, the composites that page, the dashboard (docs/operate.md).
         EcsOperations(
             self,

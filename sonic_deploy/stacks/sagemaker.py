@@ -15,7 +15,7 @@ from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.operations import SageMakerOperations
-from sonic_deploy.constructs.probe_canary import ProbeCanary
+from sonic_deploy.constructs.probe_canary import canary_for
 from sonic_deploy.constructs.probe_task import TASK_ENDPOINTS, ProbeTask, invoke_endpoint, turn_hop_endpoints
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
@@ -128,18 +128,7 @@ class SageMakerStack(SonicStack):
             "--region",
             self.region,
         ]
-        canary = (
-            ProbeCanary(
-                self,
-                "Canary",
-                probe=probe,
-                target=target,
-                canary=env.canary,
-                environment_name=settings.environment_name,
-            )
-            if settings.canary_enabled
-            else None
-        )
+        canary = canary_for(self, probe, target, settings)
 
         # Canary alarms, the composites that page, the dashboard (docs/operate.md).
         SageMakerOperations(
