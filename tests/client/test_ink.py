@@ -18,7 +18,7 @@ from sonic_deploy.client.errors import (
 from sonic_deploy.client.turn_hops import SpeechToText, Transcript
 from sonic_deploy.probe.stt_standin import TRANSCRIPT
 from tests.probe.harness import ReferenceServer, ServerFactory
-from tests.stt_speech import FINAL_MS, TIMEOUT_S, speak, turn
+from tests.stt_speech import CHUNK_MS, FINAL_MS, TIMEOUT_S, speak, turn
 
 KEY = "sk_test_ink"
 OPTIONS = ("--api-key", KEY, "--stt-final-ms", str(FINAL_MS))
@@ -145,10 +145,16 @@ def test_voice_again_before_the_final_is_due_continues_the_turn(shared_server: S
         async with await _client(server).session(encoding="pcm_s16le", sample_rate=16000) as session:
             async with asyncio.timeout(TIMEOUT_S):
                 reader = asyncio.create_task(read())
-                await speak(session.send, "pcm_s16le", 16000, speech_ms=300, silence_ms=FINAL_MS // 2)
-                speech_end = await speak(session.send, "pcm_s16le", 16000, speech_ms=300)
+                first_end = await speak(
+                    session.send, "pcm_s16le", 16000, speech_ms=300, silence_ms=FINAL_MS // 2
+                )
+                await speak(session.send, "pcm_s16le", 16000, speech_ms=300)
                 await reader
-        return speech_end, transcripts
+        # The speech's end on the stream's own timeline, as the server places it (stt_standin's docstring):
+        # from the first audio on (whole chunks of it), not from when the second speak() began, which a busy
+        # machine delays.
+        silence_ms = FINAL_MS // 2 // CHUNK_MS * CHUNK_MS
+        return first_end + (silence_ms + 300) / 1000, transcripts
 
     speech_end, transcripts = asyncio.run(run())
     assert [t.final for t in transcripts].count(True) == 1

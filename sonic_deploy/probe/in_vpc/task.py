@@ -59,14 +59,28 @@ def _say(text: str) -> None:
     print(f"probe task: {text}", file=sys.stderr, flush=True)
 
 
+class Terminated:
+    """Set by the SIGTERM handler, read by the loops: a plain attribute, no lock. A handler runs on the main
+    thread between bytecodes, possibly inside a `threading.Event.wait` that holds the event's own lock:
+    `Event.set()` there would wait for that lock forever."""
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+
 @contextmanager
-def _on_sigterm(terminated: threading.Event) -> Iterator[None]:
+def _on_sigterm(terminated: Terminated) -> Iterator[None]:
     """ECS's StopTask is a SIGTERM, then a SIGKILL 30 s later (the container's stopTimeout; "StopTask", ECS
-    API Reference). This process is the container's PID 1 (the image's exec-form ENTRYPOINT), to which the
-    kernel delivers no signal but SIGKILL and SIGSTOP that it has no handler for (pid_namespaces(7)): without
-    one, the task would sit out the 30 s and upload nothing. The handler only sets `terminated`; the watcher
-    then uploads the samples so far and stops the command, as stop.json does, and `serve` uploads the whole.
-    Only the main thread may set a handler."""
+    API Reference). Without a handler Python would end at once (the task definition's init process is PID 1
+    and passes the signal on) and upload nothing of the command under way. The handler only sets
+    `terminated`; the watcher then uploads the samples so far and stops the command, as stop.json does, and
+    `serve` uploads the whole. Only the main thread may set a handler."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -77,10 +91,10 @@ def _on_sigterm(terminated: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _wait_for(
-    store: ObjectStore, key: str, manifest: RunManifest, terminated: threading.Event
-) -> dict[str, Any]:
+def _wait_for(store: ObjectStore, key: str, manifest: RunManifest, terminated: Terminated) -> dict[str, Any]:
     deadline = time.monotonic() + manifest.idle_timeout_s
+    if terminated.is_set():  # a SIGTERM while the last command's results were being put
+        raise StoppedError()
     while (found := get_json(store, key)) is None:
         if terminated.is_set() or store.get(STOP) is not None:
             raise StoppedError()
@@ -88,7 +102,7 @@ def _wait_for(
             raise RunnerGoneError(
                 f"no {key} within {manifest.idle_timeout_s:g} s: the runner is gone, stopping"
             )
-        terminated.wait(manifest.poll_s)  # a SIGTERM ends the wait (lock waits are interruptible on POSIX)
+        time.sleep(manifest.poll_s)  # resumed after the handler (PEP 475): at most one poll late
     if not isinstance(found, dict):
         raise CommandError(f"{key} is not a JSON object")
     result: dict[str, Any] = found
@@ -102,7 +116,7 @@ def _watching(
     seq: int,
     index: int,
     samples: list[dict[str, Any]],
-    terminated: threading.Event,
+    terminated: Terminated,
 ) -> Iterator[threading.Event]:
     """While a command runs, on a thread of its own: an event set once the runner puts stop.json or ECS
     stops the task (`terminated`, by SIGTERM), looked at every `poll_s` (the command's loop checks it between
@@ -127,8 +141,11 @@ def _watching(
                 if time.monotonic() - at >= PART_EVERY_S:
                     upload_part()
                 if terminated.is_set() or store.get(STOP) is not None:
-                    upload_part()
-                    stop.set()
+                    stop.set()  # first: an upload that fails must not keep the command running
+                    try:
+                        upload_part()
+                    except Exception as error:
+                        _say(f"could not upload a part: {error!r}")
                     return
             except Exception as error:  # a failed look is not a stop; the next one may work
                 _say(f"could not look for {STOP} or upload a part: {error!r}")
@@ -147,13 +164,13 @@ def serve(store: ObjectStore, index: int, count: int, run_command: RunCommand) -
     (a command it refuses too), which is also put where the runner looks (failed/INDEX.json), so that it stops
     the run and says why. A SIGTERM (ECS's StopTask) stops it as stop.json does: what the command under way
     measured is uploaded (a part, then the whole) before it exits, within the 30 s before ECS's SIGKILL."""
-    terminated = threading.Event()
+    terminated = Terminated()
     with _on_sigterm(terminated):
         return _serve(store, index, count, run_command, terminated)
 
 
 def _serve(
-    store: ObjectStore, index: int, count: int, run_command: RunCommand, terminated: threading.Event
+    store: ObjectStore, index: int, count: int, run_command: RunCommand, terminated: Terminated
 ) -> int:
     try:
         manifest = RunManifest.from_json(_wait_for(store, RUN, RunManifest("", 0, 0.2, 300.0), terminated))
