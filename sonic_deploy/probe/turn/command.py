@@ -274,13 +274,27 @@ def _in_vpc_hops_problem(args: argparse.Namespace) -> str | None:
         )
     if args.llm == "openai" and args.llm_url and urlsplit(args.llm_url).hostname == CLOUD_LLM_HOST:
         return f"--in-vpc with --llm openai on {CLOUD_LLM_HOST}: a task has no OPENAI_API_KEY. {fix}"
-    wanted = [hop for option, hop in TURN_HOPS.items() if getattr(args, option) == hop]
+    # A hop given its own endpoint (a stand-in inside the VPC) calls no AWS service: nothing to grant.
+    wanted = [
+        hop
+        for option, hop in TURN_HOPS.items()
+        if getattr(args, option) == hop and getattr(args, f"{hop}_endpoint_url") is None
+    ]
     if not wanted:
         return None
     from sonic_deploy.config import load_settings, require_config_dir
 
     require_config_dir(args.config_dir)  # a ConfigError is one line too (cli.checked)
-    granted = load_settings(args.config_dir, args.in_vpc).environment.probe.turn_hops
+    environment = load_settings(args.config_dir, args.in_vpc).environment
+    for hop in wanted:
+        region = getattr(args, f"{hop}_region")
+        if region is not None and region != environment.region:
+            # The grant (Bedrock's inference profiles) and the VPC endpoints are the stack's Region's.
+            return (
+                f"--in-vpc {args.in_vpc} with --{hop}-region {region}: the probe task reaches {hop} in the stack's "
+                f"Region, {environment.region}, only. Fix: drop --{hop}-region (the task's Region is the stack's)"
+            )
+    granted = environment.probe.turn_hops
     missing = [hop for hop in wanted if hop not in granted]
     if not missing:
         return None

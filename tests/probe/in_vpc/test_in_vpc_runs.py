@@ -516,3 +516,62 @@ def test_turn_in_the_vpc_takes_the_cloud_hops_the_environment_grants(
     argv = ["probe", "turn", "--in-vpc", "dev", "--config-dir", hops_config, "--route", "ecs"]
     args = parse([*argv, "--llm-model", "m", *hops])
     assert (args.in_vpc, str(args.config_dir)) == ("dev", hops_config)
+
+
+def test_turn_in_the_vpc_refuses_a_hop_in_another_region_and_skips_the_grant_for_a_stand_in(
+    hops_config: str, edit_config: EditConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The grant and the hops' VPC endpoints are the stack's Region's: another Region is refused, naming it;
+    a hop given its own endpoint (a stand-in inside the VPC) calls no AWS service, so needs no grant."""
+    argv = [
+        "probe",
+        "turn",
+        "--in-vpc",
+        "dev",
+        "--config-dir",
+        hops_config,
+        "--route",
+        "ecs",
+        "--llm-model",
+        "m",
+    ]
+    with pytest.raises(SystemExit) as stopped:
+        parse(
+            [
+                *argv,
+                "--stt",
+                "transcribe",
+                "--transcribe-region",
+                "eu-west-1",
+                "--llm-url",
+                "http://10.0.0.5/v1",
+            ]
+        )
+    assert stopped.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        "sonic-deploy probe turn: --in-vpc dev with --transcribe-region eu-west-1: the probe task reaches "
+        "transcribe in the stack's Region, us-east-2, only. Fix: drop --transcribe-region (the task's Region is "
+        "the stack's)"
+    )
+    # The stack's own Region is fine; and with no grant at all, a stand-in endpoint is too.
+    parse(
+        [*argv, "--stt", "transcribe", "--transcribe-region", "us-east-2", "--llm-url", "http://10.0.0.5/v1"]
+    )
+    ungranted = str(edit_config("environments/dev.toml", "", ""))
+    bare = [
+        "probe",
+        "turn",
+        "--in-vpc",
+        "dev",
+        "--config-dir",
+        ungranted,
+        "--route",
+        "ecs",
+        "--llm-model",
+        "m",
+    ]
+    args = parse(
+        [*bare, "--stt-url", "ws://10.0.0.5", "--llm", "bedrock", "--bedrock-endpoint-url", "http://10.0.0.6"]
+    )
+    assert args.bedrock_endpoint_url == "http://10.0.0.6"
