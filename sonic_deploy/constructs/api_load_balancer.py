@@ -17,6 +17,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from sonic_deploy.constructs.encryption import encrypted_bucket
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance, skip_checkov
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
@@ -204,25 +205,12 @@ class ApiLoadBalancer(Construct):
         has a TLS listener": Elastic Load Balancing, "Access logs for your Network Load Balancer"); with
         plain TCP the bucket stays empty. Log delivery takes SSE-S3 or SSE-KMS with a customer managed key
         (same page), so the stack's key encrypts them."""
-        bucket = s3.Bucket(
+        bucket = encrypted_bucket(
             self,
             "AccessLogs",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=logs.key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            versioned=True,
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="Retention",
-                    expiration=logs.retention,
-                    noncurrent_version_expiration=Duration.days(1),
-                    abort_incomplete_multipart_upload_after=Duration.days(1),
-                )
-            ],
+            key=logs.key,
+            rule_id="Retention",
+            expiration=logs.retention,
             removal_policy=KEEP_ONCE_CREATED,
         )
         # The log delivery service encrypts each file with the bucket's key: the key policy must let it,

@@ -16,6 +16,7 @@ from constructs import Construct
 
 from sonic_deploy.config.schema import ProbeTaskConfig, TurnHop
 from sonic_deploy.constructs.egress import HTTPS, https_only
+from sonic_deploy.constructs.encryption import encrypted_bucket
 from sonic_deploy.constructs.findings import (
     acknowledge,
     acknowledge_compliance,
@@ -247,32 +248,20 @@ class ProbeTask(Construct):
         """Deleted with the stack, its objects with it (auto-delete): it holds only runs' samples, which the
         runner has already merged into its local summary; a retained bucket would be left for the owner to
         empty and delete by hand after every `make destroy`, and one still holding objects fails the delete."""
-        bucket = s3.Bucket(
+        # Expiring a current version of a versioned bucket only adds a delete marker: the noncurrent versions
+        # go a day later, and the second rule removes the markers then left alone (S3 User Guide, "Lifecycle
+        # configuration elements": ExpiredObjectDeleteMarker cannot share an Expiration with Days).
+        bucket = encrypted_bucket(
             self,
             "Bucket",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            # Versioned, as the compliance packs' S3BucketVersioningEnabled asks. Expiring a current
-            # version of a versioned bucket only adds a delete marker: the noncurrent versions go a day
-            # later, and the second rule removes the markers then left alone (S3 User Guide, "Lifecycle
-            # configuration elements": ExpiredObjectDeleteMarker cannot share an Expiration with Days).
-            versioned=True,
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="Runs",
-                    prefix=RUNS_PREFIX,
-                    expiration=retention,
-                    noncurrent_version_expiration=Duration.days(1),
-                    abort_incomplete_multipart_upload_after=Duration.days(1),
-                ),
+            key=key,
+            rule_id="Runs",
+            prefix=RUNS_PREFIX,
+            expiration=retention,
+            more_rules=[
                 s3.LifecycleRule(
                     id="RunsDeleteMarkers", prefix=RUNS_PREFIX, expired_object_delete_marker=True
-                ),
+                )
             ],
             removal_policy=RemovalPolicy.DESTROY,
             auto_delete_objects=True,
