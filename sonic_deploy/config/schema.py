@@ -436,6 +436,90 @@ class EcsApiConfig(Strict):
     )
 
 
+# The ECS GPU AMI by release: `/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/<release>/image_id` (the
+# parameter format of the ECS Developer Guide, "Retrieving Amazon ECS-optimized Linux AMI metadata":
+# `.../amazon-linux-2023/<version>`, and `.../amazon-linux-2/gpu/<version>` for AL2's GPU variant; the AL2023 GPU
+# release path by the same pattern is UNVERIFIED until `sonic-deploy preflight` reads it). Release names are
+# aws/amazon-ecs-ami al2023gpu.pkr.hcl's `al2023-ami-ecs-gpu-hvm-2023.0.<YYYYMMDD>-kernel-6.1-x86_64-ebs`.
+GPU_AMI_RELEASE = r"al2023-ami-ecs-gpu-hvm-2023\.0\.[0-9]{8}-kernel-6\.1-x86_64(?:-ebs)?"
+GPU_AMI_PARAMETER_PREFIX = "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/"
+RECOMMENDED_AMI = "recommended"
+# aws/amazon-ecs-ami release 20260820: NVIDIA driver 580.178.04 (its release notes). A newer release arrives as
+# a reviewed change to this line or to `ecs.capacity.ami`, never by a scale-out.
+DEFAULT_GPU_AMI = "al2023-ami-ecs-gpu-hvm-2023.0.20260820-kernel-6.1-x86_64-ebs"
+
+
+def gpu_ami_parameter(ami: str) -> str:
+    """The SSM parameter holding the AMI id of `ami` (a release name, or "recommended")."""
+    return f"{GPU_AMI_PARAMETER_PREFIX}{ami}/image_id"
+
+
+class CapacityReservationConfig(Strict):
+    """`[[ecs.capacity.reservation]]`: an EC2 capacity reservation the GPU groups may launch into."""
+
+    id: Annotated[str, Field(pattern=r"^cr-[0-9a-f]{8,17}$")] = Field(
+        description="the reservation's id (cr-...)"
+    )
+    availability_zone: str = Field(description="its AZ: ecs.availability_zone or the fallback's")
+    instance_type: str = Field(description="its instance type: one the group in that AZ launches")
+    kind: Literal["on-demand", "capacity-block"] = Field(
+        default="on-demand",
+        description="an On-Demand Capacity Reservation, or a Capacity Block for ML (only for a catalogue type "
+        "that offers them: capacity_blocks = true)",
+    )
+
+
+class CapacityFallbackConfig(Strict):
+    """`[ecs.capacity.fallback]`: a second AZ, with its own placement group and GPU group (0 instances until
+    used), and an overflow worker service there that takes the tasks the first AZ cannot place."""
+
+    availability_zone: str = Field(description="one of the VPC's AZs, not ecs.availability_zone")
+    instance_types: list[str] = Field(
+        default=[],
+        description="its GPU types, in order of preference; default: the first AZ's (ecs.instance_type, then "
+        "ecs.capacity.instance_types)",
+    )
+    after_minutes: Annotated[int, Field(ge=1, le=60)] = Field(
+        default=10,
+        description="a first-AZ worker task waiting this long for a GPU instance starts one overflow task",
+    )
+    scale_in_minutes: Annotated[int, Field(ge=5, le=1440)] = Field(
+        default=30,
+        description="once no first-AZ task has waited for this long, one overflow task goes (per this period)",
+    )
+
+
+class EcsCapacityConfig(Strict):
+    """`[ecs.capacity]`: where the GPU instances come from (README, "The single-AZ trade-off")."""
+
+    instance_types: list[str] = Field(
+        default=[],
+        description="more GPU types for the same group, tried in this order after ecs.instance_type when EC2 has "
+        "none of it (each one GPU, each fits the worker)",
+    )
+    ami: Annotated[str, Field(pattern=rf"^(?:{RECOMMENDED_AMI}|{GPU_AMI_RELEASE})$")] = Field(
+        default=DEFAULT_GPU_AMI,
+        description='the ECS GPU AMI release, or "recommended" (AWS\'s newest at each deploy: a driver change '
+        "then arrives unreviewed)",
+    )
+    market: Literal["on-demand", "spot"] = Field(
+        default="on-demand", description='"spot" only in dev: interrupted with 2 minutes\' notice'
+    )
+    reservations: Literal["open", "targeted", "none"] = Field(
+        default="open",
+        description='"open": any open reservation matching an instance is used (EC2\'s default); "targeted": '
+        'the reservations listed below first; "none": never a reservation',
+    )
+    reservations_only: bool = Field(
+        default=False,
+        description="with targeted: launch only into the listed reservations (no On-Demand beyond them)",
+    )
+    reservation: list[CapacityReservationConfig] = Field(
+        default=[], description="the reservations the stack targets, and preflight checks"
+    )
+    fallback: CapacityFallbackConfig | None = None
+
+
 class EcsConfig(Strict):
     instance_type: str = "g6e.xlarge"
     availability_zone: str = Field(description="the one AZ of the GPU instances, placement group and NLB")
@@ -508,6 +592,7 @@ class EcsConfig(Strict):
     worker_ttfa: WorkerTtfaConfig = WorkerTtfaConfig()
     resilience: ResilienceConfig = ResilienceConfig()
     api: EcsApiConfig = EcsApiConfig()
+    capacity: EcsCapacityConfig = EcsCapacityConfig()
 
 
 class ProbeTaskConfig(Strict):
@@ -596,6 +681,11 @@ class InstanceType(Strict):
     vcpus: Annotated[int, Field(ge=1, le=1024)]
     memory_gib: Annotated[float, Field(gt=0, le=32_768)]
     local_storage: bool = Field(description="local NVMe instance storage (SageMaker then refuses a KmsKeyId)")
+    capacity_blocks: bool = Field(
+        default=False,
+        description="EC2 offers Capacity Blocks for ML of this type (P and Trn types as of 2026; EC2 User Guide, "
+        '"Capacity Blocks for ML")',
+    )
 
 
 class GpuModel(Strict):
