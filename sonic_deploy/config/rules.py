@@ -514,7 +514,7 @@ def _check_sagemaker(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCata
         )
 
 
-ECS_GPU_FAMILIES = ("g6", "g6e")
+ECS_GPU_FAMILIES = ("g6", "g6e", "g7e")
 SERVICES = ("api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent")
 FARGATE_SERVICES = ("api_server", "licence_proxy", "nats", "cloudwatch_agent")  # the agent: its scraper task
 # The CloudWatch agent on each GPU host (SonicMetrics): ECS keeps its memory free (ECS_RESERVED_MEMORY), and

@@ -58,7 +58,7 @@ def test_type_not_in_catalogue(edit_config: EditConfig) -> None:
     config = with_capacity(edit_config, 'instance_types = ["g6e.12xlarge"]\n')
     assert error_for(config) == (
         "ecs.capacity.instance_types[0] = 'g6e.12xlarge': not a one-GPU instance type of a family the ECS route "
-        "supports (g6, g6e). Fix: use one of g6.2xlarge, g6.4xlarge, g6.xlarge, g6e.2xlarge, g6e.xlarge, or "
+        "supports (g6, g6e, g7e). Fix: use one of g6.2xlarge, g6.4xlarge, g6.xlarge, g6e.2xlarge, g6e.xlarge, g7e.2xlarge, g7e.4xlarge, or "
         "describe it in config/instance_types.toml"
     )
 

@@ -126,7 +126,7 @@ def test_a_figure_for_an_undescribed_gpu(edit_config: EditConfig) -> None:
     )
     assert error_for(config) == (
         "concurrency.\"sonic-3\".per_gpu.H200 = 'H200': GPU model not described under [gpus]. "
-        "Fix: add a [gpus.H200] table or use one of L40S, L4, A10G, H100"
+        "Fix: add a [gpus.H200] table or use one of L40S, L4, A10G, H100, RTXPRO6000"
     )
 
 

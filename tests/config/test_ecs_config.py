@@ -21,8 +21,8 @@ def error_for(config_dir: Path) -> str:
 def test_unknown_gpu_family(edit_config: EditConfig) -> None:
     config = edit_config(DEV, 'instance_type = "g6e.xlarge"', 'instance_type = "p5.48xlarge"')
     assert error_for(config) == (
-        "ecs.instance_type = 'p5.48xlarge': not a one-GPU instance type of a family the ECS route supports (g6, g6e). "
-        "Fix: use one of g6.2xlarge, g6.4xlarge, g6.xlarge, g6e.2xlarge, g6e.xlarge, or describe it in "
+        "ecs.instance_type = 'p5.48xlarge': not a one-GPU instance type of a family the ECS route supports (g6, g6e, g7e). "
+        "Fix: use one of g6.2xlarge, g6.4xlarge, g6.xlarge, g6e.2xlarge, g6e.xlarge, g7e.2xlarge, g7e.4xlarge, or describe it in "
         "config/instance_types.toml"
     )
 
