@@ -808,6 +808,15 @@ def _check_ecs_capacity(
         for index, instance_type in enumerate(fallback.instance_types):
             _check_ecs_gpu_type(fail, f"{table}.fallback.instance_types[{index}]", instance_type, catalogue)
             _check_worker_fits(fail, ecs, instance_type, catalogue)
+        scale_out_s = ecs.instance_warmup_s + ecs.worker_start_period_s
+        if fallback.after_minutes * 60 <= scale_out_s:
+            fail(
+                f"{table}.fallback.after_minutes",
+                fallback.after_minutes,
+                f"no longer than a normal scale-out in the first AZ (instance_warmup_s + worker_start_period_s "
+                f"= {scale_out_s} s): every scale-out would start overflow workers in the fallback AZ",
+                f"set it to {scale_out_s // 60 + 1} or more",
+            )
         if len(set(fallback.instance_types)) != len(fallback.instance_types):
             fail(
                 f"{table}.fallback.instance_types",

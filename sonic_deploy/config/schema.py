@@ -479,9 +479,10 @@ class CapacityFallbackConfig(Strict):
         description="its GPU types, in order of preference; default: the first AZ's (ecs.instance_type, then "
         "ecs.capacity.instance_types)",
     )
-    after_minutes: Annotated[int, Field(ge=1, le=60)] = Field(
-        default=10,
-        description="a first-AZ worker task waiting this long for a GPU instance starts one overflow task",
+    after_minutes: Annotated[int, Field(ge=1, le=120)] = Field(
+        default=15,
+        description="a first-AZ worker task short this long (desired, not running) starts an overflow task; "
+        "longer than a normal scale-out (ecs.instance_warmup_s + ecs.worker_start_period_s)",
     )
     scale_in_minutes: Annotated[int, Field(ge=5, le=1440)] = Field(
         default=30,

@@ -76,7 +76,8 @@ class GpuFallback(Construct):
         max_tasks: int,
         alerting: Alerting,
     ) -> None:
-        """Step scaling of `overflow` (0 to `max_tasks`) on `waiting`, the first AZ's worker tasks not running:
+        """Step scaling of `overflow` (0 to `max_tasks`) on `waiting`, the first AZ's worker tasks short of
+        desired (SonicService.tasks_short: a rolling deployment's new tasks do not count):
         one to three tasks more once some have waited `after` (one per waiting task, the first two counted), then
         no more for `start_time` (an instance's warm-up and the worker's start period: the tasks just added
         take that long to serve); one task less per `scale_in_after` with none waiting.
@@ -137,7 +138,7 @@ class GpuFallback(Construct):
             threshold=0,
             evaluation_periods=quiet,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
-            # No data may mean no first-AZ task runs at all (SonicService.tasks_not_running): keep the overflow.
+            # No data may mean no first-AZ task runs at all (see SonicService.tasks_not_running): keep the overflow.
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             alarm_description=f"Scaling only: no first-AZ GPU worker task has waited for {quiet} minutes; the "
             "overflow service in the fallback AZ shrinks by one.",

@@ -250,7 +250,7 @@ class EcsStack(SonicStack):
             assert cfg.capacity.fallback is not None
             fallback.scale_overflow(
                 sonic.overflow_workers,
-                waiting=sonic.workers.tasks_not_running(),
+                waiting=sonic.workers.tasks_short(),
                 after=Duration.minutes(cfg.capacity.fallback.after_minutes),
                 scale_in_after=Duration.minutes(cfg.capacity.fallback.scale_in_minutes),
                 start_time=Duration.seconds(cfg.instance_warmup_s + cfg.worker_start_period_s),

@@ -204,3 +204,14 @@ def test_reservation_id_shape(edit_config: EditConfig) -> None:
     bad = RESERVATION.replace("cr-0a1b2c3d4e5f60718", "cr-XYZ")
     config = with_capacity(edit_config, f'reservations = "targeted"\n[[ecs.capacity.reservation]]\n{bad}')
     assert "cr-XYZ" in error_for(config)
+
+
+def test_fallback_sooner_than_a_normal_scale_out(edit_config: EditConfig) -> None:
+    config = with_capacity(
+        edit_config, '[ecs.capacity.fallback]\navailability_zone = "us-east-2b"\nafter_minutes = 10\n'
+    )
+    assert error_for(config) == (
+        "ecs.capacity.fallback.after_minutes = 10: no longer than a normal scale-out in the first AZ "
+        "(instance_warmup_s + worker_start_period_s = 600 s): every scale-out would start overflow workers in the "
+        "fallback AZ. Fix: set it to 11 or more"
+    )
