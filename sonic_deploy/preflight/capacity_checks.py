@@ -52,10 +52,9 @@ class StackGroups:
 def stack_placement_groups(
     cloudformation: CloudFormationClient, settings: Settings, ecs: EcsTargets
 ) -> StackGroups:
+    """Raises the ClientError of a DescribeStacks failure other than "does not exist"."""
     stack_name = settings.stack_name("ecs")
-    stack = describe_stack(
-        cloudformation, stack_name
-    )  # a ClientError other than "does not exist" is the caller's
+    stack = describe_stack(cloudformation, stack_name)
     if stack is None:
         return StackGroups(
             {},
@@ -154,7 +153,9 @@ def _describe(reservation: Mapping[str, Any]) -> str:
 
 def _listing(check: str, found: list[Mapping[str, Any]], types: list[str], ecs: EcsTargets) -> CheckResult:
     if not found:
-        return passed(check, f"none active or scheduled for {', '.join(types)} (instances launch On-Demand)")
+        return passed(
+            check, f"none active or scheduled for {', '.join(types)} (instances launch without one)"
+        )
     shown = "; ".join(_describe(r) for r in found)
     if ecs.reservation_preference == "none":
         return passed(check, f'{shown} (reservations = "none": the stack uses none of them)')

@@ -180,7 +180,28 @@ def test_none_in_the_account(aws: Stubbed, settings: Settings) -> None:
     (result,) = run(aws, settings, ECS)
     assert (result.status, result.detail) == (
         "pass",
-        "none active or scheduled for g6e.xlarge (instances launch On-Demand)",
+        "none active or scheduled for g6e.xlarge (instances launch without one)",
+    )
+
+
+def test_with_reservations_none_the_listing_says_none_is_used(aws: Stubbed, settings: Settings) -> None:
+    aws.listing([reservation()])
+    (result,) = run(aws, settings, dataclasses.replace(ECS, reservation_preference="none"))
+    assert result.detail.endswith('(reservations = "none": the stack uses none of them)')
+
+
+def test_a_stack_that_cannot_be_read_leaves_the_placement_group_unchecked(
+    aws: Stubbed, settings: Settings
+) -> None:
+    aws.listing([reservation()])
+    aws.cloudformation_stub.add_client_error(
+        "describe_stacks", service_error_code="AccessDenied", service_message="no", http_status_code=403
+    )
+    _, result = run(aws, settings, configured())
+    assert result.status == "skipped"
+    assert result.detail.endswith(
+        "its placement group cannot be checked: the stack's placement groups unknown "
+        "(AccessDenied: cloudformation:DescribeStacks)"
     )
 
 
