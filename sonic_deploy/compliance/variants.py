@@ -1,8 +1,9 @@
 """What the gate scans: each environment as a user deploys it (the shipped placeholders filled in, which
 `make deploy` would otherwise refuse), and a closed variant of each environment with the ECS route
 connected: air-gapped, TLS on the load balancer (a certificate from a Private CA), deletion protection,
-the resilience rehearsal and the probe task's turn hops on. Between them, both sides of every switch the
-templates have are scanned."""
+the resilience rehearsal, the probe task's turn hops and `[ecs.capacity]`'s types, targeted reservations and
+fallback AZ on. Between them, both sides of every switch the templates have are scanned (Spot, dev only, is
+tested in tests/constructs/test_gpu_supply.py)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,16 @@ _CLOSED = (
     ),
     (r"(?m)^enabled = false$", "enabled = true"),  # [ecs.resilience]
     (r'(?m)^# turn_hops = \["transcribe", "bedrock"\]$', 'turn_hops = ["transcribe", "bedrock"]'),  # [probe]
+    # [ecs.capacity]: more types, targeted reservations and a fallback AZ with its overflow workers.
+    (r"(?m)^# \[ecs\.capacity\]$", "[ecs.capacity]"),
+    (r"(?m)^# instance_types = ", "instance_types = "),
+    (r'(?m)^# reservations = "targeted"', 'reservations = "targeted"'),
+    (r"(?m)^# \[\[ecs\.capacity\.reservation\]\].*$", "[[ecs.capacity.reservation]]"),
+    (r'(?m)^# id = "cr-0123456789abcdef0"$', 'id = "cr-0123456789abcdef0"'),
+    (r'(?m)^# availability_zone = "us-east-2a"$', 'availability_zone = "us-east-2a"'),
+    (r'(?m)^# instance_type = "g6e.xlarge"$', 'instance_type = "g6e.xlarge"'),
+    (r"(?m)^# \[ecs\.capacity\.fallback\].*$", "[ecs.capacity.fallback]"),
+    (r'(?m)^# availability_zone = "us-east-2b"$', 'availability_zone = "us-east-2b"'),
 )
 
 

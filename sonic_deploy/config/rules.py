@@ -248,6 +248,7 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
         _check_sagemaker(fail, env, catalogue)
     if "ecs" in env.routes:
         _check_ecs(fail, env, catalogue, zones)
+        _check_ecs_capacity(fail, name, env, catalogue, zones)
         _check_ecs_api(fail, name, env)
     if name != DEFAULT_ENVIRONMENT:
         _check_alarms_reach_someone(fail, env)
@@ -611,16 +612,7 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             'routes include "ecs" but there is no [ecs] table',
             'add an [ecs] table (see config/environments/dev.toml) or remove "ecs" from routes',
         )
-    ec2_types = sorted(
-        t for t in catalogue.instance_types if not t.startswith("ml.") and t.split(".")[0] in ECS_GPU_FAMILIES
-    )
-    if ecs.instance_type.split(".")[0] not in ECS_GPU_FAMILIES or ecs.instance_type not in ec2_types:
-        fail(
-            "ecs.instance_type",
-            ecs.instance_type,
-            f"not a GPU instance type of a family the ECS route supports ({', '.join(ECS_GPU_FAMILIES)})",
-            f"use one of {', '.join(ec2_types)}, or describe it in config/{INSTANCE_TYPES_FILE}",
-        )
+    _check_ecs_gpu_type(fail, "ecs.instance_type", ecs.instance_type, catalogue)
     if ecs.availability_zone not in zones:
         fail(
             "ecs.availability_zone",
@@ -674,27 +666,7 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
         if name in FARGATE_SERVICES:
             _check_fargate_size(fail, f"ecs.services.{name}", spec.cpu, spec.memory_mib)
         _check_plain_environment(fail, name, spec.environment, spec.not_secrets)
-    instance = catalogue.instance_types.get(ecs.instance_type)
-    worker, agent = ecs.services.get("gpu_worker"), ecs.services.get("cloudwatch_agent")
-    if instance and worker and agent:
-        # ECS keeps some memory for the OS and agent; leave ~6% of the instance free.
-        usable_mib = int(instance.memory_gib * 1024 * 0.94)
-        if worker.memory_mib + HOST_AGENT_MEMORY_MIB > usable_mib:
-            fail(
-                "ecs.services.gpu_worker.memory_mib",
-                worker.memory_mib,
-                f"with the metrics agent ({HOST_AGENT_MEMORY_MIB} MiB) it does not fit a {ecs.instance_type} "
-                f"({usable_mib} MiB usable)",
-                f"set it to {usable_mib - HOST_AGENT_MEMORY_MIB} or less, or use a larger instance type",
-            )
-        if worker.cpu + HOST_AGENT_CPU > instance.vcpus * 1024:
-            fail(
-                "ecs.services.gpu_worker.cpu",
-                worker.cpu,
-                f"with the metrics agent ({HOST_AGENT_CPU} units) it exceeds a {ecs.instance_type}'s "
-                f"{instance.vcpus * 1024} CPU units",
-                f"set it to {instance.vcpus * 1024 - HOST_AGENT_CPU} or less",
-            )
+    _check_worker_fits(fail, ecs, ecs.instance_type, catalogue)
     if ecs.nlb_idle_timeout_s < ecs.deregistration_delay_s:
         fail(
             "ecs.nlb_idle_timeout_s",
@@ -748,6 +720,173 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             "create the secrets yourself first and import them by name (create = false), or keep "
             'copy_images = false and copy the images by hand (README, "Copy the images")',
         )
+
+
+def _check_ecs_gpu_type(fail: Fail, field: str, instance_type: str, catalogue: InstanceCatalogue) -> None:
+    """A GPU type of a family the route supports, described in the catalogue, with one GPU (one worker per
+    instance, and a worker uses one GPU)."""
+    ec2_types = sorted(
+        t
+        for t, row in catalogue.instance_types.items()
+        if not t.startswith("ml.") and t.split(".")[0] in ECS_GPU_FAMILIES and row.gpus == 1
+    )
+    if instance_type.split(".")[0] not in ECS_GPU_FAMILIES or instance_type not in ec2_types:
+        fail(
+            field,
+            instance_type,
+            f"not a one-GPU instance type of a family the ECS route supports ({', '.join(ECS_GPU_FAMILIES)})",
+            f"use one of {', '.join(ec2_types)}, or describe it in config/{INSTANCE_TYPES_FILE}",
+        )
+
+
+def _check_worker_fits(fail: Fail, ecs: EcsConfig, instance_type: str, catalogue: InstanceCatalogue) -> None:
+    """The GPU worker and the host metrics agent fit one instance of `instance_type`."""
+    instance = catalogue.instance_types.get(instance_type)
+    worker, agent = ecs.services.get("gpu_worker"), ecs.services.get("cloudwatch_agent")
+    if not (instance and worker and agent):
+        return
+    # ECS keeps some memory for the OS and agent; leave ~6% of the instance free.
+    usable_mib = int(instance.memory_gib * 1024 * 0.94)
+    if worker.memory_mib + HOST_AGENT_MEMORY_MIB > usable_mib:
+        fail(
+            "ecs.services.gpu_worker.memory_mib",
+            worker.memory_mib,
+            f"with the metrics agent ({HOST_AGENT_MEMORY_MIB} MiB) it does not fit a {instance_type} "
+            f"({usable_mib} MiB usable)",
+            f"set it to {usable_mib - HOST_AGENT_MEMORY_MIB} or less, or use a larger instance type",
+        )
+    if worker.cpu + HOST_AGENT_CPU > instance.vcpus * 1024:
+        fail(
+            "ecs.services.gpu_worker.cpu",
+            worker.cpu,
+            f"with the metrics agent ({HOST_AGENT_CPU} units) it exceeds a {instance_type}'s "
+            f"{instance.vcpus * 1024} CPU units",
+            f"set it to {instance.vcpus * 1024 - HOST_AGENT_CPU} or less",
+        )
+
+
+def _check_ecs_capacity(
+    fail: Fail, name: str, env: EnvironmentConfig, catalogue: InstanceCatalogue, zones: list[str]
+) -> None:
+    """`[ecs.capacity]`: every type usable by the worker, Spot only in the default environment, reservations
+    in an AZ and of a type a group launches, Capacity Blocks only for types that offer them, the fallback AZ
+    another of the VPC's (README, "The single-AZ trade-off")."""
+    ecs = env.ecs
+    if ecs is None:
+        return
+    capacity = ecs.capacity
+    table = "ecs.capacity"
+    for index, instance_type in enumerate(capacity.instance_types):
+        _check_ecs_gpu_type(fail, f"{table}.instance_types[{index}]", instance_type, catalogue)
+        _check_worker_fits(fail, ecs, instance_type, catalogue)
+    first = [ecs.instance_type, *capacity.instance_types]
+    if len(set(first)) != len(first):
+        fail(
+            f"{table}.instance_types",
+            capacity.instance_types,
+            f"lists a type twice, or ecs.instance_type ({ecs.instance_type}) again",
+            "list each further type once; ecs.instance_type is always tried first",
+        )
+    fallback = capacity.fallback
+    if fallback is not None:
+        field = f"{table}.fallback.availability_zone"
+        if fallback.availability_zone == ecs.availability_zone:
+            fail(
+                field,
+                fallback.availability_zone,
+                "the same AZ as ecs.availability_zone: a fallback must be another AZ",
+                f"use another of the VPC's AZs: {', '.join(z for z in zones if z != ecs.availability_zone)}",
+            )
+        if fallback.availability_zone not in zones:
+            fail(
+                field,
+                fallback.availability_zone,
+                "not one of the VPC's Availability Zones",
+                f"use one of {', '.join(z for z in zones if z != ecs.availability_zone)}, or add it to the VPC's "
+                "availability_zones",
+            )
+        for index, instance_type in enumerate(fallback.instance_types):
+            _check_ecs_gpu_type(fail, f"{table}.fallback.instance_types[{index}]", instance_type, catalogue)
+            _check_worker_fits(fail, ecs, instance_type, catalogue)
+        if len(set(fallback.instance_types)) != len(fallback.instance_types):
+            fail(
+                f"{table}.fallback.instance_types",
+                fallback.instance_types,
+                "lists a type twice",
+                "list each type once",
+            )
+    if capacity.market == "spot" and name != DEFAULT_ENVIRONMENT:
+        fail(
+            f"{table}.market",
+            "spot",
+            f"Spot instances are interrupted with two minutes' notice: only the default environment "
+            f"({DEFAULT_ENVIRONMENT}) may use them",
+            'set market = "on-demand" (or leave it out)',
+        )
+    if capacity.reservations != "targeted" and capacity.reservations_only:
+        fail(
+            f"{table}.reservations_only",
+            True,
+            f'only targeted reservations can be the only capacity (reservations = "{capacity.reservations}")',
+            'set reservations = "targeted" and list them, or leave reservations_only out',
+        )
+    if capacity.reservations == "targeted" and not capacity.reservation:
+        fail(
+            f"{table}.reservation",
+            MISSING,
+            'reservations = "targeted" but no reservation is listed',
+            "add [[ecs.capacity.reservation]] tables (id, availability_zone, instance_type), or set "
+            'reservations = "open"',
+        )
+    if capacity.reservation and capacity.market == "spot":
+        fail(
+            f"{table}.market",
+            "spot",
+            "capacity reservations hold On-Demand (or Capacity Block) capacity, which Spot instances do not use",
+            'set market = "on-demand", or remove the [[ecs.capacity.reservation]] tables',
+        )
+    if capacity.reservation and capacity.reservations == "none":
+        fail(
+            f"{table}.reservations",
+            "none",
+            "reservations are listed but the groups are told never to use one",
+            'set reservations = "targeted" (or "open"), or remove the [[ecs.capacity.reservation]] tables',
+        )
+    by_zone = ecs.zone_instance_types()
+    seen: set[str] = set()
+    for index, reservation in enumerate(capacity.reservation):
+        entry = f"{table}.reservation[{index}]"
+        if reservation.id in seen:
+            fail(f"{entry}.id", reservation.id, "listed twice", "list each reservation once")
+        seen.add(reservation.id)
+        types = by_zone.get(reservation.availability_zone)
+        if types is None:
+            fail(
+                f"{entry}.availability_zone",
+                reservation.availability_zone,
+                "no GPU group launches in this AZ, so the reservation would never be used",
+                f"use {' or '.join(by_zone)} (ecs.availability_zone"
+                + (", or the fallback's)" if fallback else ")")
+                + ", or remove the reservation",
+            )
+        if reservation.instance_type not in types:
+            fail(
+                f"{entry}.instance_type",
+                reservation.instance_type,
+                f"the group in {reservation.availability_zone} does not launch this type ({', '.join(types)})",
+                "add it to the group's instance types, or correct the type",
+            )
+        row = catalogue.instance_types[reservation.instance_type]
+        if reservation.kind == "capacity-block" and not row.capacity_blocks:
+            fail(
+                f"{entry}.kind",
+                "capacity-block",
+                f"EC2 offers no Capacity Blocks for ML of {reservation.instance_type} (P and Trn types only, "
+                'EC2 User Guide, "Capacity Blocks for ML")',
+                'use kind = "on-demand" with an On-Demand Capacity Reservation, or set capacity_blocks = true '
+                f'in config/{INSTANCE_TYPES_FILE} [instance_types."{reservation.instance_type}"] if AWS has '
+                "added it",
+            )
 
 
 def partition(region: str) -> str:

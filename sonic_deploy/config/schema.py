@@ -594,6 +594,19 @@ class EcsConfig(Strict):
     api: EcsApiConfig = EcsApiConfig()
     capacity: EcsCapacityConfig = EcsCapacityConfig()
 
+    def zone_instance_types(self) -> dict[str, list[str]]:
+        """The GPU types each AZ's group launches, in order of preference: the first AZ's, then the
+        fallback's."""
+        first = [self.instance_type, *self.capacity.instance_types]
+        zones = {self.availability_zone: first}
+        if self.capacity.fallback is not None:
+            zones[self.capacity.fallback.availability_zone] = self.capacity.fallback.instance_types or first
+        return zones
+
+    def reservation_ids(self, availability_zone: str) -> list[str]:
+        """The listed capacity reservations in one AZ."""
+        return [r.id for r in self.capacity.reservation if r.availability_zone == availability_zone]
+
 
 class ProbeTaskConfig(Strict):
     """The probe's Fargate task in each stack: `sonic-deploy probe ... --in-vpc ENV` starts several, and the

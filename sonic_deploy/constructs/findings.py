@@ -116,12 +116,16 @@ RESOURCELESS_ACTIONS = {
     "task's turn hop, [probe] turn_hops)",
 }
 
-# ECS services that run one task, by the start of their logical id, and why (every other service on the
-# caller's path runs two or more: tests/compliance/test_invariants.py).
+# ECS services (and scalable targets) that run fewer than two tasks, by the start of their logical id, and why
+# (every other service on the caller's path runs two or more: tests/compliance/test_invariants.py).
 SINGLE_TASK_SERVICES = {
     "SonicLicenceProxy": "The licence proxy answers the workers' licence checks, not a caller's request "
     "(UNVERIFIED: how long a worker serves while its proxy is away is Cartesia's to say)",
     "MetricsScraper": "The Prometheus scraper feeds the scaling metric and the dashboards, not a call",
+    # GpuFallback: the service and its scalable target.
+    "SonicOverflowWorker": "The fallback AZ's overflow workers: none until a first-AZ worker cannot be placed; "
+    "the first AZ keeps min_workers (2 or more)",
+    "FallbackOverflowTarget": "The overflow workers' scaling: from 0, on the first AZ's waiting tasks",
 }
 
 # Stateful resources deleted with the stack on purpose, by the start of their logical id, and why.

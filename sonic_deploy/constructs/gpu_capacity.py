@@ -3,7 +3,9 @@ the cluster through a capacity provider so that instances follow tasks."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from aws_cdk import Duration
 from aws_cdk import aws_autoscaling as autoscaling
@@ -13,8 +15,9 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from sonic_deploy.config.schema import gpu_ami_parameter
 from sonic_deploy.constructs.egress import https_only
-from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
 from sonic_deploy.constructs.placement import SingleAzPlacement
 
 # The GPU group's metrics the dashboard graphs: what it wants, what serves, what is still booting.
@@ -34,6 +37,50 @@ AGENT_CONFIG = {
     # since 1.16.0-1; written here so the instance role can go without logs permissions whatever the AMI).
     "ECS_ENABLE_AWSLOGS_EXECUTIONROLE_OVERRIDE": "true",
 }
+# Spot only: "the container instance is placed in DRAINING ... when it receives a Spot interruption notice", two
+# minutes before EC2 takes it back (ECS Developer Guide, "Spot Instance draining"; the agent's
+# ECS_ENABLE_SPOT_INSTANCE_DRAINING). The same page: ECS gets no notice of instances that Capacity Rebalancing
+# removes; those go through the group's scale-in, which managed draining covers.
+SPOT_AGENT_CONFIG = {"ECS_ENABLE_SPOT_INSTANCE_DRAINING": "true"}
+
+
+@dataclass(frozen=True)
+class GpuSupply:
+    """Where the group's instances come from (config `[ecs.capacity]`).
+
+    `instance_types`: in order of preference; with more than one, or with Spot, the group has a mixed instances
+    policy (On-Demand "prioritized": the first type with capacity wins; Spot "capacity-optimized-prioritized").
+    `ami`: an ECS GPU AMI release name, or "recommended" (schema.gpu_ami_parameter). `reservations`: "open"
+    leaves EC2's default (a matching open reservation is used); "none" never uses one; "targeted" launches into
+    `reservation_ids` first, or only (`reservations_only`)."""
+
+    instance_types: Sequence[str]
+    ami: str
+    spot: bool = False
+    reservations: Literal["open", "targeted", "none"] = "open"
+    reservation_ids: Sequence[str] = ()
+    reservations_only: bool = False
+
+    def reservation_specification(
+        self,
+    ) -> autoscaling.CfnAutoScalingGroup.CapacityReservationSpecificationProperty | None:
+        """The group's CapacityReservationSpecification (EC2 Auto Scaling API Reference: preference
+        capacity-reservations-only, capacity-reservations-first, none or default; targets by id), or None for
+        EC2's default."""
+        if self.reservations == "open":
+            return None
+        if self.reservations == "none":
+            return autoscaling.CfnAutoScalingGroup.CapacityReservationSpecificationProperty(
+                capacity_reservation_preference="none"
+            )
+        return autoscaling.CfnAutoScalingGroup.CapacityReservationSpecificationProperty(
+            capacity_reservation_preference="capacity-reservations-only"
+            if self.reservations_only
+            else "capacity-reservations-first",
+            capacity_reservation_target=autoscaling.CfnAutoScalingGroup.CapacityReservationTargetProperty(
+                capacity_reservation_ids=list(self.reservation_ids)
+            ),
+        )
 
 
 class GpuCapacity(Construct):
@@ -53,7 +100,7 @@ class GpuCapacity(Construct):
         cluster: ecs.Cluster,
         vpc: ec2.IVpc,
         placement: SingleAzPlacement,
-        instance_type: str,
+        supply: GpuSupply,
         min_instances: int,
         max_instances: int,
         root_volume_gib: int,
@@ -91,14 +138,18 @@ class GpuCapacity(Construct):
         )
         # Boot commands; the capacity provider adds the cluster's, SonicMetrics the GPU metrics agent.
         self.user_data = ec2.UserData.for_linux()
+        agent_config = AGENT_CONFIG | (SPOT_AGENT_CONFIG if supply.spot else {})
         self.user_data.add_commands(
-            *(f"echo {name}={value} >> /etc/ecs/ecs.config" for name, value in AGENT_CONFIG.items())
+            *(f"echo {name}={value} >> /etc/ecs/ecs.config" for name, value in agent_config.items())
         )
         self.launch_template = ec2.LaunchTemplate(
             self,
             "LaunchTemplate",
-            instance_type=ec2.InstanceType(instance_type),
-            machine_image=ecs.EcsOptimizedImage.amazon_linux2023(ecs.AmiHardwareType.GPU),
+            instance_type=ec2.InstanceType(supply.instance_types[0]),
+            # The release named in config, resolved by CloudFormation from its SSM parameter at deploy: the same
+            # image at every deploy until config names another (a reviewed diff), where
+            # EcsOptimizedImage.amazon_linux2023(GPU) reads ".../gpu/recommended", AWS's newest.
+            machine_image=ec2.MachineImage.from_ssm_parameter(gpu_ami_parameter(supply.ami)),
             require_imdsv2=True,
             # On the host itself (the ECS agent runs in the host's network namespace, ecs-init
             # docker/docker_config.go; the CloudWatch agent is a host process): a container in bridge mode,
@@ -125,12 +176,13 @@ class GpuCapacity(Construct):
         )
         # Instances launch with the agent's permissions in place (as CDK orders a role's default policy).
         self.launch_template.node.add_dependency(self.policy)
+        launch = self._launch(supply)
         self.auto_scaling_group = autoscaling.AutoScalingGroup(
             self,
             "Group",
             vpc=vpc,
             vpc_subnets=placement.subnets,
-            launch_template=self.launch_template,
+            **launch,
             min_capacity=min_instances,
             # One spare instance so a rolling deploy at 100% minimum healthy has room for a new task.
             max_capacity=max_instances + 1,
@@ -140,6 +192,24 @@ class GpuCapacity(Construct):
             # EC2 Auto Scaling User Guide, "Monitor CloudWatch metrics for your Auto Scaling groups").
             group_metrics=[autoscaling.GroupMetrics(*GROUP_METRICS)],
         )
+        if "mixed_instances_policy" in launch:
+            acknowledge(
+                self.auto_scaling_group,
+                "AwsSolutions-EC26",
+                reason="the rule cannot read a mixed instances policy's launch template (it throws); that "
+                "template's one volume is encrypted, as with a single type (tests/constructs/test_gpu_capacity.py)",
+            )
+            acknowledge_compliance(
+                self.auto_scaling_group,
+                "EC2IMDSv2Enabled",
+                reason="the rule does not read a mixed instances policy's launch template; that template requires "
+                "IMDSv2 tokens with a hop limit of 1, as with a single type (tests/compliance/test_invariants.py)",
+            )
+        reservation = supply.reservation_specification()
+        if reservation is not None:  # no L2 property (CDK 2.275): the L1's
+            group = self.auto_scaling_group.node.default_child
+            assert isinstance(group, autoscaling.CfnAutoScalingGroup)
+            group.capacity_reservation_specification = reservation
         acknowledge(
             self.auto_scaling_group,
             "AwsSolutions-AS3",
@@ -157,6 +227,37 @@ class GpuCapacity(Construct):
             instance_warmup_period=int(instance_warmup.to_seconds()),
         )
         cluster.add_asg_capacity_provider(self.capacity_provider)
+
+    def _launch(self, supply: GpuSupply) -> dict[str, Any]:
+        """The launch template alone for one On-Demand type; otherwise a mixed instances policy with the types in
+        order. Spot: none On-Demand, Capacity Rebalancing on (EC2 Auto Scaling launches a replacement when EC2
+        signals an elevated interruption risk, then terminates the old instance: User Guide, "Capacity
+        Rebalancing")."""
+        if len(supply.instance_types) == 1 and not supply.spot:
+            return {"launch_template": self.launch_template}
+        distribution = (
+            autoscaling.InstancesDistribution(
+                on_demand_base_capacity=0,
+                on_demand_percentage_above_base_capacity=0,
+                spot_allocation_strategy=autoscaling.SpotAllocationStrategy.CAPACITY_OPTIMIZED_PRIORITIZED,
+            )
+            if supply.spot
+            else autoscaling.InstancesDistribution(
+                on_demand_allocation_strategy=autoscaling.OnDemandAllocationStrategy.PRIORITIZED,
+                on_demand_percentage_above_base_capacity=100,
+            )
+        )
+        return {
+            "mixed_instances_policy": autoscaling.MixedInstancesPolicy(
+                launch_template=self.launch_template,
+                instances_distribution=distribution,
+                launch_template_overrides=[
+                    autoscaling.LaunchTemplateOverrides(instance_type=ec2.InstanceType(name))
+                    for name in supply.instance_types
+                ],
+            ),
+            "capacity_rebalance": supply.spot or None,
+        }
 
     def _agent_policy(self, cluster: ecs.Cluster) -> iam.ManagedPolicy:
         """What the ECS agent calls with the instance role, scoped as far as each action's resource types go

@@ -123,6 +123,7 @@ class EcsOperations(Construct):
         load_balancer: ApiLoadBalancer,
         workers: SonicService,
         gpu_capacity: GpuCapacity,
+        capacity_alarms: Sequence[cloudwatch.IAlarm] = (),
         canary_schedule: ProbeCanary | None,
     ) -> None:
         """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites."""
@@ -141,29 +142,8 @@ class EcsOperations(Construct):
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             description="No API server target passes GET /status: every new connection fails.",
         )
-        # PendingTaskCount is named in AWS's list of Container Insights metrics for ECS (CloudWatch User Guide,
-        # Application Insights, "Amazon ECS": no definition there); ECS's own pendingCount is "the number of
-        # tasks in the cluster that are in the PENDING state" (ECS API Reference, Service). Whether a task still
-        # in PROVISIONING (waiting for the capacity provider to launch a GPU instance) counts is not documented,
-        # so the alarm takes the larger of it and desired - running, which counts both. MAX of an array of time
-        # series is the per-point maximum (CloudWatch User Guide, "Metric math syntax and functions"; the
-        # search tool here returned that page without its function table: UNVERIFIED in this repository).
-        # desired - running also counts tasks that start and crash again, or are stopping: those are not
-        # running either, and the description names them. UNVERIFIED: AWS/ECS service metrics are not sent
-        # for a service with no RUNNING task; whether Container Insights stops sending RunningTaskCount the
-        # same way is not documented. If it does, the expression has no value while nothing runs, and this
-        # alarm reads that as not breaching; WorkerMetricsMissing still sees it (no worker left to scrape).
         minutes = cfg.alarms.provisioning_minutes
-        waiting = cloudwatch.MathExpression(
-            expression="MAX([pending, desired - running])",
-            using_metrics={
-                "pending": workers.task_count("PendingTaskCount"),
-                "desired": workers.task_count("DesiredTaskCount"),
-                "running": workers.task_count("RunningTaskCount"),
-            },
-            label="worker tasks not running",
-            period=ONE_MINUTE,
-        )
+        waiting = workers.tasks_not_running()
         self.tasks_waiting = alerting.alarm(
             "WorkerTasksWaiting",
             metric=waiting,
@@ -194,6 +174,7 @@ class EcsOperations(Construct):
                 self.tasks_waiting,
                 worker_alarms.gpu_pinned,
                 unhealthy_targets,
+                *capacity_alarms,
             ],
             blind=blind,
         )

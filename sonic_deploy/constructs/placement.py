@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -28,4 +29,16 @@ class SingleAzPlacement(Construct):
         self.subnets = ec2.SubnetSelection(subnets=[self.subnet])
         self.placement_group = ec2.PlacementGroup(
             self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
+        )
+
+    @property
+    def placement_group_arn(self) -> str:
+        """The group's ARN (EC2's format, `arn:aws:ec2:<region>:<account>:placement-group/<name>`, Service
+        Authorization Reference, Amazon EC2 resource types): what CreateCapacityReservation's
+        PlacementGroupArn takes to reserve capacity in it."""
+        return Stack.of(self).format_arn(
+            service="ec2",
+            resource="placement-group",
+            resource_name=self.placement_group.placement_group_name,
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )

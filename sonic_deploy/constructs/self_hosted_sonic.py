@@ -20,6 +20,14 @@ from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, S
 
 
 @dataclass(frozen=True)
+class Overflow:
+    """GPU workers in a fallback AZ (GpuFallback): its capacity provider and subnet; 0 tasks until scaled."""
+
+    gpu_placement: GpuPlacement
+    subnets: ec2.SubnetSelection
+
+
+@dataclass(frozen=True)
 class OfflineLicence:
     """Air-gapped mode: where the proxy keeps its licence (`data_path` on the store's file system), and how
     the store's loader hands it over (`content_type` of POST /license)."""
@@ -52,6 +60,7 @@ class SelfHostedSonic(Construct):
         api_deployment_alarms: Sequence[cloudwatch.IAlarm],
         worker_deployment_alarms: Sequence[cloudwatch.IAlarm],
         offline_licence: OfflineLicence | None = None,
+        overflow: Overflow | None = None,
         https_only_egress: bool = False,
     ) -> None:
         """`https_only_egress`: air-gapped mode's egress for every service (SonicService)."""
@@ -65,15 +74,19 @@ class SelfHostedSonic(Construct):
             volume: tuple[ecs.Volume, str] | None = None,
             deployment_alarms: Sequence[cloudwatch.IAlarm] = (),
             placement: GpuPlacement | None = None,
+            construct_id: str | None = None,
+            in_subnets: ec2.SubnetSelection = subnets,
+            metrics_job: str | None = None,
         ) -> SonicService:
             built = SonicService(
                 self,
-                id_from_name(name),
+                construct_id or id_from_name(name),
                 cluster=cluster,
                 discovery_name=discovery,
                 container=containers[name],
                 desired_count=desired,
-                subnets=subnets,
+                subnets=in_subnets,
+                metrics_job=metrics_job,
                 log_key=log_key,
                 log_retention=log_retention,
                 volume=volume,
@@ -115,6 +128,22 @@ class SelfHostedSonic(Construct):
             placement=gpu_placement,
             deployment_alarms=worker_deployment_alarms,
         )
-        for client in (self.api_server, self.workers):
+        # The fallback AZ's workers: their metrics join the workers' (one fleet to the scaling and alarms).
+        self.overflow_workers = (
+            service(
+                "gpu_worker",
+                "gpu-worker-fallback",
+                0,
+                placement=overflow.gpu_placement,
+                deployment_alarms=worker_deployment_alarms,
+                construct_id="OverflowWorker",
+                in_subnets=overflow.subnets,
+                metrics_job=self.workers.discovery_name,
+            )
+            if overflow is not None
+            else None
+        )
+        clients = [self.api_server, self.workers] + ([self.overflow_workers] if self.overflow_workers else [])
+        for client in clients:
             self.nats.allow_from(client, f"NATS from {client.discovery_name}")
             self.licence_proxy.allow_from(client, f"licence checks from {client.discovery_name}")

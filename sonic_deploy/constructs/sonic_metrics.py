@@ -213,25 +213,7 @@ class SonicMetrics(Construct):
         )
         agent_policy = iam.ManagedPolicy.from_aws_managed_policy_name("CloudWatchAgentServerPolicy")
 
-        # The host agent publishes GPU metrics and nothing else (its config has no logs section), so not
-        # CloudWatchAgentServerPolicy, which adds logs:* writes and log group creation on "*".
-        gpu_capacity.allow_on_any_resource(
-            "PutMetricDataHasNoResourceTypeHeldToTheGpuNamespace",
-            ["cloudwatch:PutMetricData"],
-            why=f"no resource type; the cloudwatch:namespace condition holds it to {GPU_NAMESPACE}",
-            conditions={"StringEquals": {"cloudwatch:namespace": GPU_NAMESPACE}},
-        )
-        # For ${aws:AutoScalingGroupName}: the agent's ec2tagger reads the instance's own tags.
-        gpu_capacity.allow_on_any_resource(
-            "DescribeTagsHasNoResourceType", ["ec2:DescribeTags"], why="no resource type; read-only"
-        )
-        gpu_capacity.user_data.add_commands(*gpu_host_agent_commands(gpu_agent_config()))
-        Validations.of(gpu_capacity.launch_template).acknowledge(
-            Acknowledgment(
-                id="CloudFormation-Validate::E1029",
-                reason="${aws:...} in the agent config are the CloudWatch agent's placeholders, not CloudFormation's",
-            )
-        )
+        self.instrument(gpu_capacity)
 
         scraper_task = ecs.FargateTaskDefinition(
             self, "ScraperTask", cpu=scraper_cpu, memory_limit_mib=scraper_memory_mib
@@ -338,6 +320,28 @@ class SonicMetrics(Construct):
             min_healthy_percent=100,
             max_healthy_percent=200,
             circuit_breaker=ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
+        )
+
+    def instrument(self, gpu_capacity: GpuCapacity) -> None:
+        """The host CloudWatch agent on a GPU group's instances (GPU metrics), and what it may call."""
+        # The host agent publishes GPU metrics and nothing else (its config has no logs section), so not
+        # CloudWatchAgentServerPolicy, which adds logs:* writes and log group creation on "*".
+        gpu_capacity.allow_on_any_resource(
+            "PutMetricDataHasNoResourceTypeHeldToTheGpuNamespace",
+            ["cloudwatch:PutMetricData"],
+            why=f"no resource type; the cloudwatch:namespace condition holds it to {GPU_NAMESPACE}",
+            conditions={"StringEquals": {"cloudwatch:namespace": GPU_NAMESPACE}},
+        )
+        # For ${aws:AutoScalingGroupName}: the agent's ec2tagger reads the instance's own tags.
+        gpu_capacity.allow_on_any_resource(
+            "DescribeTagsHasNoResourceType", ["ec2:DescribeTags"], why="no resource type; read-only"
+        )
+        gpu_capacity.user_data.add_commands(*gpu_host_agent_commands(gpu_agent_config()))
+        Validations.of(gpu_capacity.launch_template).acknowledge(
+            Acknowledgment(
+                id="CloudFormation-Validate::E1029",
+                reason="${aws:...} in the agent config are the CloudWatch agent's placeholders, not CloudFormation's",
+            )
         )
 
     def sonic_metric(

@@ -91,8 +91,10 @@ class SonicService(Construct):
         deployment_alarms: Sequence[cloudwatch.IAlarm] = (),
         volume: tuple[ecs.Volume, str] | None = None,
         https_only_egress: bool = False,
+        metrics_job: str | None = None,
     ) -> None:
-        """`https_only_egress` (air-gapped mode): out only HTTPS (see `https_only`) and the ports of the
+        """`metrics_job`: the Prometheus job its metrics join (default: `discovery_name`; the overflow workers
+        join the workers'). `https_only_egress` (air-gapped mode): out only HTTPS (see `https_only`) and the ports of the
         peers it is wired to; otherwise (connected mode) egress is open, as the licence proxy must reach
         Cartesia's cloud through NAT and Cartesia does not document where else its containers call."""
         super().__init__(scope, construct_id)
@@ -141,7 +143,7 @@ class SonicService(Construct):
             else None,
             docker_labels={
                 PROMETHEUS_PORT_LABEL: str(container.metrics_port),
-                PROMETHEUS_JOB_LABEL: discovery_name,
+                PROMETHEUS_JOB_LABEL: metrics_job or discovery_name,
             }
             if container.metrics_port
             else None,
@@ -231,6 +233,34 @@ class SonicService(Construct):
                 "ServiceName": self.service.service_name,
             },
             label=name.removesuffix("TaskCount").lower(),
+        )
+
+    def tasks_not_running(self) -> cloudwatch.MathExpression:
+        """Tasks of this service not running (waiting for an instance, or crash-looping or stopping), per
+        minute: the larger of PendingTaskCount and desired - running.
+
+        PendingTaskCount is named in AWS's list of Container Insights metrics for ECS (CloudWatch User Guide,
+        Application Insights, "Amazon ECS": no definition there); ECS's own pendingCount is "the number of
+        tasks in the cluster that are in the PENDING state" (ECS API Reference, Service). Whether a task still
+        in PROVISIONING (waiting for the capacity provider to launch a GPU instance) counts is not documented,
+        so this takes the larger of it and desired - running, which counts both. MAX of an array of time
+        series is the per-point maximum (CloudWatch User Guide, "Metric math syntax and functions"; the
+        search tool here returned that page without its function table: UNVERIFIED in this repository).
+        desired - running also counts tasks that start and crash again, or are stopping: those are not
+        running either, and the description names them. UNVERIFIED: AWS/ECS service metrics are not sent
+        for a service with no RUNNING task; whether Container Insights stops sending RunningTaskCount the
+        same way is not documented. If it does, the expression has no value while nothing runs, and an
+        alarm on it (missing data not breaching) stays quiet; WorkerMetricsMissing still sees it (no worker left to scrape).
+        """
+        return cloudwatch.MathExpression(
+            expression="MAX([pending, desired - running])",
+            using_metrics={
+                "pending": self.task_count("PendingTaskCount"),
+                "desired": self.task_count("DesiredTaskCount"),
+                "running": self.task_count("RunningTaskCount"),
+            },
+            label="worker tasks not running",
+            period=Duration.minutes(1),
         )
 
     def allow_from(

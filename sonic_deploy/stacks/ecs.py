@@ -18,7 +18,8 @@ from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.endpoint_policies import al2023_packages, ecr_image_layers
-from sonic_deploy.constructs.gpu_capacity import GpuCapacity
+from sonic_deploy.constructs.gpu_capacity import GpuCapacity, GpuSupply
+from sonic_deploy.constructs.gpu_fallback import GpuFallback
 from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.network import Network
@@ -29,7 +30,7 @@ from sonic_deploy.constructs.probe_task import ProbeTask, turn_hop_endpoints
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.resilience import ResilienceExperiments
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
-from sonic_deploy.constructs.self_hosted_sonic import OfflineLicence, SelfHostedSonic
+from sonic_deploy.constructs.self_hosted_sonic import OfflineLicence, Overflow, SelfHostedSonic
 from sonic_deploy.constructs.sonic_metrics import SonicMetrics
 from sonic_deploy.constructs.sonic_secrets import SonicSecrets
 from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
@@ -124,12 +125,29 @@ class EcsStack(SonicStack):
             cluster=cluster,
             vpc=network.vpc,
             placement=placement,
-            instance_type=cfg.instance_type,
+            supply=gpu_supply(cfg, cfg.availability_zone),
             min_instances=cfg.min_workers,
             max_instances=cfg.max_workers,
             root_volume_gib=cfg.root_volume_gib,
             instance_warmup=Duration.seconds(cfg.instance_warmup_s),
             https_only_egress=not connected,
+        )
+        fallback = (
+            GpuFallback(
+                self,
+                "Fallback",
+                cluster=cluster,
+                vpc=network.vpc,
+                subnets=network.private_subnets,
+                availability_zone=cfg.capacity.fallback.availability_zone,
+                supply=gpu_supply(cfg, cfg.capacity.fallback.availability_zone),
+                max_instances=cfg.max_workers,
+                root_volume_gib=cfg.root_volume_gib,
+                instance_warmup=Duration.seconds(cfg.instance_warmup_s),
+                https_only_egress=not connected,
+            )
+            if cfg.capacity.fallback is not None
+            else None
         )
 
         metrics = SonicMetrics(
@@ -149,6 +167,8 @@ class EcsStack(SonicStack):
             https_only_egress=not connected,
         )
         registry.before_use("cloudwatch_agent", metrics.scraper)
+        if fallback is not None:
+            metrics.instrument(fallback.capacity)
         alerting = Alerting(self, "Alerting", key=key, emails=cfg.alarms.email)
         alarms = WorkerAlarms(
             self,
@@ -191,11 +211,14 @@ class EcsStack(SonicStack):
             api_deployment_alarms=[alarms.unserviceable],
             worker_deployment_alarms=[alarms.ttfa, alarms.unserviceable],
             offline_licence=offline_licence,
+            overflow=Overflow(GpuPlacement(fallback.capacity.capacity_provider), fallback.placement.subnets)
+            if fallback is not None
+            else None,
             https_only_egress=not connected,
         )
         if offline_licence is not None:
             CfnOutput(self, "LicenceProxyService", value=sonic.licence_proxy.service.service_name)
-        for scraped in (sonic.workers, sonic.api_server):
+        for scraped in (sonic.workers, sonic.api_server, *filter(None, [sonic.overflow_workers])):
             if scraped.metrics_port is not None:
                 scraped.allow_from(metrics.security_group, "Prometheus scrape", port=scraped.metrics_port)
 
@@ -223,6 +246,17 @@ class EcsStack(SonicStack):
         )
 
         self._scaling(cfg, cluster, sonic.workers, metrics)
+        if fallback is not None and sonic.overflow_workers is not None:
+            assert cfg.capacity.fallback is not None
+            fallback.scale_overflow(
+                sonic.overflow_workers,
+                waiting=sonic.workers.tasks_not_running(),
+                after=Duration.minutes(cfg.capacity.fallback.after_minutes),
+                scale_in_after=Duration.minutes(cfg.capacity.fallback.scale_in_minutes),
+                start_time=Duration.seconds(cfg.instance_warmup_s + cfg.worker_start_period_s),
+                max_tasks=cfg.max_workers,
+                alerting=alerting,
+            )
         unhealthy_targets = alerting.alarm(
             "UnhealthyApiTargets",
             metric=lb.unhealthy_targets(),
@@ -262,6 +296,7 @@ class EcsStack(SonicStack):
             workers=sonic.workers,
             gpu_capacity=capacity,
             canary_schedule=canary,
+            capacity_alarms=[fallback.in_use] if fallback is not None else [],
         )
 
         CfnOutput(self, "ApiUrl", value=lb.websocket_url)
@@ -274,6 +309,15 @@ class EcsStack(SonicStack):
         CfnOutput(self, "Region", value=self.region)
         CfnOutput(self, "ClusterName", value=cluster.cluster_name)
         CfnOutput(self, "AvailabilityZone", value=placement.availability_zone)
+        # For a capacity reservation made for the stack's placement groups (docs/capacity.md).
+        for prefix, where in (("", placement), ("Fallback", fallback.placement if fallback else None)):
+            if where is not None:
+                CfnOutput(
+                    self, f"{prefix}PlacementGroupName", value=where.placement_group.placement_group_name
+                )
+                CfnOutput(self, f"{prefix}PlacementGroupArn", value=where.placement_group_arn)
+        if fallback is not None:
+            CfnOutput(self, "FallbackAvailabilityZone", value=fallback.placement.availability_zone)
         for name, repository in registry.repositories.items():
             CfnOutput(self, f"{id_from_name(name)}Repository", value=repository.repository_uri)
         if cfg.resilience.enabled:  # docs/operate.md, "Resilience rehearsal"
@@ -321,6 +365,19 @@ class EcsStack(SonicStack):
             scale_out_cooldown=Duration.seconds(cfg.scale_out_cooldown_s),
             scale_in_cooldown=Duration.seconds(cfg.scale_in_cooldown_s),
         )
+
+
+def gpu_supply(cfg: EcsConfig, availability_zone: str) -> GpuSupply:
+    """What the GPU group in `availability_zone` launches, from `[ecs.capacity]` (the loader has checked it)."""
+    capacity = cfg.capacity
+    return GpuSupply(
+        instance_types=cfg.zone_instance_types()[availability_zone],
+        ami=capacity.ami,
+        spot=capacity.market == "spot",
+        reservations=capacity.reservations,
+        reservation_ids=cfg.reservation_ids(availability_zone),
+        reservations_only=capacity.reservations_only,
+    )
 
 
 def _containers(cfg: EcsConfig, registry: ImageRegistry, secrets: SonicSecrets) -> dict[str, ContainerSpec]:

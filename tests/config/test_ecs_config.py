@@ -21,7 +21,7 @@ def error_for(config_dir: Path) -> str:
 def test_unknown_gpu_family(edit_config: EditConfig) -> None:
     config = edit_config(DEV, 'instance_type = "g6e.xlarge"', 'instance_type = "p5.48xlarge"')
     assert error_for(config) == (
-        "ecs.instance_type = 'p5.48xlarge': not a GPU instance type of a family the ECS route supports (g6, g6e). "
+        "ecs.instance_type = 'p5.48xlarge': not a one-GPU instance type of a family the ECS route supports (g6, g6e). "
         "Fix: use one of g6.2xlarge, g6.4xlarge, g6.xlarge, g6e.2xlarge, g6e.xlarge, or describe it in "
         "config/instance_types.toml"
     )
@@ -29,7 +29,7 @@ def test_unknown_gpu_family(edit_config: EditConfig) -> None:
 
 def test_sagemaker_type_on_ecs(edit_config: EditConfig) -> None:
     config = edit_config(DEV, 'instance_type = "g6e.xlarge"', 'instance_type = "ml.g6e.xlarge"')
-    assert error_for(config).startswith("ecs.instance_type = 'ml.g6e.xlarge': not a GPU instance type")
+    assert error_for(config).startswith("ecs.instance_type = 'ml.g6e.xlarge': not a one-GPU instance type")
 
 
 def test_az_not_in_vpc(edit_config: EditConfig) -> None:

@@ -52,9 +52,16 @@ def test_launch_template_gpu_ami_imdsv2_encrypted_gp3(ecs_template: Template) ->
         }
     ]
     parameter = data["ImageId"]["Ref"]
+    # The release pinned in schema.DEFAULT_GPU_AMI, not AWS's newest ("recommended").
     assert ecs_template.to_json()["Parameters"][parameter]["Default"] == (
-        "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/recommended/image_id"
+        "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/"
+        "al2023-ami-ecs-gpu-hvm-2023.0.20260820-kernel-6.1-x86_64-ebs/image_id"
     )
+    # One On-Demand type: the launch template alone, EC2's default use of open reservations.
+    group = _one(ecs_template, "AWS::AutoScaling::AutoScalingGroup")
+    assert "MixedInstancesPolicy" not in group and "LaunchTemplate" in group
+    assert "CapacityReservationSpecification" not in group and "CapacityRebalance" not in group
+    assert "ECS_ENABLE_SPOT_INSTANCE_DRAINING" not in rendered(data["UserData"]["Fn::Base64"])
 
 
 def test_capacity_provider_managed_scaling_and_draining(ecs_template: Template) -> None:

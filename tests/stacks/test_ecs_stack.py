@@ -40,7 +40,10 @@ def test_no_errors_and_no_warnings_but_the_placeholders(ecs_stack: Stack, dev_se
 
 def test_outputs(ecs_template: Template) -> None:
     outputs = ecs_template.to_json()["Outputs"]
-    assert {"ApiUrl", "ClusterName", "AvailabilityZone", "GpuWorkerRepository"} <= set(outputs)
+    assert {"ApiUrl", "ClusterName", "AvailabilityZone", "GpuWorkerRepository", "PlacementGroupArn"} <= set(
+        outputs
+    )
+    assert "FallbackPlacementGroupArn" not in outputs  # no fallback AZ in dev by default
     assert outputs["AvailabilityZone"]["Value"] == "us-east-2a"
     # What `sonic-deploy connect` prints for an agent: the defaults (model: the Sonic version), the key's
     # secret by name and never a value.

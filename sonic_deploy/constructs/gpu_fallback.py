@@ -1,0 +1,155 @@
+"""A second AZ for the GPU workers, used only when the first has no capacity: its own cluster placement group,
+subnet and GPU group (0 instances until used), and step scaling of an overflow worker service there on the
+first AZ's waiting tasks (README, "The single-AZ trade-off").
+
+Why an overflow service, not a second capacity provider on the worker service: a provider with weight 0 "can't
+be used to place tasks", any positive weight sends that share of tasks to the second AZ always, a task keeps the
+provider it was given (ECS Developer Guide, "Capacity provider strategies"), and changing a service's strategy
+needs a new deployment, a rolling replacement of every worker (aws/aws-cdk#29826). A service of its own scales
+from 0 without touching the first AZ's workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Duration
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from constructs import Construct
+
+from sonic_deploy.constructs.alerting import Alerting
+from sonic_deploy.constructs.gpu_capacity import GpuCapacity, GpuSupply
+from sonic_deploy.constructs.placement import SingleAzPlacement
+from sonic_deploy.constructs.sonic_service import SonicService
+
+
+class GpuFallback(Construct):
+    """The fallback AZ's placement and GPU capacity; `scale_overflow` then drives the overflow workers."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: ecs.Cluster,
+        vpc: ec2.IVpc,
+        subnets: Sequence[ec2.ISubnet],
+        availability_zone: str,
+        supply: GpuSupply,
+        max_instances: int,
+        root_volume_gib: int,
+        instance_warmup: Duration,
+        https_only_egress: bool = False,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.placement = SingleAzPlacement(
+            self, "Placement", subnets=subnets, availability_zone=availability_zone
+        )
+        self.capacity = GpuCapacity(
+            self,
+            "GpuCapacity",
+            cluster=cluster,
+            vpc=vpc,
+            placement=self.placement,
+            supply=supply,
+            # Nothing runs, and nothing is paid for, until an overflow task asks for an instance.
+            min_instances=0,
+            max_instances=max_instances,
+            root_volume_gib=root_volume_gib,
+            instance_warmup=instance_warmup,
+            https_only_egress=https_only_egress,
+        )
+
+    def scale_overflow(
+        self,
+        overflow: SonicService,
+        *,
+        waiting: cloudwatch.IMetric,
+        after: Duration,
+        scale_in_after: Duration,
+        start_time: Duration,
+        max_tasks: int,
+        alerting: Alerting,
+    ) -> None:
+        """Step scaling of `overflow` (0 to `max_tasks`) on `waiting`, the first AZ's worker tasks not running:
+        one to three tasks more once some have waited `after` (one per waiting task, the first two counted), then
+        no more for `start_time` (an instance's warm-up and the worker's start period: the tasks just added
+        take that long to serve); one task less per `scale_in_after` with none waiting.
+
+        CloudWatch invokes an alarm's Auto Scaling action "once per minute that the alarm remains in the new
+        state" (CloudWatch User Guide, "Alarm actions"), so the cooldown, not the alarm, spaces the steps.
+        A fleet that hands its load to overflow workers may then scale its first-AZ service in, and the overflow
+        back after `scale_in_after`; if the first AZ still has no capacity, its tasks wait and the overflow
+        grows again: the route runs short for `after` in each such round (README, "The single-AZ trade-off")."""
+        target = appscaling.ScalableTarget(
+            self,
+            "OverflowTarget",
+            service_namespace=appscaling.ServiceNamespace.ECS,
+            resource_id=f"service/{overflow.service.cluster.cluster_name}/{overflow.service.service_name}",
+            scalable_dimension="ecs:service:DesiredCount",
+            min_capacity=0,
+            max_capacity=max_tasks,
+        )
+        grow = appscaling.StepScalingAction(
+            self,
+            "GrowOverflow",
+            scaling_target=target,
+            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            cooldown=start_time,
+            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
+        )
+        # Bounds are relative to the alarm's threshold (1 waiting task): 1, 2, 3 or more waiting.
+        grow.add_adjustment(adjustment=1, lower_bound=0, upper_bound=1)
+        grow.add_adjustment(adjustment=2, lower_bound=1, upper_bound=2)
+        grow.add_adjustment(adjustment=3, lower_bound=2)
+        shrink = appscaling.StepScalingAction(
+            self,
+            "ShrinkOverflow",
+            scaling_target=target,
+            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            cooldown=scale_in_after,
+            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
+        )
+        shrink.add_adjustment(adjustment=-1, upper_bound=0)
+        minutes = int(after.to_minutes())
+        self.waiting_alarm = cloudwatch.Alarm(
+            self,
+            "FirstZoneWaiting",
+            metric=waiting,
+            threshold=1,
+            evaluation_periods=minutes,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"Scaling only: a first-AZ GPU worker task has waited {minutes} minutes for an "
+            "instance; the overflow service in the fallback AZ grows.",
+        )
+        self.waiting_alarm.add_alarm_action(actions.ApplicationScalingAction(grow))
+        quiet = int(scale_in_after.to_minutes())
+        self.quiet_alarm = cloudwatch.Alarm(
+            self,
+            "FirstZoneQuiet",
+            metric=waiting,
+            threshold=0,
+            evaluation_periods=quiet,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
+            # No data may mean no first-AZ task runs at all (SonicService.tasks_not_running): keep the overflow.
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"Scaling only: no first-AZ GPU worker task has waited for {quiet} minutes; the "
+            "overflow service in the fallback AZ shrinks by one.",
+        )
+        self.quiet_alarm.add_alarm_action(actions.ApplicationScalingAction(shrink))
+        # Pages through CapacityAtRisk: callers are served, across AZs (slower), and the first AZ is short.
+        self.in_use = alerting.alarm(
+            "FallbackInUse",
+            metric=self.capacity.group_metric(autoscaling.GroupMetric.IN_SERVICE_INSTANCES),
+            threshold=1,
+            evaluation_periods=5,
+            description=f"GPU instances are in service in the fallback AZ ({self.placement.availability_zone}): "
+            "the first AZ had no capacity. Overflow workers reach NATS and the API server across AZs (a few ms "
+            "more per hop, cross-AZ data charged). See the dashboard's capacity widgets for why.",
+        )
