@@ -104,7 +104,7 @@ def _fallback(
     if ecs is None or ecs.capacity.fallback is None:
         return None, []
     fallback = ecs.capacity.fallback
-    types = fallback.instance_types or list(dict.fromkeys([ecs.instance_type, *ecs.capacity.instance_types]))
+    types = ecs.zone_instance_types()[fallback.availability_zone]
     known = [name for name in types if name in settings.catalogue.instance_types]
     notes = [
         f"Fallback type {name} is not in config/instance_types.toml: no streams figure, so not priced."

@@ -9,7 +9,7 @@ cr-cpg.html). CloudFormation names the stack's groups, so preflight reads them f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,9 @@ class StackGroups:
     names: Mapping[str, str]  # AZ -> placement group name
     partition_and_account: tuple[str, str] | None = None
     note: str = ""
+    arns: Mapping[str, str] = field(
+        default_factory=dict
+    )  # AZ -> the group's ARN (outputs ...PlacementGroupArn)
 
 
 def stack_placement_groups(
@@ -60,7 +63,7 @@ def stack_placement_groups(
             {},
             note=f"stack {stack_name} is not deployed, so its placement group does not exist yet: after the first "
             "deploy, create the reservation in it (aws ec2 create-capacity-reservation --placement-group-arn "
-            f"<the group of output {PLACEMENT_GROUP_OUTPUT}> ...) and put the new id in "
+            "<the stack's output PlacementGroupArn> ...) and put the new id in "
             "[[ecs.capacity.reservation]]",
         )
     wanted = {ecs.availability_zone: PLACEMENT_GROUP_OUTPUT}
@@ -74,7 +77,12 @@ def stack_placement_groups(
         if missing
         else ""
     )
-    return StackGroups(names, stack.partition_and_account, note)
+    arns = {
+        zone: stack.outputs[output.replace("Name", "Arn")]
+        for zone, output in wanted.items()
+        if output.replace("Name", "Arn") in stack.outputs
+    }
+    return StackGroups(names, stack.partition_and_account, note, arns)
 
 
 def check_reservations(
@@ -235,7 +243,9 @@ def _group_mismatch(
     if actual == expected:
         return "", ""
     partition, account = groups.partition_and_account or ("aws", "<account>")
-    group_arn = f"arn:{partition}:ec2:{region}:{account}:placement-group/{expected}"
+    group_arn = groups.arns.get(
+        target.availability_zone, f"arn:{partition}:ec2:{region}:{account}:placement-group/{expected}"
+    )
     found = f"is in placement group {actual}" if actual else "is in no placement group"
     if target.kind == "capacity-block":
         how = f"buy a Capacity Block for ML in placement group {group_arn} (UNVERIFIED: whether one can be)"

@@ -57,8 +57,7 @@ def ecs_targets(settings: Settings) -> EcsTargets | None:
     if ecs is None or "ecs" not in settings.environment.routes:
         return None
     capacity = ecs.capacity
-    primary_types = list(dict.fromkeys([ecs.instance_type, *capacity.instance_types]))
-    fallback = capacity.fallback
+    first, *fallback_zone = ecs.zone_instance_types().items()
     return EcsTargets(
         instance_type=ecs.instance_type,
         availability_zone=ecs.availability_zone,
@@ -71,12 +70,12 @@ def ecs_targets(settings: Settings) -> EcsTargets | None:
         + ([settings.licence_secret_name] if ecs.licence_mode == "air-gapped" else []),
         images_copied_at_deploy=ecs.copy_images,
         secrets_created_at_deploy=ecs.secrets.create,
-        more_instance_types=primary_types[1:],
-        fallback_zone=fallback.availability_zone if fallback else None,
-        fallback_instance_types=(fallback.instance_types or primary_types) if fallback else [],
-        # ASSUMED (the lead's CDK side decides): the fallback group may grow as large as the first, and both
-        # can run at once, so the quota counts both at their most.
-        fallback_max_instances=ecs.max_workers + 1 if fallback else 0,
+        more_instance_types=first[1][1:],
+        fallback_zone=fallback_zone[0][0] if fallback_zone else None,
+        fallback_instance_types=fallback_zone[0][1] if fallback_zone else [],
+        # The fallback's GPU group has the first's maximum (stacks/ecs.py: both max_workers), with the same
+        # spare instance for a rolling deploy; both can run at once, so the quota counts both at their most.
+        fallback_max_instances=ecs.max_workers + 1 if fallback_zone else 0,
         reservations=[
             ReservationTarget(r.id, r.availability_zone, r.instance_type, r.kind)
             for r in capacity.reservation

@@ -433,3 +433,12 @@ def test_gpu_ami_access_denied(aws: Stubbed, settings: Settings) -> None:
     )
     result = check_gpu_ami(aws.ssm, settings, ECS)
     assert (result.status, result.detail) == ("fail", "not allowed to call ssm:GetParameter: no")
+
+
+def test_the_fix_uses_the_stacks_placement_group_arn_output(aws: Stubbed, settings: Settings) -> None:
+    arn = f"arn:aws:ec2:{REGION}:{MOTO_ACCOUNT}:placement-group/{GROUP}-from-output"
+    aws.listing([reservation(PlacementGroupArn=None)])
+    aws.stack({"PlacementGroupName": GROUP, "PlacementGroupArn": arn})
+    _, result = run(aws, settings, configured())
+    assert result.status == "fail"
+    assert f"--placement-group-arn {arn}," in result.fix

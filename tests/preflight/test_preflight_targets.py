@@ -33,22 +33,22 @@ def test_capacity_settings_reach_the_targets(edit_config: EditConfig) -> None:
     config = edit_config(
         "environments/dev.toml",
         "[ecs.api]",
-        '[ecs.capacity]\ninstance_types = ["g6.xlarge"]\nreservations = "targeted"\n'
+        '[ecs.capacity]\ninstance_types = ["g6e.2xlarge"]\nreservations = "targeted"\n'
         '[[ecs.capacity.reservation]]\nid = "cr-0123456789abcdef0"\navailability_zone = "us-east-2a"\n'
-        'instance_type = "g6.xlarge"\n[ecs.capacity.fallback]\navailability_zone = "us-east-2b"\n\n[ecs.api]',
+        'instance_type = "g6e.2xlarge"\n[ecs.capacity.fallback]\navailability_zone = "us-east-2b"\n\n[ecs.api]',
     )
     targets = ecs_targets(load_settings(config, "dev"))
     assert targets is not None
-    assert targets.instance_types == ["g6e.xlarge", "g6.xlarge"]
+    assert targets.instance_types == ["g6e.xlarge", "g6e.2xlarge"]
     # The fallback's types default to the first AZ's, and its group counts as large as the first.
     assert targets.zones_and_types == [
-        ("us-east-2a", ["g6e.xlarge", "g6.xlarge"]),
-        ("us-east-2b", ["g6e.xlarge", "g6.xlarge"]),
+        ("us-east-2a", ["g6e.xlarge", "g6e.2xlarge"]),
+        ("us-east-2b", ["g6e.xlarge", "g6e.2xlarge"]),
     ]
     assert targets.fallback_max_instances == targets.max_instances == 7
     assert targets.reservation_preference == "targeted"
     assert targets.reservations == [
-        ReservationTarget("cr-0123456789abcdef0", "us-east-2a", "g6.xlarge", "on-demand")
+        ReservationTarget("cr-0123456789abcdef0", "us-east-2a", "g6e.2xlarge", "on-demand")
     ]
 
 
