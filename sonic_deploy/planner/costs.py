@@ -60,7 +60,7 @@ class PlanRow:
     unverified: bool = False
 
 
-class _PriceReader:
+class PriceReader:
     """Looks prices up, noting the rows used (for their age) and the ones missing (for the user)."""
 
     def __init__(self, prices: PriceLookup) -> None:
@@ -89,7 +89,7 @@ def sagemaker_row(
     used: list[PriceRow],
 ) -> PlanRow:
     profile = daily_profile(workload, streams.count)
-    reader = _PriceReader(prices)
+    reader = PriceReader(prices)
     hosting = reader.read(
         f"sagemaker_hosting.{instance_type}", prices.instance("sagemaker_hosting", instance_type)
     )
@@ -130,7 +130,7 @@ def ecs_rows(
     profile = daily_profile(workload, streams.count)
     rows = []
     for pricing, kind in ECS_PRICINGS:
-        reader = _PriceReader(prices)
+        reader = PriceReader(prices)
         rate = reader.read(f"{kind}.{instance_type}", prices.instance(kind, instance_type))
         fixed_monthly, fixed_at_peak = _ecs_overheads(workload, profile, overheads, reader)
         used.extend(reader.used)
@@ -150,7 +150,7 @@ def ecs_rows(
 
 
 def _ecs_overheads(
-    workload: Workload, profile: DailyProfile, overheads: EcsOverheads, reader: _PriceReader
+    workload: Workload, profile: DailyProfile, overheads: EcsOverheads, reader: PriceReader
 ) -> tuple[dict[str, float], float]:
     """Monthly NAT, NLB and CloudWatch costs, and their cost in an hour at peak."""
     price = reader.read_or_zero
@@ -214,7 +214,7 @@ def _row(
     hourly: float | None,
     monthly: float | None,
     breakdown: dict[str, float],
-    reader: _PriceReader,
+    reader: PriceReader,
 ) -> PlanRow:
     per_thousand = None
     speech_minutes = workload.speech_minutes_per_month()

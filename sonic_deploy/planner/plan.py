@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
 from sonic_deploy.config import ConfigError, Settings
 from sonic_deploy.planner.capacity import Figure, StreamsPerInstance, Workload
 from sonic_deploy.planner.costs import EcsOverheads, PlanRow, ecs_rows, sagemaker_row
+from sonic_deploy.planner.fallback import FallbackCost, fallback_cost
 from sonic_deploy.planner.price_table import PriceLookup, PriceRow, PriceTable, price_age_days
 from sonic_deploy.planner.probe_summary import MeasuredConcurrency
 
@@ -28,6 +29,8 @@ class Plan:
     price_age_days: int | None
     unverified_prices: int
     notes: list[str]
+    fallback: FallbackCost | None = None
+    fallback_notes: list[str] = field(default_factory=list)
 
 
 def build_plan(
@@ -52,8 +55,12 @@ def build_plan(
             rows.append(sagemaker_row(workload, instance_type, streams, lookup, sonic_version, used))
         else:
             rows.extend(ecs_rows(workload, instance_type, streams, lookup, overheads, used))
+    fallback, fallback_notes = _fallback(settings, workload, lookup, overheads, used, measured)
     notes: list[str] = []
-    missing = sorted({label for row in rows for label in row.missing_prices})
+    missing = sorted(
+        {label for row in rows for label in row.missing_prices}
+        | set(fallback.missing_prices if fallback else [])
+    )
     fees = [label for label in missing if label.startswith("marketplace.")]
     others = [label for label in missing if label not in fees]
     if others:
@@ -79,7 +86,43 @@ def build_plan(
         price_age_days=price_age_days(used, today),
         unverified_prices=len(unverified),
         notes=notes,
+        fallback=fallback,
+        fallback_notes=fallback_notes,
     )
+
+
+def _fallback(
+    settings: Settings,
+    workload: Workload,
+    lookup: PriceLookup,
+    overheads: EcsOverheads,
+    used: list[PriceRow],
+    measured: tuple[str, MeasuredConcurrency] | None,
+) -> tuple[FallbackCost | None, list[str]]:
+    """The environment's `[ecs.capacity.fallback]`, priced per overflow instance-hour; None without one."""
+    ecs = settings.environment.ecs
+    if ecs is None or ecs.capacity.fallback is None:
+        return None, []
+    fallback = ecs.capacity.fallback
+    types = ecs.zone_instance_types()[fallback.availability_zone]
+    known = [name for name in types if name in settings.catalogue.instance_types]
+    notes = [
+        f"Fallback type {name} is not in config/instance_types.toml: no streams figure, so not priced."
+        for name in types
+        if name not in known
+    ]
+    streams = {name: streams_per_instance(settings, name, measured) for name in known}
+    cost = fallback_cost(
+        workload,
+        ecs.availability_zone,
+        fallback.availability_zone,
+        streams,
+        ecs.capacity.market,
+        lookup,
+        overheads,
+        used,
+    )
+    return cost, notes
 
 
 def streams_per_instance(

@@ -17,7 +17,7 @@ from sonic_deploy.config.schema import Strict
 PRICES_FILE = "prices.toml"
 
 InstanceKind = Literal["sagemaker_hosting", "ec2_on_demand", "ec2_spot", "ec2_savings_plan_1y"]
-NetworkItem = Literal["nat_gateway_hour", "nat_gateway_gb", "nlb_hour", "nlcu_hour"]
+NetworkItem = Literal["nat_gateway_hour", "nat_gateway_gb", "nlb_hour", "nlcu_hour", "cross_az_gb"]
 CloudWatchItem = Literal["custom_metric_month", "alarm_month", "logs_ingest_gb"]
 
 

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from sonic_deploy.planner.capacity import HOURS_PER_MONTH
+from sonic_deploy.planner.fallback import FallbackCost
 from sonic_deploy.planner.plan import Plan
 
 COLUMNS = (
@@ -49,7 +50,8 @@ def plan_as_json(plan: Plan) -> dict[str, Any]:
             for instance_type, figure in plan.streams.items()
         },
         "rows": [dataclasses.asdict(row) for row in plan.rows],
-        "notes": [*plan.streams_notes, *plan.notes],
+        "fallback": dataclasses.asdict(plan.fallback) if plan.fallback else None,
+        "notes": [*plan.streams_notes, *plan.fallback_notes, *plan.notes],
     }
 
 
@@ -92,6 +94,10 @@ def plan_as_table(plan: Plan) -> str:
         if index == 0:
             lines.append("  ".join("-" * width for width in widths))
     lines.append("")
+    if plan.fallback is not None:
+        lines.extend(_fallback_lines(plan.fallback))
+        lines.extend(plan.fallback_notes)
+        lines.append("")
     lines.append("Streams per instance:")
     for instance_type, figure in plan.streams.items():
         lines.append(f"  {instance_type}: {figure.count}, {figure.basis} ({figure.source})")
@@ -103,6 +109,29 @@ def plan_as_table(plan: Plan) -> str:
     lines.append(_price_line(plan))
     lines.extend(plan.notes)
     return "\n".join(lines)
+
+
+def _fallback_lines(fallback: FallbackCost) -> list[str]:
+    lines = [
+        f"Fallback AZ {fallback.availability_zone} ([ecs.capacity.fallback]): no instance until "
+        f"{fallback.first_zone} has no GPU capacity; then per overflow instance-hour, running full, with its "
+        f"audio crossing to the API servers in {fallback.first_zone} (charged out of one AZ and into the other):"
+    ]
+    flag = "*" if fallback.unverified else ""
+    for cost in fallback.types:
+        transfer = (
+            f"${cost.cross_az_usd_per_hour:,.3f}{flag} cross-AZ ({cost.cross_az_gb_per_hour:.2f} GB/h for "
+            f"{cost.streams:g} streams)"
+        )
+        if cost.usd_per_instance_hour is None or cost.usd_per_hour is None:
+            priced = f"no {cost.pricing} price for the instance (see below) + {transfer}"
+        else:
+            priced = (
+                f"${cost.usd_per_instance_hour:,.2f}{flag} instance + {transfer} = "
+                f"${cost.usd_per_hour:,.2f}{flag}/hour"
+            )
+        lines.append(f"  {cost.instance_type} ({cost.pricing}): {priced}")
+    return lines
 
 
 def _price_line(plan: Plan) -> str:

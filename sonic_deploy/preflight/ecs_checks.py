@@ -1,4 +1,4 @@
-"""Checks for the self-managed ECS route: G-instance vCPU quota, the type in the AZ, images and secrets."""
+"""Checks for the self-managed ECS route: G-instance vCPU quota, the types in their AZs, images and secrets."""
 
 from __future__ import annotations
 
@@ -24,14 +24,19 @@ G_AND_VT_QUOTA_CODE = "L-DB2E81BA"  # "Running On-Demand G and VT instances", in
 def check_gpu_vcpu_quota(
     quotas: ServiceQuotasClient, ec2: EC2Client, settings: Settings, ecs: EcsTargets
 ) -> CheckResult:
+    """Sized for the largest type each group may launch: EC2 picks among them by what it has, so any mix up
+    to all-largest can run. With a fallback AZ both groups can run at once, so both count at their most."""
     check = "quota: Running On-Demand G and VT instances"
     region = settings.environment.region
-    row = settings.catalogue.instance_types.get(ecs.instance_type)
-    if row is None:
+    catalogue = settings.catalogue.instance_types
+    every_type = list(dict.fromkeys(t for _, types in ecs.zones_and_types for t in types))
+    unknown = [name for name in every_type if name not in catalogue]
+    if unknown:
         return failed(
             check,
-            f"{ecs.instance_type} is not in config/instance_types.toml, so its vCPUs are unknown",
-            f"add a row for {ecs.instance_type} (gpus, gpu, vcpus, memory_gib)",
+            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not in config/instance_types.toml, "
+            "so the vCPUs are unknown",
+            f"add a row for {', '.join(unknown)} (gpus, gpu, vcpus, memory_gib)",
         )
     try:
         quota = quota_by_code(quotas, "ec2", G_AND_VT_QUOTA_CODE)
@@ -50,42 +55,71 @@ def check_gpu_vcpu_quota(
     except ClientError as error:
         elsewhere = InUse(0, 0)
         used_text = f"G/VT instances already running unknown ({error_code(error)}: ec2:DescribeInstances)"
-    needed = ecs.max_instances * BLUE_GREEN_FACTOR * row.vcpus + elsewhere.amount
+    needed, parts = elsewhere.amount, []
+    groups = [("max_instances", ecs.max_instances, ecs.instance_types)]
+    if ecs.fallback_zone is not None:
+        groups.append(
+            (
+                f"fallback ({ecs.fallback_zone}) max_instances",
+                ecs.fallback_max_instances,
+                ecs.fallback_instance_types,
+            )
+        )
+    for label, count, types in groups:
+        largest = max(types, key=lambda name: catalogue[name].vcpus)
+        vcpus = catalogue[largest].vcpus
+        needed += count * BLUE_GREEN_FACTOR * vcpus
+        of_which = f" (the largest of {', '.join(types)})" if len(types) > 1 else ""
+        parts.append(
+            f"{label} {count} x {BLUE_GREEN_FACTOR} (blue/green) x {vcpus} vCPUs of {largest}{of_which}"
+        )
     source = "applied" if quota.applied else "AWS default"
-    detail = (
-        f"{quota.value:g} vCPUs ({source}); needs {needed}: max_instances {ecs.max_instances} x "
-        f"{BLUE_GREEN_FACTOR} (blue/green) x {row.vcpus} vCPUs of {ecs.instance_type}, + {used_text}"
-    )
+    detail = f"{quota.value:g} vCPUs ({source}); needs {needed}: {' + '.join(parts)}, + {used_text}"
     if quota.value < needed:
         return failed(check, detail, f"request {needed}: {increase_command('ec2', quota, needed, region)}")
     return passed(check, detail)
 
 
-def check_instance_offered(ec2: EC2Client, ecs: EcsTargets) -> CheckResult:
-    check = f"{ecs.instance_type} offered in {ecs.availability_zone}"
+def check_instance_offered(ec2: EC2Client, ecs: EcsTargets) -> list[CheckResult]:
+    """Each GPU type in the AZ whose group launches it: the first AZ's types and the fallback AZ's."""
+    every_type = list(dict.fromkeys(t for _, types in ecs.zones_and_types for t in types))
     try:
         offered = ec2.describe_instance_type_offerings(
             LocationType="availability-zone",
-            Filters=[{"Name": "instance-type", "Values": [ecs.instance_type]}],
+            Filters=[{"Name": "instance-type", "Values": every_type}],
         )["InstanceTypeOfferings"]
     except ClientError as error:
-        return aws_error(check, error, "ec2:DescribeInstanceTypeOfferings")
-    zones = sorted(str(offer.get("Location")) for offer in offered)
-    if ecs.availability_zone in zones:
-        return passed(
-            check,
-            f"offered (also in {', '.join(z for z in zones if z != ecs.availability_zone) or 'no other AZ'})",
-        )
+        return [aws_error(f"{', '.join(every_type)} offered", error, "ec2:DescribeInstanceTypeOfferings")]
+    zones_of: dict[str, list[str]] = {}
+    for offer in offered:
+        zones_of.setdefault(str(offer.get("InstanceType")), []).append(str(offer.get("Location")))
+    results = []
+    for zone, types in ecs.zones_and_types:
+        for instance_type in types:
+            results.append(_offered_in(instance_type, zone, sorted(zones_of.get(instance_type, [])), ecs))
+    return results
+
+
+def _offered_in(instance_type: str, zone: str, zones: list[str], ecs: EcsTargets) -> CheckResult:
+    check = f"{instance_type} offered in {zone}"
+    if zone in zones:
+        return passed(check, f"offered (also in {', '.join(z for z in zones if z != zone) or 'no other AZ'})")
+    if zone == ecs.availability_zone:
+        field_name = "the ECS availability zone"
+        other_types = "ecs.instance_type / ecs.capacity.instance_types"
+    else:
+        field_name = "ecs.capacity.fallback.availability_zone"
+        other_types = "ecs.capacity.fallback.instance_types"
     if not zones:
         return failed(
             check,
-            f"{ecs.instance_type} is not offered in any AZ of this Region",
-            "choose another instance type or Region",
+            f"{instance_type} is not offered in any AZ of this Region",
+            f"choose another instance type ({other_types}) or Region",
         )
     return failed(
         check,
-        f"not offered in {ecs.availability_zone}; offered in {', '.join(zones)}",
-        f"set the ECS availability zone to one of {', '.join(zones)}",
+        f"not offered in {zone}; offered in {', '.join(zones)}",
+        f"set {field_name} to one of {', '.join(zones)}, or drop {instance_type} from {other_types}",
     )
 
 

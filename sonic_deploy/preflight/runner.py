@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from sonic_deploy.config import Settings
 from sonic_deploy.preflight.account_checks import check_bootstrap, check_identity
+from sonic_deploy.preflight.capacity_checks import check_gpu_ami, check_reservations
 from sonic_deploy.preflight.ecs_checks import (
     check_gpu_vcpu_quota,
     check_images,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sagemaker import SageMakerClient
     from mypy_boto3_secretsmanager import SecretsManagerClient
     from mypy_boto3_service_quotas import ServiceQuotasClient
+    from mypy_boto3_ssm import SSMClient
     from mypy_boto3_sts import STSClient
 
 
@@ -46,6 +48,7 @@ class AwsClients:
     ecr: ECRClient
     secretsmanager: SecretsManagerClient
     logs: CloudWatchLogsClient
+    ssm: SSMClient
 
     @classmethod
     def from_session(cls, session: Session, region: str) -> AwsClients:
@@ -58,6 +61,7 @@ class AwsClients:
             ecr=session.client("ecr", region_name=region),
             secretsmanager=session.client("secretsmanager", region_name=region),
             logs=session.client("logs", region_name=region),
+            ssm=session.client("ssm", region_name=region),
         )
 
 
@@ -82,7 +86,9 @@ def run_preflight(
     ecs = ecs if ecs is not None else ecs_targets(settings)
     if ecs is not None:
         results.append(check_gpu_vcpu_quota(clients.service_quotas, clients.ec2, settings, ecs))
-        results.append(check_instance_offered(clients.ec2, ecs))
+        results.extend(check_instance_offered(clients.ec2, ecs))
+        results.append(check_gpu_ami(clients.ssm, settings, ecs))
+        results.extend(check_reservations(clients.ec2, clients.cloudformation, settings, ecs))
         if ecs.images_copied_at_deploy:
             results.append(
                 skipped("ECR images", "copy_images = true: the deploy copies them from Cartesia's registry")

@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from sonic_deploy.config import Settings
+from sonic_deploy.config.schema import DEFAULT_GPU_AMI
+
+
+@dataclass(frozen=True)
+class ReservationTarget:
+    """One `[[ecs.capacity.reservation]]`: what the config says the reservation is."""
+
+    id: str
+    availability_zone: str
+    instance_type: str
+    kind: Literal["on-demand", "capacity-block"] = "on-demand"
 
 
 @dataclass(frozen=True)
@@ -16,6 +28,26 @@ class EcsTargets:
     secret_names: list[str] = field(default_factory=list)
     images_copied_at_deploy: bool = False
     secrets_created_at_deploy: bool = False
+    more_instance_types: list[str] = field(default_factory=list)  # ecs.capacity.instance_types
+    fallback_zone: str | None = None
+    fallback_instance_types: list[str] = field(default_factory=list)
+    fallback_max_instances: int = 0
+    reservations: list[ReservationTarget] = field(default_factory=list)
+    reservation_preference: Literal["open", "targeted", "none"] = "open"
+    ami: str = DEFAULT_GPU_AMI
+
+    @property
+    def instance_types(self) -> list[str]:
+        """The first AZ's GPU types, in the order the group tries them."""
+        return list(dict.fromkeys([self.instance_type, *self.more_instance_types]))
+
+    @property
+    def zones_and_types(self) -> list[tuple[str, list[str]]]:
+        """Each AZ the GPU groups launch in, with the types its group launches."""
+        zones = [(self.availability_zone, self.instance_types)]
+        if self.fallback_zone is not None:
+            zones.append((self.fallback_zone, self.fallback_instance_types))
+        return zones
 
 
 def ecs_targets(settings: Settings) -> EcsTargets | None:
@@ -24,6 +56,8 @@ def ecs_targets(settings: Settings) -> EcsTargets | None:
     ecs = settings.environment.ecs
     if ecs is None or "ecs" not in settings.environment.routes:
         return None
+    capacity = ecs.capacity
+    first, *fallback_zone = ecs.zone_instance_types().items()
     return EcsTargets(
         instance_type=ecs.instance_type,
         availability_zone=ecs.availability_zone,
@@ -36,4 +70,16 @@ def ecs_targets(settings: Settings) -> EcsTargets | None:
         + ([settings.licence_secret_name] if ecs.licence_mode == "air-gapped" else []),
         images_copied_at_deploy=ecs.copy_images,
         secrets_created_at_deploy=ecs.secrets.create,
+        more_instance_types=first[1][1:],
+        fallback_zone=fallback_zone[0][0] if fallback_zone else None,
+        fallback_instance_types=fallback_zone[0][1] if fallback_zone else [],
+        # The fallback's GPU group has the first's maximum (stacks/ecs.py: both max_workers), with the same
+        # spare instance for a rolling deploy; both can run at once, so the quota counts both at their most.
+        fallback_max_instances=ecs.max_workers + 1 if fallback_zone else 0,
+        reservations=[
+            ReservationTarget(r.id, r.availability_zone, r.instance_type, r.kind)
+            for r in capacity.reservation
+        ],
+        reservation_preference=capacity.reservations,
+        ami=capacity.ami,
     )

@@ -1,5 +1,6 @@
 """A moto account for preflight, with botocore Stubbers for the calls moto does not implement
-(Service Quotas' list and get calls; SageMaker's Marketplace subscription errors)."""
+(Service Quotas' list and get calls; SageMaker's Marketplace subscription errors), and an account with no
+capacity reservations for EC2's DescribeCapacityReservations (moto raises NotImplementedError)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.stub import Stubber
 from moto import mock_aws
 
@@ -154,11 +156,23 @@ class FakeAws:
             self.quotas.add_response("get_aws_default_service_quota", {"Quota": quota}, params)
 
 
+def no_capacity_reservations(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+    """Answers DescribeCapacityReservations before the call reaches moto, as a Stubber does (a before-call
+    handler's answer replaces the request): an account that has reserved nothing."""
+    return AWSResponse("https://ec2.us-east-2.amazonaws.com/", 200, HTTPHeaders(), None), {
+        "CapacityReservations": []
+    }
+
+
 @pytest.fixture
 def fake_aws() -> Iterator[FakeAws]:
     with mock_aws():
         session = boto3.Session(region_name=REGION)
         clients = AwsClients.from_session(session, REGION)
+        clients.ec2.meta.events.register(
+            "before-call.ec2.DescribeCapacityReservations",
+            no_capacity_reservations,  # type: ignore[arg-type]  # botocore-stubs types handlers as -> None
+        )
         with Stubber(clients.service_quotas) as quotas:
             fake = FakeAws(clients, quotas, Stubber(clients.sagemaker))
             yield fake

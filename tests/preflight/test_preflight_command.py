@@ -40,6 +40,8 @@ def test_everything_in_order_for_both_routes(fake_aws: FakeAws, settings: Settin
         ("log group /aws/sagemaker/Endpoints/sonic-dev", "pass"),
         ("quota: Running On-Demand G and VT instances", "pass"),
         ("g6e.xlarge offered in us-east-2a", "pass"),
+        ("GPU AMI al2023-ami-ecs-gpu-hvm-2023.0.20260820-kernel-6.1-x86_64-ebs", "pass"),
+        ("capacity reservations in us-east-2a", "pass"),
         ("image sonic-api:1.2.3", "pass"),
         ("image sonic-worker:1.2.3", "pass"),
         ("secret sonic/cartesia-api-key", "pass"),

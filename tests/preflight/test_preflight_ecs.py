@@ -68,17 +68,68 @@ def test_vcpu_quota_needs_the_type_in_the_catalogue(fake_aws: FakeAws, settings:
 
 
 def test_instance_type_offered_in_the_zone(fake_aws: FakeAws) -> None:
-    result = check_instance_offered(fake_aws.clients.ec2, ECS)
+    (result,) = check_instance_offered(fake_aws.clients.ec2, ECS)
     assert (result.check, result.status) == ("g6e.xlarge offered in us-east-2a", "pass")
-    missing_zone = check_instance_offered(
+    (missing_zone,) = check_instance_offered(
         fake_aws.clients.ec2, dataclasses.replace(ECS, availability_zone="us-east-2z")
     )
     assert missing_zone.status == "fail"
     assert missing_zone.detail == "not offered in us-east-2z; offered in us-east-2a, us-east-2b, us-east-2c"
-    unknown = check_instance_offered(
+    (unknown,) = check_instance_offered(
         fake_aws.clients.ec2, dataclasses.replace(ECS, instance_type="g99.xlarge")
     )
     assert (unknown.status, unknown.detail) == ("fail", "g99.xlarge is not offered in any AZ of this Region")
+
+
+def test_every_type_is_checked_in_the_zone_of_its_group(fake_aws: FakeAws) -> None:
+    targets = dataclasses.replace(
+        ECS,
+        more_instance_types=["g6.xlarge", "g99.xlarge"],
+        fallback_zone="us-east-2z",
+        fallback_instance_types=["g6e.2xlarge"],
+    )
+    results = check_instance_offered(fake_aws.clients.ec2, targets)
+    assert [(r.check, r.status) for r in results] == [
+        ("g6e.xlarge offered in us-east-2a", "pass"),
+        ("g6.xlarge offered in us-east-2a", "pass"),
+        ("g99.xlarge offered in us-east-2a", "fail"),
+        ("g6e.2xlarge offered in us-east-2z", "fail"),
+    ]
+    assert (
+        results[2].fix
+        == "choose another instance type (ecs.instance_type / ecs.capacity.instance_types) or Region"
+    )
+    assert results[3].fix == (
+        "set ecs.capacity.fallback.availability_zone to one of us-east-2a, us-east-2b, us-east-2c, or drop "
+        "g6e.2xlarge from ecs.capacity.fallback.instance_types"
+    )
+
+
+def test_vcpu_quota_sizes_each_group_for_its_largest_type_and_both_at_once(
+    fake_aws: FakeAws, settings: Settings
+) -> None:
+    # First AZ: 4 x 2 x 8 (g6e.2xlarge, the largest of its types); fallback: 3 x 2 x 4 (g6.xlarge) = 64 + 24.
+    targets = dataclasses.replace(
+        ECS,
+        more_instance_types=["g6e.2xlarge", "g6.xlarge"],
+        fallback_zone="us-east-2b",
+        fallback_instance_types=["g6.xlarge"],
+        fallback_max_instances=3,
+    )
+    fake_aws.stub_vcpu_quota(87.0)
+    result = check_gpu_vcpu_quota(fake_aws.clients.service_quotas, fake_aws.clients.ec2, settings, targets)
+    assert result.status == "fail"
+    assert result.detail == (
+        "87 vCPUs (applied); needs 88: max_instances 4 x 2 (blue/green) x 8 vCPUs of g6e.2xlarge (the largest "
+        "of g6e.xlarge, g6e.2xlarge, g6.xlarge) + fallback (us-east-2b) max_instances 3 x 2 (blue/green) x 4 "
+        "vCPUs of g6.xlarge, + 0 vCPUs on 0 G/VT instances outside sonic-dev-ecs"
+    )
+
+
+def test_vcpu_quota_needs_every_type_in_the_catalogue(fake_aws: FakeAws, settings: Settings) -> None:
+    targets = dataclasses.replace(ECS, fallback_zone="us-east-2b", fallback_instance_types=["g5.12xlarge"])
+    result = check_gpu_vcpu_quota(fake_aws.clients.service_quotas, fake_aws.clients.ec2, settings, targets)
+    assert (result.status, result.fix) == ("fail", "add a row for g5.12xlarge (gpus, gpu, vcpus, memory_gib)")
 
 
 def test_images_present_missing_tag_and_missing_repository(fake_aws: FakeAws) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sonic_deploy.config import load_settings
-from sonic_deploy.preflight.targets import ecs_targets
+from sonic_deploy.preflight.targets import ReservationTarget, ecs_targets
 from tests.conftest import CONFIG_DIR, EditConfig
 
 
@@ -27,3 +27,33 @@ def test_images_copied_by_hand_are_checked_in_the_stacks_repositories(edit_confi
 
 def test_no_targets_without_the_ecs_route() -> None:
     assert ecs_targets(load_settings(CONFIG_DIR, "prod")) is None
+
+
+def test_capacity_settings_reach_the_targets(edit_config: EditConfig) -> None:
+    config = edit_config(
+        "environments/dev.toml",
+        "[ecs.api]",
+        '[ecs.capacity]\ninstance_types = ["g6e.2xlarge"]\nreservations = "targeted"\n'
+        '[[ecs.capacity.reservation]]\nid = "cr-0123456789abcdef0"\navailability_zone = "us-east-2a"\n'
+        'instance_type = "g6e.2xlarge"\n[ecs.capacity.fallback]\navailability_zone = "us-east-2b"\n\n[ecs.api]',
+    )
+    targets = ecs_targets(load_settings(config, "dev"))
+    assert targets is not None
+    assert targets.instance_types == ["g6e.xlarge", "g6e.2xlarge"]
+    # The fallback's types default to the first AZ's, and its group counts as large as the first.
+    assert targets.zones_and_types == [
+        ("us-east-2a", ["g6e.xlarge", "g6e.2xlarge"]),
+        ("us-east-2b", ["g6e.xlarge", "g6e.2xlarge"]),
+    ]
+    assert targets.fallback_max_instances == targets.max_instances == 7
+    assert targets.reservation_preference == "targeted"
+    assert targets.reservations == [
+        ReservationTarget("cr-0123456789abcdef0", "us-east-2a", "g6e.2xlarge", "on-demand")
+    ]
+
+
+def test_no_fallback_by_default() -> None:
+    targets = ecs_targets(load_settings(CONFIG_DIR, "dev"))
+    assert targets is not None
+    assert targets.zones_and_types == [("us-east-2a", ["g6e.xlarge"])]
+    assert (targets.fallback_max_instances, targets.reservations) == (0, [])
