@@ -885,16 +885,24 @@ def _check_ecs_capacity(
                 f"the group in {reservation.availability_zone} does not launch this type ({', '.join(types)})",
                 "add it to the group's instance types, or correct the type",
             )
-        row = catalogue.instance_types[reservation.instance_type]
-        if reservation.kind == "capacity-block" and not row.capacity_blocks:
+        if reservation.kind == "capacity-block":
             fail(
                 f"{entry}.kind",
                 "capacity-block",
-                f"EC2 offers no Capacity Blocks for ML of {reservation.instance_type} (P and Trn types only, "
-                'EC2 User Guide, "Capacity Blocks for ML")',
-                'use kind = "on-demand" with an On-Demand Capacity Reservation, or set capacity_blocks = true '
-                f'in config/{INSTANCE_TYPES_FILE} [instance_types."{reservation.instance_type}"] if AWS has '
-                "added it",
+                'EC2 offers Capacity Blocks for ML for P and Trn types only (EC2 User Guide, "Capacity Blocks for '
+                'ML"), and the ECS route runs G types',
+                'use kind = "on-demand" with an On-Demand Capacity Reservation',
+            )
+    if capacity.reservations_only:
+        bare = [zone for zone in by_zone if not ecs.reservation_ids(zone)]
+        if bare:
+            fail(
+                f"{table}.reservations_only",
+                True,
+                f"the group in {', '.join(bare)} has no listed reservation, so with only reservations it could "
+                "never launch",
+                f"list a reservation in {', '.join(bare)}, or leave reservations_only out (reservations first, "
+                "then On-Demand)",
             )
 
 

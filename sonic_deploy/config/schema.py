@@ -441,7 +441,7 @@ class EcsApiConfig(Strict):
 # `.../amazon-linux-2023/<version>`, and `.../amazon-linux-2/gpu/<version>` for AL2's GPU variant; the AL2023 GPU
 # release path by the same pattern is UNVERIFIED until `sonic-deploy preflight` reads it). Release names are
 # aws/amazon-ecs-ami al2023gpu.pkr.hcl's `al2023-ami-ecs-gpu-hvm-2023.0.<YYYYMMDD>-kernel-6.1-x86_64-ebs`.
-GPU_AMI_RELEASE = r"al2023-ami-ecs-gpu-hvm-2023\.0\.[0-9]{8}-kernel-6\.1-x86_64(?:-ebs)?"
+GPU_AMI_RELEASE = r"al2023-ami-ecs-gpu-hvm-2023\.0\.[0-9]{8}-kernel-6\.1-x86_64-ebs"
 GPU_AMI_PARAMETER_PREFIX = "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/"
 RECOMMENDED_AMI = "recommended"
 # aws/amazon-ecs-ami release 20260820: NVIDIA driver 580.178.04 (its release notes). A newer release arrives as
@@ -454,6 +454,9 @@ def gpu_ami_parameter(ami: str) -> str:
     return f"{GPU_AMI_PARAMETER_PREFIX}{ami}/image_id"
 
 
+ReservationUse = Literal["open", "targeted", "none"]
+
+
 class CapacityReservationConfig(Strict):
     """`[[ecs.capacity.reservation]]`: an EC2 capacity reservation the GPU groups may launch into."""
 
@@ -464,8 +467,8 @@ class CapacityReservationConfig(Strict):
     instance_type: str = Field(description="its instance type: one the group in that AZ launches")
     kind: Literal["on-demand", "capacity-block"] = Field(
         default="on-demand",
-        description="an On-Demand Capacity Reservation, or a Capacity Block for ML (only for a catalogue type "
-        "that offers them: capacity_blocks = true)",
+        description='an On-Demand Capacity Reservation; "capacity-block" (a Capacity Block for ML) is refused: '
+        "EC2 offers them for P and Trn types only, which the ECS route does not run",
     )
 
 
@@ -506,7 +509,7 @@ class EcsCapacityConfig(Strict):
     market: Literal["on-demand", "spot"] = Field(
         default="on-demand", description='"spot" only in dev: interrupted with 2 minutes\' notice'
     )
-    reservations: Literal["open", "targeted", "none"] = Field(
+    reservations: ReservationUse = Field(
         default="open",
         description='"open": any open reservation matching an instance is used (EC2\'s default); "targeted": '
         'the reservations listed below first; "none": never a reservation',
@@ -695,11 +698,6 @@ class InstanceType(Strict):
     vcpus: Annotated[int, Field(ge=1, le=1024)]
     memory_gib: Annotated[float, Field(gt=0, le=32_768)]
     local_storage: bool = Field(description="local NVMe instance storage (SageMaker then refuses a KmsKeyId)")
-    capacity_blocks: bool = Field(
-        default=False,
-        description="EC2 offers Capacity Blocks for ML of this type (P and Trn types as of 2026; EC2 User Guide, "
-        '"Capacity Blocks for ML")',
-    )
 
 
 class GpuModel(Strict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_autoscaling as autoscaling
@@ -15,7 +15,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from sonic_deploy.config.schema import gpu_ami_parameter
+from sonic_deploy.config.schema import ReservationUse, gpu_ami_parameter
 from sonic_deploy.constructs.egress import https_only
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
 from sonic_deploy.constructs.placement import SingleAzPlacement
@@ -57,17 +57,23 @@ class GpuSupply:
     instance_types: Sequence[str]
     ami: str
     spot: bool = False
-    reservations: Literal["open", "targeted", "none"] = "open"
+    reservations: ReservationUse = "open"
     reservation_ids: Sequence[str] = ()
     reservations_only: bool = False
+
+    @property
+    def mixed(self) -> bool:
+        """A mixed instances policy: more than one type, or Spot."""
+        return len(self.instance_types) > 1 or self.spot
 
     def reservation_specification(
         self,
     ) -> autoscaling.CfnAutoScalingGroup.CapacityReservationSpecificationProperty | None:
         """The group's CapacityReservationSpecification (EC2 Auto Scaling API Reference: preference
         capacity-reservations-only, capacity-reservations-first, none or default; targets by id), or None for
-        EC2's default."""
-        if self.reservations == "open":
+        EC2's default: "open", or "targeted" with none listed in this group's AZ (the config then refuses
+        reservations_only)."""
+        if self.reservations == "open" or (self.reservations == "targeted" and not self.reservation_ids):
             return None
         if self.reservations == "none":
             return autoscaling.CfnAutoScalingGroup.CapacityReservationSpecificationProperty(
@@ -176,13 +182,12 @@ class GpuCapacity(Construct):
         )
         # Instances launch with the agent's permissions in place (as CDK orders a role's default policy).
         self.launch_template.node.add_dependency(self.policy)
-        launch = self._launch(supply)
         self.auto_scaling_group = autoscaling.AutoScalingGroup(
             self,
             "Group",
             vpc=vpc,
             vpc_subnets=placement.subnets,
-            **launch,
+            **self._launch(supply),
             min_capacity=min_instances,
             # One spare instance so a rolling deploy at 100% minimum healthy has room for a new task.
             max_capacity=max_instances + 1,
@@ -192,7 +197,7 @@ class GpuCapacity(Construct):
             # EC2 Auto Scaling User Guide, "Monitor CloudWatch metrics for your Auto Scaling groups").
             group_metrics=[autoscaling.GroupMetrics(*GROUP_METRICS)],
         )
-        if "mixed_instances_policy" in launch:
+        if supply.mixed:
             acknowledge(
                 self.auto_scaling_group,
                 "AwsSolutions-EC26",
@@ -233,7 +238,7 @@ class GpuCapacity(Construct):
         order. Spot: none On-Demand, Capacity Rebalancing on (EC2 Auto Scaling launches a replacement when EC2
         signals an elevated interruption risk, then terminates the old instance: User Guide, "Capacity
         Rebalancing")."""
-        if len(supply.instance_types) == 1 and not supply.spot:
+        if not supply.mixed:
             return {"launch_template": self.launch_template}
         distribution = (
             autoscaling.InstancesDistribution(

@@ -1,6 +1,6 @@
 """A second AZ for the GPU workers, used only when the first has no capacity: its own cluster placement group,
 subnet and GPU group (0 instances until used), and step scaling of an overflow worker service there on the
-first AZ's waiting tasks (README, "The single-AZ trade-off").
+first AZ's shortfall of GPU instances (README, "The single-AZ trade-off").
 
 Why an overflow service, not a second capacity provider on the worker service: a provider with weight 0 "can't
 be used to place tasks", any positive weight sends that share of tasks to the second AZ always, a task keeps the
@@ -69,24 +69,23 @@ class GpuFallback(Construct):
         self,
         overflow: SonicService,
         *,
-        waiting: cloudwatch.IMetric,
+        first_workers: SonicService,
+        first_group: GpuCapacity,
         after: Duration,
         scale_in_after: Duration,
         start_time: Duration,
         max_tasks: int,
         alerting: Alerting,
     ) -> None:
-        """Step scaling of `overflow` (0 to `max_tasks`) on `waiting`, the first AZ's worker tasks short of
-        desired (SonicService.tasks_short: a rolling deployment's new tasks do not count):
-        one to three tasks more once some have waited `after` (one per waiting task, the first two counted), then
-        no more for `start_time` (an instance's warm-up and the worker's start period: the tasks just added
-        take that long to serve); one task less per `scale_in_after` with none waiting.
+        """Step scaling of `overflow` (0 to `max_tasks`) on the first AZ's shortfall less the overflow's own
+        desired count (`overflow_gap`): one to three tasks more once the gap has been 1 or more for `after`,
+        then no more step for `start_time` (an instance's warm-up and the worker's start period); one task
+        less per `scale_in_after` while the gap is -1 or less (the first AZ has its tasks back).
 
         CloudWatch invokes an alarm's Auto Scaling action "once per minute that the alarm remains in the new
-        state" (CloudWatch User Guide, "Alarm actions"), so the cooldown, not the alarm, spaces the steps.
-        A fleet that hands its load to overflow workers may then scale its first-AZ service in, and the overflow
-        back after `scale_in_after`; if the first AZ still has no capacity, its tasks wait and the overflow
-        grows again: the route runs short for `after` in each such round (README, "The single-AZ trade-off")."""
+        state" (CloudWatch User Guide, "Alarm actions"); the gap counts the overflow's desired tasks, so once
+        they match the shortfall the alarm is OK and the overflow holds, rather than growing per cooldown."""
+        gap = overflow_gap(first_workers, first_group, overflow)
         target = appscaling.ScalableTarget(
             self,
             "OverflowTarget",
@@ -104,7 +103,7 @@ class GpuFallback(Construct):
             cooldown=start_time,
             metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
         )
-        # Bounds are relative to the alarm's threshold (1 waiting task): 1, 2, 3 or more waiting.
+        # Bounds are relative to the alarm's threshold (a gap of 1): a gap of 1, 2, or 3 or more.
         grow.add_adjustment(adjustment=1, lower_bound=0, upper_bound=1)
         grow.add_adjustment(adjustment=2, lower_bound=1, upper_bound=2)
         grow.add_adjustment(adjustment=3, lower_bound=2)
@@ -116,34 +115,35 @@ class GpuFallback(Construct):
             cooldown=scale_in_after,
             metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
         )
+        # Bounds relative to the threshold (-1): a gap of -1 or less.
         shrink.add_adjustment(adjustment=-1, upper_bound=0)
         minutes = int(after.to_minutes())
-        self.waiting_alarm = cloudwatch.Alarm(
+        self.short_alarm = cloudwatch.Alarm(
             self,
-            "FirstZoneWaiting",
-            metric=waiting,
+            "FirstZoneShort",
+            metric=gap,
             threshold=1,
             evaluation_periods=minutes,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"Scaling only: a first-AZ GPU worker task has waited {minutes} minutes for an "
-            "instance; the overflow service in the fallback AZ grows.",
+            alarm_description=f"Scaling only: for {minutes} minutes the first AZ has been short of GPU workers "
+            "(tasks without an instance) by more than the fallback AZ's overflow workers; the overflow grows.",
         )
-        self.waiting_alarm.add_alarm_action(actions.ApplicationScalingAction(grow))
+        self.short_alarm.add_alarm_action(actions.ApplicationScalingAction(grow))
         quiet = int(scale_in_after.to_minutes())
-        self.quiet_alarm = cloudwatch.Alarm(
+        self.back_alarm = cloudwatch.Alarm(
             self,
-            "FirstZoneQuiet",
-            metric=waiting,
-            threshold=0,
+            "FirstZoneBack",
+            metric=gap,
+            threshold=-1,
             evaluation_periods=quiet,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
-            # No data may mean no first-AZ task runs at all (see SonicService.tasks_not_running): keep the overflow.
+            # Without data, keep the overflow: callers may depend on it.
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"Scaling only: no first-AZ GPU worker task has waited for {quiet} minutes; the "
-            "overflow service in the fallback AZ shrinks by one.",
+            alarm_description=f"Scaling only: for {quiet} minutes the fallback AZ has had more overflow workers "
+            "than the first AZ is short of; the overflow shrinks by one.",
         )
-        self.quiet_alarm.add_alarm_action(actions.ApplicationScalingAction(shrink))
+        self.back_alarm.add_alarm_action(actions.ApplicationScalingAction(shrink))
         # Pages through CapacityAtRisk: callers are served, across AZs (slower), and the first AZ is short.
         self.in_use = alerting.alarm(
             "FallbackInUse",
@@ -154,3 +154,27 @@ class GpuFallback(Construct):
             "the first AZ had no capacity. Overflow workers reach NATS and the API server across AZs (a few ms "
             "more per hop, cross-AZ data charged). See the dashboard's capacity widgets for why.",
         )
+
+
+def overflow_gap(
+    first_workers: SonicService, first_group: GpuCapacity, overflow: SonicService
+) -> cloudwatch.MathExpression:
+    """Per minute: how many GPU workers the first AZ is short for want of instances, less the overflow's
+    desired tasks. Short is the smaller of the first AZ's desired - running tasks and its group's desired -
+    in-service instances: a rolling deployment (new tasks pending beside running ones) is not short, and tasks
+    that crash on instances that are in service (a licence or NATS outage, a bad image) are not short of
+    instances, which the fallback AZ would not mend. FILL(x, 0) counts a metric with no data point (no task
+    or instance at all) as 0 (CloudWatch User Guide, "Metric math syntax and functions": FILL; UNVERIFIED
+    whether it yields points for a metric with none in the whole window)."""
+    return cloudwatch.MathExpression(
+        expression="MIN([desired - FILL(running, 0), wanted - FILL(serving, 0)]) - FILL(overflow, 0)",
+        using_metrics={
+            "desired": first_workers.task_count("DesiredTaskCount"),
+            "running": first_workers.task_count("RunningTaskCount"),
+            "wanted": first_group.group_metric(autoscaling.GroupMetric.DESIRED_CAPACITY),
+            "serving": first_group.group_metric(autoscaling.GroupMetric.IN_SERVICE_INSTANCES),
+            "overflow": overflow.task_count("DesiredTaskCount"),
+        },
+        label="first-AZ workers short, less overflow",
+        period=Duration.minutes(1),
+    )

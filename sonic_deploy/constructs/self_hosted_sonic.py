@@ -143,7 +143,11 @@ class SelfHostedSonic(Construct):
             if overflow is not None
             else None
         )
-        clients = [self.api_server, self.workers] + ([self.overflow_workers] if self.overflow_workers else [])
-        for client in clients:
+        for client in (self.api_server, *self.gpu_workers):
             self.nats.allow_from(client, f"NATS from {client.discovery_name}")
             self.licence_proxy.allow_from(client, f"licence checks from {client.discovery_name}")
+
+    @property
+    def gpu_workers(self) -> list[SonicService]:
+        """The GPU worker services: the first AZ's, and the fallback AZ's overflow when there is one."""
+        return [self.workers, *([self.overflow_workers] if self.overflow_workers is not None else [])]

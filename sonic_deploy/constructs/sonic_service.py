@@ -263,21 +263,6 @@ class SonicService(Construct):
             period=Duration.minutes(1),
         )
 
-    def tasks_short(self) -> cloudwatch.MathExpression:
-        """Desired tasks minus running tasks, per minute: tasks the service wants and does not have (waiting
-        in PROVISIONING for an instance, or failing to start). Unlike `tasks_not_running` it ignores pending
-        tasks, so a rolling deployment, which starts its new tasks beside the running ones (100% minimum
-        healthy), does not count (ECS Developer Guide, "Rolling update")."""
-        return cloudwatch.MathExpression(
-            expression="desired - running",
-            using_metrics={
-                "desired": self.task_count("DesiredTaskCount"),
-                "running": self.task_count("RunningTaskCount"),
-            },
-            label="worker tasks short of desired",
-            period=Duration.minutes(1),
-        )
-
     def allow_from(
         self, peer: SonicService | ec2.ISecurityGroup, description: str, *, port: int | None = None
     ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration
+from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -218,7 +218,7 @@ class EcsStack(SonicStack):
         )
         if offline_licence is not None:
             CfnOutput(self, "LicenceProxyService", value=sonic.licence_proxy.service.service_name)
-        for scraped in (sonic.workers, sonic.api_server, *filter(None, [sonic.overflow_workers])):
+        for scraped in (*sonic.gpu_workers, sonic.api_server):
             if scraped.metrics_port is not None:
                 scraped.allow_from(metrics.security_group, "Prometheus scrape", port=scraped.metrics_port)
 
@@ -250,7 +250,8 @@ class EcsStack(SonicStack):
             assert cfg.capacity.fallback is not None
             fallback.scale_overflow(
                 sonic.overflow_workers,
-                waiting=sonic.workers.tasks_short(),
+                first_workers=sonic.workers,
+                first_group=capacity,
                 after=Duration.minutes(cfg.capacity.fallback.after_minutes),
                 scale_in_after=Duration.minutes(cfg.capacity.fallback.scale_in_minutes),
                 start_time=Duration.seconds(cfg.instance_warmup_s + cfg.worker_start_period_s),
@@ -310,14 +311,9 @@ class EcsStack(SonicStack):
         CfnOutput(self, "ClusterName", value=cluster.cluster_name)
         CfnOutput(self, "AvailabilityZone", value=placement.availability_zone)
         # For a capacity reservation made for the stack's placement groups (docs/capacity.md).
-        for prefix, where in (("", placement), ("Fallback", fallback.placement if fallback else None)):
-            if where is not None:
-                CfnOutput(
-                    self, f"{prefix}PlacementGroupName", value=where.placement_group.placement_group_name
-                )
-                CfnOutput(self, f"{prefix}PlacementGroupArn", value=where.placement_group_arn)
+        _placement_outputs(self, "", placement)
         if fallback is not None:
-            CfnOutput(self, "FallbackAvailabilityZone", value=fallback.placement.availability_zone)
+            _placement_outputs(self, "Fallback", fallback.placement)
         for name, repository in registry.repositories.items():
             CfnOutput(self, f"{id_from_name(name)}Repository", value=repository.repository_uri)
         if cfg.resilience.enabled:  # docs/operate.md, "Resilience rehearsal"
@@ -365,6 +361,14 @@ class EcsStack(SonicStack):
             scale_out_cooldown=Duration.seconds(cfg.scale_out_cooldown_s),
             scale_in_cooldown=Duration.seconds(cfg.scale_in_cooldown_s),
         )
+
+
+def _placement_outputs(stack: Stack, prefix: str, placement: SingleAzPlacement) -> None:
+    """<prefix>PlacementGroupName and -Arn, and the fallback's AZ (the first's is AvailabilityZone)."""
+    CfnOutput(stack, f"{prefix}PlacementGroupName", value=placement.placement_group.placement_group_name)
+    CfnOutput(stack, f"{prefix}PlacementGroupArn", value=placement.placement_group_arn)
+    if prefix:
+        CfnOutput(stack, f"{prefix}AvailabilityZone", value=placement.availability_zone)
 
 
 def gpu_supply(cfg: EcsConfig, availability_zone: str) -> GpuSupply:

@@ -11,6 +11,7 @@ from tests.conftest import EditConfig
 
 DEV = "environments/dev.toml"
 RESERVATION = 'id = "cr-0a1b2c3d4e5f60718"\navailability_zone = "us-east-2a"\ninstance_type = "g6e.xlarge"\n'
+FALLBACK = 'id = "cr-0f1e2d3c4b5a69788"\navailability_zone = "us-east-2b"\ninstance_type = "g6.2xlarge"\n'
 
 
 def error_for(config_dir: Path, env: str = "dev") -> str:
@@ -41,6 +42,7 @@ def test_every_option_together(edit_config: EditConfig) -> None:
         'instance_types = ["g6.2xlarge"]\nami = "recommended"\nreservations = "targeted"\n'
         "reservations_only = true\n"
         f"[[ecs.capacity.reservation]]\n{RESERVATION}"
+        f"[[ecs.capacity.reservation]]\n{FALLBACK}"
         '[ecs.capacity.fallback]\navailability_zone = "us-east-2b"\n',
     )
     ecs = load_settings(config, "dev").environment.ecs
@@ -51,7 +53,7 @@ def test_every_option_together(edit_config: EditConfig) -> None:
         "us-east-2b": ["g6e.xlarge", "g6.2xlarge"],
     }
     assert ecs.reservation_ids("us-east-2a") == ["cr-0a1b2c3d4e5f60718"]
-    assert ecs.reservation_ids("us-east-2b") == []
+    assert ecs.reservation_ids("us-east-2b") == ["cr-0f1e2d3c4b5a69788"]
 
 
 def test_type_not_in_catalogue(edit_config: EditConfig) -> None:
@@ -160,13 +162,35 @@ def test_reservation_of_a_type_the_group_does_not_launch(edit_config: EditConfig
     )
 
 
+def test_only_reservations_with_a_group_that_has_none(edit_config: EditConfig) -> None:
+    config = with_capacity(
+        edit_config,
+        f'reservations = "targeted"\nreservations_only = true\n[[ecs.capacity.reservation]]\n{RESERVATION}'
+        '[ecs.capacity.fallback]\navailability_zone = "us-east-2b"\n',
+    )
+    assert error_for(config) == (
+        "ecs.capacity.reservations_only = True: the group in us-east-2b has no listed reservation, so with only "
+        "reservations it could never launch. Fix: list a reservation in us-east-2b, or leave reservations_only "
+        "out (reservations first, then On-Demand)"
+    )
+
+
+def test_ami_release_without_its_ebs_suffix(edit_config: EditConfig) -> None:
+    config = with_capacity(edit_config, 'ami = "al2023-ami-ecs-gpu-hvm-2023.0.20260820-kernel-6.1-x86_64"\n')
+    assert error_for(config).startswith(
+        "ecs.capacity.ami = 'al2023-ami-ecs-gpu-hvm-2023.0.20260820-kernel-6.1-x86_64'"
+    )
+
+
 def test_capacity_block_of_a_g_type(edit_config: EditConfig) -> None:
     config = with_capacity(
         edit_config,
         f'reservations = "targeted"\n[[ecs.capacity.reservation]]\n{RESERVATION}kind = "capacity-block"\n',
     )
-    assert error_for(config).startswith(
-        "ecs.capacity.reservation[0].kind = 'capacity-block': EC2 offers no Capacity Blocks for ML of g6e.xlarge"
+    assert error_for(config) == (
+        "ecs.capacity.reservation[0].kind = 'capacity-block': EC2 offers Capacity Blocks for ML for P and Trn "
+        'types only (EC2 User Guide, "Capacity Blocks for ML"), and the ECS route runs G types. Fix: use kind = '
+        '"on-demand" with an On-Demand Capacity Reservation'
     )
 
 

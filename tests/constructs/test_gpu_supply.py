@@ -180,27 +180,57 @@ def test_overflow_grows_on_first_zone_waiting_and_shrinks_when_quiet(reserved: T
     assert grow["Cooldown"] == 600  # instance warm-up 300 s + worker start period 300 s
     assert shrink["StepAdjustments"] == [{"MetricIntervalUpperBound": 0, "ScalingAdjustment": -1}]
     assert shrink["Cooldown"] == 45 * 60
+    assert grow["MetricAggregationType"] == shrink["MetricAggregationType"] == "Maximum"
+    assert grow["AdjustmentType"] == shrink["AdjustmentType"] == "ChangeInCapacity"
+    # Relative to the alarm's threshold of 1: a gap of 1, of 2, of 3 or more.
+    assert [
+        (s.get("MetricIntervalLowerBound"), s.get("MetricIntervalUpperBound"))
+        for s in grow["StepAdjustments"]
+    ] == [
+        (0, 1),
+        (1, 2),
+        (2, None),
+    ]
     alarms = {
         key: a["Properties"]
         for key, a in resources_of(reserved, "AWS::CloudWatch::Alarm").items()
         if key.startswith("Fallback")
     }
-    waiting = next(a for k, a in alarms.items() if "FirstZoneWaiting" in k)
-    assert (waiting["EvaluationPeriods"], waiting["Threshold"]) == (12, 1)
-    (expression,) = [m["Expression"] for m in waiting["Metrics"] if "Expression" in m]
-    assert expression == "desired - running"  # not pending: a rolling deployment's new tasks are pending
-    # Counted on the first AZ's workers, not on the overflow's.
-    services = {
-        d["Value"]["Fn::GetAtt"][0]
-        for m in waiting["Metrics"]
-        if "MetricStat" in m
-        for d in m["MetricStat"]["Metric"]["Dimensions"]
-        if d["Name"] == "ServiceName"
+    policy_ids = {
+        p["Properties"]["PolicyName"]: key
+        for key, p in resources_of(reserved, "AWS::ApplicationAutoScaling::ScalingPolicy").items()
     }
-    assert len(services) == 1 and next(iter(services)).startswith("SonicGpuWorkerService")
-    quiet = next(a for k, a in alarms.items() if "FirstZoneQuiet" in k)
-    assert (quiet["EvaluationPeriods"], quiet["ComparisonOperator"]) == (45, "LessThanOrEqualToThreshold")
-    assert quiet["TreatMissingData"] == "notBreaching"
+    short = next(a for k, a in alarms.items() if "FirstZoneShort" in k)
+    assert (short["EvaluationPeriods"], short["Threshold"]) == (12, 1)
+    assert short["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    (grow_id,) = [v for k, v in policy_ids.items() if "GrowOverflow" in k]
+    assert short["AlarmActions"] == [{"Ref": grow_id}]
+    (expression,) = [m["Expression"] for m in short["Metrics"] if "Expression" in m]
+    assert expression == "MIN([desired - FILL(running, 0), wanted - FILL(serving, 0)]) - FILL(overflow, 0)"
+    by_id = {m["Id"]: m["MetricStat"]["Metric"] for m in short["Metrics"] if "MetricStat" in m}
+    assert {i: m["MetricName"] for i, m in by_id.items()} == {
+        "desired": "DesiredTaskCount",
+        "running": "RunningTaskCount",
+        "wanted": "GroupDesiredCapacity",
+        "serving": "GroupInServiceInstances",
+        "overflow": "DesiredTaskCount",
+    }
+
+    def dimension(metric_id: str, name: str) -> str:
+        (value,) = [d["Value"] for d in by_id[metric_id]["Dimensions"] if d["Name"] == name]
+        return str(next(iter(value.values()))[0] if "Fn::GetAtt" in value else value["Ref"])
+
+    # The first AZ's workers and group; the overflow's own desired count.
+    assert dimension("desired", "ServiceName").startswith("SonicGpuWorkerService")
+    assert dimension("running", "ServiceName").startswith("SonicGpuWorkerService")
+    assert dimension("wanted", "AutoScalingGroupName").startswith("GpuCapacityGroup")
+    assert dimension("overflow", "ServiceName").startswith("SonicOverflowWorkerService")
+    back = next(a for k, a in alarms.items() if "FirstZoneBack" in k)
+    assert (back["EvaluationPeriods"], back["Threshold"]) == (45, -1)
+    assert back["ComparisonOperator"] == "LessThanOrEqualToThreshold"
+    assert back["TreatMissingData"] == "notBreaching"
+    (shrink_id,) = [v for k, v in policy_ids.items() if "ShrinkOverflow" in k]
+    assert back["AlarmActions"] == [{"Ref": shrink_id}]
 
 
 def test_fallback_in_use_pages_as_capacity_at_risk(reserved: Template) -> None:
@@ -250,3 +280,34 @@ def test_spot_keeps_managed_draining(spot: Template) -> None:
         "AWS::ECS::CapacityProvider",
         {"AutoScalingGroupProvider": Match.object_like({"ManagedDraining": "ENABLED"})},
     )
+
+
+FALLBACK_ONLY_RESERVED = f"""
+[ecs.capacity]
+reservations = "targeted"
+
+[[ecs.capacity.reservation]]
+id = "{FALLBACK_RESERVATION}"
+availability_zone = "us-east-2b"
+instance_type = "g6e.xlarge"
+
+[ecs.capacity.fallback]
+availability_zone = "us-east-2b"
+"""
+
+
+@pytest.fixture(scope="module")
+def fallback_reserved(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    return _variant(tmp_path_factory, "fallback-reserved", FALLBACK_ONLY_RESERVED)
+
+
+def test_one_type_targets_its_reservation_on_the_launch_template_path(fallback_reserved: Template) -> None:
+    groups = _groups(fallback_reserved)
+    for group in groups.values():
+        assert "MixedInstancesPolicy" not in group and "LaunchTemplate" in group
+    assert groups["us-east-2b"]["CapacityReservationSpecification"] == {
+        "CapacityReservationPreference": "capacity-reservations-first",
+        "CapacityReservationTarget": {"CapacityReservationIds": [FALLBACK_RESERVATION]},
+    }
+    # Nothing listed in the first AZ: EC2's default there, never an empty target.
+    assert "CapacityReservationSpecification" not in groups["us-east-2a"]
