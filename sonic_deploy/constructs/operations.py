@@ -8,7 +8,7 @@ without actions, group them by the kind of incident:
 - CallersAffected: any alarm on what a caller feels now (slow or failed first audio in the canary, worker
   TTFA, refused requests, no capacity or no healthy target at all, 5XX and latency on SageMaker).
 - CapacityAtRisk: any alarm on a cause that callers feel next (load at capacity, tasks waiting for a GPU
-  instance, GPUs pinned, unhealthy targets): the time to act before they do.
+  instance, GPU launches failing, GPUs pinned, unhealthy targets): the time to act before they do.
 - MonitoringBlind: the signals themselves stopped (no worker or GPU metrics, no canary run).
 
 One composite pages: Page, in ALARM while any of the three is. It notifies when it goes into ALARM and when
@@ -27,12 +27,15 @@ from collections.abc import Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.constructs.canary_alarms import CanaryAlarms, CanaryMetrics
+from sonic_deploy.constructs.capacity_events import CapacityEvents
 from sonic_deploy.constructs.dashboard import OperationsDashboard, ecs_rows, sagemaker_rows
 from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
@@ -124,8 +127,11 @@ class EcsOperations(Construct):
         workers: SonicService,
         gpu_capacity: GpuCapacity,
         canary_schedule: ProbeCanary | None,
+        key: kms.IKey,
+        log_retention: logs.RetentionDays,
     ) -> None:
-        """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites."""
+        """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites.
+        `key`, `log_retention`: the stack's, for the log of failed GPU launches and task placements."""
         super().__init__(scope, construct_id)
         cfg = settings.environment.ecs
         assert cfg is not None
@@ -173,6 +179,16 @@ class EcsOperations(Construct):
             "instance (PROVISIONING or PENDING: the G and VT instance quota, capacity in the AZ, max_workers + 1 "
             "instances), or crash-looping or stopping (the service's events and the stopped tasks' reasons).",
         )
+        # Why tasks wait: the GPU groups' failed launches and the workers' failed placements, with AWS's reason.
+        self.capacity_events = CapacityEvents(
+            self,
+            "CapacityEvents",
+            groups=[gpu_capacity.auto_scaling_group],
+            services=[workers.service],
+            key=key,
+            log_retention=log_retention,
+            alerting=alerting,
+        )
         callers: list[cloudwatch.IAlarm] = [
             worker_alarms.no_capacity,
             worker_alarms.unserviceable,
@@ -192,6 +208,7 @@ class EcsOperations(Construct):
             capacity=[
                 worker_alarms.capacity_exhausted,
                 self.tasks_waiting,
+                self.capacity_events.launches_failing,
                 worker_alarms.gpu_pinned,
                 unhealthy_targets,
             ],
@@ -210,6 +227,7 @@ class EcsOperations(Construct):
                 workers=workers,
                 gpu_capacity=gpu_capacity,
                 waiting=waiting,
+                capacity_events=self.capacity_events,
                 alarms=alarms,
             ),
         )

@@ -262,6 +262,8 @@ class EcsStack(SonicStack):
             workers=sonic.workers,
             gpu_capacity=capacity,
             canary_schedule=canary,
+            key=key,
+            log_retention=retention,
         )
 
         CfnOutput(self, "ApiUrl", value=lb.websocket_url)
