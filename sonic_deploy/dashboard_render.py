@@ -7,7 +7,8 @@ widget is drawn at its own x, y, width and height on the 24-column grid. What a 
 widgets that graph it: the canary's first audio (p50/p95 per time bin) and its succeeded, failed and throttled
 counts, and on SageMaker's streams widget the client's requests in flight (total, from each sample's start and
 end; not per instance, so the widget's per-instance line is left out). Every other line or widget says "no data
-offline: <metric>", as does a line with no value in the run: nothing here is invented. No aws_cdk: it reads
+offline: <metric>" (a Logs Insights widget: "no data offline: Logs Insights query over <log groups>"), as does
+a line with no value in the run: nothing here is invented. No aws_cdk: it reads
 files only.
 """
 
@@ -101,6 +102,11 @@ def lines(properties: dict[str, Any]) -> list[Line]:
         label = options.get("label", name)
         found.append(Line(namespace, name, stat, label, options.get("visible", True)))
     return found
+
+
+def log_sources(properties: dict[str, Any]) -> list[str]:
+    """The log groups a log widget's query reads (its `SOURCE '...'` clauses), or "no log group"."""
+    return re.findall(r"SOURCE '([^']*)'", str(properties.get("query", ""))) or ["no log group"]
 
 
 @dataclass(frozen=True)
@@ -262,6 +268,11 @@ def _draw(axes: Any, widget: dict[str, Any], samples: Sequence[Sample]) -> str:
         return f"text: {text}"
     if widget["type"] == "alarm":
         return _empty(axes, title, [f"alarm states ({len(properties.get('alarms', []))} alarms)"])
+    if widget["type"] == "log":
+        # A Logs Insights query runs against CloudWatch Logs; a probe run has no log lines to show.
+        return _empty(
+            axes, title or "log", [f"Logs Insights query over {', '.join(log_sources(properties))}"]
+        )
     if widget["type"] != "metric":
         return _empty(axes, title or widget["type"], [f"{widget['type']} widget"])
     shown = [line for line in lines(properties) if line.visible]

@@ -4,6 +4,7 @@ measures it, "no data offline" everywhere else."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,24 @@ def test_sagemaker_streams_are_the_clients_total_without_the_per_instance_line(
     drawn = render(body, load_samples(_samples(tmp_path / "s.jsonl")), tmp_path / "d.png")
     streams = next(line for line in drawn if line.startswith("Active streams per instance"))
     assert streams == f"Active streams per instance vs capacity: drew {STREAM_LABEL}"
+
+
+def test_a_log_widget_is_a_placeholder_naming_its_log_group(ecs_template: Template, tmp_path: Path) -> None:
+    """The ECS dashboard's Logs Insights widget: drawn as "no data offline", its log group named."""
+    ((body,),) = [list(dashboards(ecs_template.to_json()).values())]
+    drawn = render(body, load_samples(_samples(tmp_path / "s.jsonl")), tmp_path / "d.png")
+    (log,) = [line for line in drawn if line.startswith("Why GPU capacity is short")]
+    assert re.fullmatch(
+        r"Why GPU capacity is short: no data offline: Logs Insights query over <OperationsCapacityEventsLogs\w+>",
+        log,
+    ), log
+
+
+def test_a_log_widget_without_a_title_or_source_still_draws(tmp_path: Path) -> None:
+    body = {"widgets": [{"type": "log", "x": 0, "y": 0, "width": 24, "height": 6, "properties": {}}]}
+    assert render(body, [], tmp_path / "d.png") == [
+        "log: no data offline: Logs Insights query over no log group"
+    ]
 
 
 def test_a_body_without_widgets_is_refused(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 grid, what callers feel on top, capacity in the middle, scaling at the bottom.
 
 The widgets read the metrics the other constructs expose (SonicMetrics, SonicService, GpuCapacity,
-ApiLoadBalancer, SonicEndpoint, CanaryMetrics); none spells a metric name of its own. docs/operate.md,
+ApiLoadBalancer, SonicEndpoint, CanaryMetrics, CapacityEvents); none spells a metric name of its own. docs/operate.md,
 "Dashboard", says what each widget shows and what normal looks like; `python -m sonic_deploy.dashboard_render`
 draws one offline from the synthesized body.
 """
@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aws_cdk import Duration
+from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.constructs.canary_alarms import CanaryMetrics
+from sonic_deploy.constructs.capacity_events import QUERY_FIELDS, QUERY_LIMIT, WIDGET_TITLE, CapacityEvents
 from sonic_deploy.constructs.endpoint_alarms import CONCURRENCY
 from sonic_deploy.constructs.gpu_capacity import GROUP_METRICS, GpuCapacity
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
@@ -134,11 +136,13 @@ def ecs_rows(
     metrics: SonicMetrics,
     load_balancer: ApiLoadBalancer,
     workers: SonicService,
-    gpu_capacity: GpuCapacity,
+    gpu_capacities: Sequence[GpuCapacity],
     waiting: cloudwatch.IMetric,
+    capacity_events: CapacityEvents,
     alarms: Sequence[cloudwatch.IAlarm],
 ) -> list[list[cloudwatch.IWidget]]:
-    """The ECS dashboard: canary, worker TTFA, alarms; streams, refusals, targets, GPUs; scaling."""
+    """The ECS dashboard: canary, worker TTFA, alarms; streams, refusals, targets, GPUs; scaling, and why
+    GPU capacity is short."""
     cfg = settings.environment.ecs
     assert cfg is not None
     minutes = cfg.alarms.provisioning_minutes
@@ -208,18 +212,45 @@ def ecs_rows(
             graph(
                 "Scaling: worker tasks",
                 [workers.task_count(name) for name in ("DesiredTaskCount", "RunningTaskCount")],
-                width=8,
+                width=4,
             ),
             graph(
                 "Scaling: GPU instances",
-                [gpu_capacity.group_metric(metric) for metric in GROUP_METRICS],
-                width=8,
+                [gpu_capacities[0].group_metric(metric) for metric in GROUP_METRICS]
+                # The fallback AZ's, when there is one: instances there mean the first AZ ran short.
+                + [
+                    capacity.group_metric(autoscaling.GroupMetric.IN_SERVICE_INSTANCES).with_(
+                        label="fallback AZ in service"
+                    )
+                    for capacity in gpu_capacities[1:]
+                ],
+                width=4,
             ),
             graph(
                 "Worker tasks waiting for a GPU instance",
                 [waiting, workers.task_count("PendingTaskCount")],
-                width=8,
+                width=4,
                 budget=(1, f"alarm after {minutes} min"),
+            ),
+            # Events not logged (right axis) would leave the log widget empty while launches fail.
+            graph(
+                "Failed GPU launches and task placements (per 5 min)",
+                [capacity_events.launches_failed(), capacity_events.placements_failed()],
+                right=capacity_events.deliveries_failed(),
+                width=4,
+                budget=(1, "launches: alarm"),
+            ),
+            cloudwatch.LogQueryWidget(
+                title=WIDGET_TITLE,
+                log_group_names=[capacity_events.log_group.log_group_name],
+                query_lines=[
+                    f"fields {', '.join(QUERY_FIELDS)}",
+                    "sort @timestamp desc",
+                    f"limit {QUERY_LIMIT}",
+                ],
+                view=cloudwatch.LogQueryVisualizationType.TABLE,
+                width=8,
+                height=HEIGHT,
             ),
         ],
     ]

@@ -44,6 +44,7 @@ class GpuFallback(Construct):
         max_instances: int,
         root_volume_gib: int,
         instance_warmup: Duration,
+        alerting: Alerting,
         https_only_egress: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -64,6 +65,18 @@ class GpuFallback(Construct):
             instance_warmup=instance_warmup,
             https_only_egress=https_only_egress,
         )
+        # Pages through CapacityAtRisk: callers are served, across AZs (slower), and the first AZ is short.
+        self.in_use = alerting.alarm(
+            "FallbackInUse",
+            metric=self.capacity.group_metric(autoscaling.GroupMetric.IN_SERVICE_INSTANCES),
+            threshold=1,
+            evaluation_periods=5,
+            description=f"GPU instances are in service in the fallback AZ ({self.placement.availability_zone}): "
+            "the first AZ had no capacity. Overflow workers reach NATS and the API server across AZs (a few ms "
+            "more per hop, cross-AZ data charged). See the dashboard's capacity widgets for why.",
+        )
+
+        self.overflow: SonicService | None = None  # scale_overflow's
 
     def scale_overflow(
         self,
@@ -75,7 +88,6 @@ class GpuFallback(Construct):
         scale_in_after: Duration,
         start_time: Duration,
         max_tasks: int,
-        alerting: Alerting,
     ) -> None:
         """Step scaling of `overflow` (0 to `max_tasks`) on the first AZ's shortfall less the overflow's own
         desired count (`overflow_gap`): one to three tasks more once the gap has been 1 or more for `after`,
@@ -85,6 +97,7 @@ class GpuFallback(Construct):
         CloudWatch invokes an alarm's Auto Scaling action "once per minute that the alarm remains in the new
         state" (CloudWatch User Guide, "Alarm actions"); the gap counts the overflow's desired tasks, so once
         they match the shortfall the alarm is OK and the overflow holds, rather than growing per cooldown."""
+        self.overflow = overflow
         gap = overflow_gap(first_workers, first_group, overflow)
         target = appscaling.ScalableTarget(
             self,
@@ -144,16 +157,6 @@ class GpuFallback(Construct):
             "than the first AZ is short of; the overflow shrinks by one.",
         )
         self.back_alarm.add_alarm_action(actions.ApplicationScalingAction(shrink))
-        # Pages through CapacityAtRisk: callers are served, across AZs (slower), and the first AZ is short.
-        self.in_use = alerting.alarm(
-            "FallbackInUse",
-            metric=self.capacity.group_metric(autoscaling.GroupMetric.IN_SERVICE_INSTANCES),
-            threshold=1,
-            evaluation_periods=5,
-            description=f"GPU instances are in service in the fallback AZ ({self.placement.availability_zone}): "
-            "the first AZ had no capacity. Overflow workers reach NATS and the API server across AZs (a few ms "
-            "more per hop, cross-AZ data charged). See the dashboard's capacity widgets for why.",
-        )
 
 
 def overflow_gap(

@@ -8,7 +8,7 @@ without actions, group them by the kind of incident:
 - CallersAffected: any alarm on what a caller feels now (slow or failed first audio in the canary, worker
   TTFA, refused requests, no capacity or no healthy target at all, 5XX and latency on SageMaker).
 - CapacityAtRisk: any alarm on a cause that callers feel next (load at capacity, tasks waiting for a GPU
-  instance, GPUs pinned, unhealthy targets): the time to act before they do.
+  instance, GPU launches failing, GPUs pinned, unhealthy targets): the time to act before they do.
 - MonitoringBlind: the signals themselves stopped (no worker or GPU metrics, no canary run).
 
 One composite pages: Page, in ALARM while any of the three is. It notifies when it goes into ALARM and when
@@ -27,15 +27,19 @@ from collections.abc import Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.constructs.canary_alarms import CanaryAlarms, CanaryMetrics
+from sonic_deploy.constructs.capacity_events import CapacityEvents
 from sonic_deploy.constructs.dashboard import OperationsDashboard, ecs_rows, sagemaker_rows
 from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
+from sonic_deploy.constructs.gpu_fallback import GpuFallback
 from sonic_deploy.constructs.probe_canary import ProbeCanary
 from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
 from sonic_deploy.constructs.sonic_metrics import SonicMetrics
@@ -123,10 +127,15 @@ class EcsOperations(Construct):
         load_balancer: ApiLoadBalancer,
         workers: SonicService,
         gpu_capacity: GpuCapacity,
-        capacity_alarms: Sequence[cloudwatch.IAlarm] = (),
+        fallback: GpuFallback | None = None,
         canary_schedule: ProbeCanary | None,
+        key: kms.IKey,
+        log_retention: logs.RetentionDays,
     ) -> None:
-        """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites."""
+        """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites.
+        `fallback`: the fallback AZ's GPU group and overflow workers, when configured: their launches and
+        placements join the capacity events, FallbackInUse joins CapacityAtRisk.
+        `key`, `log_retention`: the stack's, for the log of failed GPU launches and task placements."""
         super().__init__(scope, construct_id)
         cfg = settings.environment.ecs
         assert cfg is not None
@@ -153,6 +162,18 @@ class EcsOperations(Construct):
             "instance (PROVISIONING or PENDING: the G and VT instance quota, capacity in the AZ, max_workers + 1 "
             "instances), or crash-looping or stopping (the service's events and the stopped tasks' reasons).",
         )
+        # Why tasks wait: the GPU groups' failed launches and the workers' failed placements, with AWS's reason.
+        capacities = [gpu_capacity, *([fallback.capacity] if fallback is not None else [])]
+        overflow = [fallback.overflow] if fallback is not None and fallback.overflow is not None else []
+        self.capacity_events = CapacityEvents(
+            self,
+            "CapacityEvents",
+            groups=[capacity.auto_scaling_group for capacity in capacities],
+            services=[service.service for service in (workers, *overflow)],
+            key=key,
+            log_retention=log_retention,
+            alerting=alerting,
+        )
         callers: list[cloudwatch.IAlarm] = [
             worker_alarms.no_capacity,
             worker_alarms.unserviceable,
@@ -172,9 +193,10 @@ class EcsOperations(Construct):
             capacity=[
                 worker_alarms.capacity_exhausted,
                 self.tasks_waiting,
+                self.capacity_events.launches_failing,
                 worker_alarms.gpu_pinned,
                 unhealthy_targets,
-                *capacity_alarms,
+                *([fallback.in_use] if fallback is not None else []),
             ],
             blind=blind,
         )
@@ -189,8 +211,9 @@ class EcsOperations(Construct):
                 metrics=metrics,
                 load_balancer=load_balancer,
                 workers=workers,
-                gpu_capacity=gpu_capacity,
+                gpu_capacities=capacities,
                 waiting=waiting,
+                capacity_events=self.capacity_events,
                 alarms=alarms,
             ),
         )
@@ -211,7 +234,9 @@ class SageMakerOperations(Construct):
         gpus_per_instance: int,
         canary_schedule: ProbeCanary | None,
     ) -> None:
-        """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites."""
+        """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites.
+        `fallback`: the fallback AZ's GPU group and overflow workers, when configured: their launches and
+        placements join the capacity events, FallbackInUse joins CapacityAtRisk."""
         super().__init__(scope, construct_id)
         canary = _canary(self, settings, alerting, "sagemaker", canary_schedule)
         # Not errors_4xx: a child shown on the dashboard, in no composite (the module's docstring).

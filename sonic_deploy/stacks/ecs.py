@@ -132,6 +132,7 @@ class EcsStack(SonicStack):
             instance_warmup=Duration.seconds(cfg.instance_warmup_s),
             https_only_egress=not connected,
         )
+        alerting = Alerting(self, "Alerting", key=key, emails=cfg.alarms.email)
         fallback = (
             GpuFallback(
                 self,
@@ -144,6 +145,7 @@ class EcsStack(SonicStack):
                 max_instances=cfg.max_workers,
                 root_volume_gib=cfg.root_volume_gib,
                 instance_warmup=Duration.seconds(cfg.instance_warmup_s),
+                alerting=alerting,
                 https_only_egress=not connected,
             )
             if cfg.capacity.fallback is not None
@@ -169,7 +171,6 @@ class EcsStack(SonicStack):
         registry.before_use("cloudwatch_agent", metrics.scraper)
         if fallback is not None:
             metrics.instrument(fallback.capacity)
-        alerting = Alerting(self, "Alerting", key=key, emails=cfg.alarms.email)
         alarms = WorkerAlarms(
             self,
             "Alarms",
@@ -256,7 +257,6 @@ class EcsStack(SonicStack):
                 scale_in_after=Duration.minutes(cfg.capacity.fallback.scale_in_minutes),
                 start_time=Duration.seconds(cfg.instance_warmup_s + cfg.worker_start_period_s),
                 max_tasks=cfg.max_workers,
-                alerting=alerting,
             )
         unhealthy_targets = alerting.alarm(
             "UnhealthyApiTargets",
@@ -297,7 +297,9 @@ class EcsStack(SonicStack):
             workers=sonic.workers,
             gpu_capacity=capacity,
             canary_schedule=canary,
-            capacity_alarms=[fallback.in_use] if fallback is not None else [],
+            fallback=fallback,
+            key=key,
+            log_retention=retention,
         )
 
         CfnOutput(self, "ApiUrl", value=lb.websocket_url)

@@ -32,6 +32,7 @@ SERVICE_PREFIXES = {
     "ECR": "ecr",
     "ECS": "ecs",
     "EFS": "elasticfilesystem",
+    "Events": "events",
     "FIS": "fis",
     "ElasticLoadBalancingV2": "elasticloadbalancing",
     "IAM": "iam",

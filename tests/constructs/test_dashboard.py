@@ -70,8 +70,36 @@ def test_ecs_widgets(ecs_template: Template) -> None:
         "PendingTaskCount",
         "GroupDesiredCapacity",
         "GroupInServiceInstances",
+        "MatchedEvents",
+        "FailedInvocations",
     } <= names
     assert any(w["type"] == "alarm" for w in dashboard["widgets"])
+
+
+def test_the_scaling_row_says_why_gpu_capacity_is_short(ecs_template: Template) -> None:
+    """The failed launches and placements (each rule's MatchedEvents), and the capacity log's newest reasons:
+    the ASG's StatusMessage, ECS's reason."""
+    dashboard = body(ecs_template)
+    rules = sorted(k for k in resources_of(ecs_template, "AWS::Events::Rule") if k.startswith("Operations"))
+    (failures,) = [
+        w for w in dashboard["widgets"] if w["properties"].get("title", "").startswith("Failed GPU")
+    ]
+    matched = sorted(
+        m[3] for m in failures["properties"]["metrics"] if m[:2] == ["AWS/Events", "MatchedEvents"]
+    )
+    assert matched == [f"<{rule}>" for rule in rules]
+    (log,) = [w for w in dashboard["widgets"] if w["type"] == "log"]
+    (group,) = [
+        k for k in resources_of(ecs_template, "AWS::Logs::LogGroup") if k.startswith("OperationsCapacity")
+    ]
+    assert log["properties"]["title"] == "Why GPU capacity is short"
+    assert log["properties"]["view"] == "table"
+    assert log["properties"]["query"] == (
+        f"SOURCE '<{group}>' | fields @timestamp, detail.StatusMessage, detail.reason\n"
+        "| sort @timestamp desc\n| limit 20"
+    )
+    # Both in the scaling row, the bottom one.
+    assert failures["y"] == log["y"] == max(w["y"] for w in dashboard["widgets"])
 
 
 def test_the_gpu_group_collects_the_metrics_the_dashboard_graphs(ecs_template: Template) -> None:

@@ -311,3 +311,21 @@ def test_one_type_targets_its_reservation_on_the_launch_template_path(fallback_r
     }
     # Nothing listed in the first AZ: EC2's default there, never an empty target.
     assert "CapacityReservationSpecification" not in groups["us-east-2a"]
+
+
+def test_fallback_launches_and_overflow_placements_are_seen(reserved: Template) -> None:
+    rules = {
+        key: r["Properties"]["EventPattern"] for key, r in resources_of(reserved, "AWS::Events::Rule").items()
+    }
+    (launches,) = [p for k, p in rules.items() if "LaunchFailures" in k]
+    groups = sorted(g["Ref"] for g in launches["detail"]["AutoScalingGroupName"])
+    assert [g.split("Group")[0] for g in groups] == ["FallbackGpuCapacity", "GpuCapacity"]
+    (placements,) = [p for k, p in rules.items() if "PlacementFailures" in k]
+    services = sorted(s["Ref"] for s in placements["resources"])
+    assert [s.split("Service")[0] for s in services] == ["SonicGpuWorker", "SonicOverflowWorker"]
+
+
+def test_the_dashboard_shows_the_fallback_in_service(reserved: Template) -> None:
+    (dashboard,) = resources_of(reserved, "AWS::CloudWatch::Dashboard").values()
+    body = str(dashboard["Properties"]["DashboardBody"])
+    assert "fallback AZ in service" in body

@@ -79,6 +79,7 @@ def test_ecs_composites_group_callers_causes_and_blind_spots(ecs_template: Templ
     assert _children(composites["CapacityAtRisk"]) == {
         "WorkerCapacityExhausted",
         "WorkerTasksWaiting",
+        "GpuLaunchesFailing",
         "GpuPinned",
         "UnhealthyApiTargets",
     }

@@ -163,6 +163,7 @@ def test_ecs_alarms(ecs_template: Template) -> None:
         "WorkerCapacityExhausted",
         "NoHealthyApiTargets",
         "WorkerTasksWaiting",
+        "GpuLaunchesFailing",
     }
     # No samples at all is WorkerMetricsMissing's (test_operations.py), not callers affected.
     assert alarms["NoWorkerCapacity"]["TreatMissingData"] == "notBreaching"
