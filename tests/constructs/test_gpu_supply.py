@@ -162,7 +162,7 @@ def test_overflow_workers_in_the_fallback_subnet_on_its_provider(reserved: Templ
     assert any("NATS" in r["Description"] for r in ingress)
 
 
-def test_overflow_grows_on_first_zone_waiting_and_shrinks_when_quiet(reserved: Template) -> None:
+def test_overflow_follows_the_first_zone_shortfall(reserved: Template) -> None:
     targets = [
         t["Properties"]
         for t in resources_of(reserved, "AWS::ApplicationAutoScaling::ScalableTarget").values()
