@@ -484,12 +484,14 @@ class CapacityFallbackConfig(Strict):
     )
     after_minutes: Annotated[int, Field(ge=1, le=120)] = Field(
         default=15,
-        description="a first-AZ worker task short this long (desired, not running) starts an overflow task; "
-        "longer than a normal scale-out (ecs.instance_warmup_s + ecs.worker_start_period_s)",
+        description="the first AZ short of GPU instances for its workers (tasks without an instance) by more than "
+        "the overflow has, for this long: the overflow grows; longer than a normal scale-out "
+        "(ecs.instance_warmup_s + ecs.worker_start_period_s)",
     )
     scale_in_minutes: Annotated[int, Field(ge=5, le=1440)] = Field(
         default=30,
-        description="once no first-AZ task has waited for this long, one overflow task goes (per this period)",
+        description="the overflow above the first AZ's shortfall for this long: one overflow task goes (one per "
+        "period)",
     )
 
 
@@ -501,7 +503,7 @@ class EcsCapacityConfig(Strict):
         description="more GPU types for the same group, tried in this order after ecs.instance_type when EC2 has "
         "none of it (each one GPU, each fits the worker)",
     )
-    ami: Annotated[str, Field(pattern=rf"^(?:{RECOMMENDED_AMI}|{GPU_AMI_RELEASE})$")] = Field(
+    ami: str = Field(
         default=DEFAULT_GPU_AMI,
         description='the ECS GPU AMI release, or "recommended" (AWS\'s newest at each deploy: a driver change '
         "then arrives unreviewed)",
@@ -522,6 +524,18 @@ class EcsCapacityConfig(Strict):
         default=[], description="the reservations the stack targets, and preflight checks"
     )
     fallback: CapacityFallbackConfig | None = None
+
+    @field_validator("ami")
+    @classmethod
+    def _ami_release(cls, value: str) -> str:
+        if value != RECOMMENDED_AMI and re.fullmatch(GPU_AMI_RELEASE, value) is None:
+            raise PydanticCustomError(
+                "ami_release",
+                'neither "recommended" nor an ECS GPU AMI release name (al2023-ami-ecs-gpu-hvm-2023.0.<YYYYMMDD>-'
+                "kernel-6.1-x86_64-ebs, from aws/amazon-ecs-ami's releases; default {default})",
+                {"default": DEFAULT_GPU_AMI},
+            )
+        return value
 
 
 class EcsConfig(Strict):

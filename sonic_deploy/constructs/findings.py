@@ -125,7 +125,8 @@ SINGLE_TASK_SERVICES = {
     # GpuFallback: the service and its scalable target.
     "SonicOverflowWorker": "The fallback AZ's overflow workers: none until a first-AZ worker cannot be placed; "
     "the first AZ keeps min_workers (2 or more)",
-    "FallbackOverflowTarget": "The overflow workers' scaling: from 0, on the first AZ's waiting tasks",
+    "FallbackOverflowTarget": "The overflow workers' scaling: from 0, on the first AZ's shortfall of GPU instances "
+    "less the overflow's own tasks",
 }
 
 # Stateful resources deleted with the stack on purpose, by the start of their logical id, and why.

@@ -234,9 +234,7 @@ class SageMakerOperations(Construct):
         gpus_per_instance: int,
         canary_schedule: ProbeCanary | None,
     ) -> None:
-        """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites.
-        `fallback`: the fallback AZ's GPU group and overflow workers, when configured: their launches and
-        placements join the capacity events, FallbackInUse joins CapacityAtRisk."""
+        """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites."""
         super().__init__(scope, construct_id)
         canary = _canary(self, settings, alerting, "sagemaker", canary_schedule)
         # Not errors_4xx: a child shown on the dashboard, in no composite (the module's docstring).

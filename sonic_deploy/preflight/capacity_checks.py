@@ -37,7 +37,6 @@ FALLBACK_PLACEMENT_GROUP_OUTPUT = "FallbackPlacementGroupName"
 # DescribeCapacityReservations with an id that names no reservation: the error code the AWS SDKs' users
 # branch on (hashicorp/terraform-provider-aws, resource_aws_ec2_capacity_reservation.go); UNVERIFIED here.
 NOT_FOUND = "InvalidCapacityReservationId.NotFound"
-KIND_OF_TYPE = {"default": "on-demand", "capacity-block": "capacity-block"}  # ReservationType -> config kind
 
 
 @dataclass(frozen=True)
@@ -209,10 +208,10 @@ def _configured(
         fixes.append(
             f"set instance_type = {instance_type!r} there, or use a reservation of {target.instance_type}"
         )
-    kind = KIND_OF_TYPE.get(str(reservation.get("ReservationType", "default")), "?")
-    if kind != target.kind:
-        problems.append(f"it is a {kind} reservation, the config says kind = {target.kind!r}")
-        fixes.append(f"set kind = {kind!r} there")
+    reservation_type = str(reservation.get("ReservationType", "default"))
+    if reservation_type != "default":
+        problems.append(f"it is a {reservation_type} reservation, which the ECS route's launches cannot use")
+        fixes.append("use an On-Demand Capacity Reservation (kind = 'on-demand')")
     if reservation.get("InstanceMatchCriteria") == "targeted" and ecs.reservation_preference == "open":
         problems.append('it only takes instances that target it, and ecs.capacity.reservations = "open"')
         fixes.append('set ecs.capacity.reservations = "targeted"')
@@ -247,15 +246,12 @@ def _group_mismatch(
         target.availability_zone, f"arn:{partition}:ec2:{region}:{account}:placement-group/{expected}"
     )
     found = f"is in placement group {actual}" if actual else "is in no placement group"
-    if target.kind == "capacity-block":
-        how = f"buy a Capacity Block for ML in placement group {group_arn} (UNVERIFIED: whether one can be)"
-    else:
-        how = (
-            f"create a reservation in the stack's group (an existing one cannot be moved into it): aws ec2 "
-            f"create-capacity-reservation --region {region} --availability-zone {target.availability_zone} "
-            f"--instance-type {target.instance_type} --instance-platform Linux/UNIX --instance-count <count> "
-            f"--placement-group-arn {group_arn}, and put its id here"
-        )
+    how = (
+        f"create a reservation in the stack's group (an existing one cannot be moved into it): aws ec2 "
+        f"create-capacity-reservation --region {region} --availability-zone {target.availability_zone} "
+        f"--instance-type {target.instance_type} --instance-platform Linux/UNIX --instance-count <count> "
+        f"--placement-group-arn {group_arn}, and put its id here"
+    )
     return f"it {found}, the stack's group in {target.availability_zone} is {expected}", how
 
 

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 from sonic_deploy.config import Settings
 from sonic_deploy.preflight.capacity_in_use import InUse, gpu_vcpus_in_use
 from sonic_deploy.preflight.quotas import BLUE_GREEN_FACTOR, increase_command, quota_by_code
-from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, failed, passed
+from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, failed, passed, skipped
 from sonic_deploy.preflight.targets import EcsTargets
 
 if TYPE_CHECKING:
@@ -27,9 +27,17 @@ def check_gpu_vcpu_quota(
     """Sized for the largest type each group may launch: EC2 picks among them by what it has, so any mix up
     to all-largest can run. With a fallback AZ both groups can run at once, so both count at their most."""
     check = "quota: Running On-Demand G and VT instances"
+    if ecs.market == "spot":
+        # Spot instances count against the Spot quota, not this one (Service Quotas, EC2: "All G and VT Spot
+        # Instance Requests"; its code is not checked here: UNVERIFIED).
+        return skipped(
+            check,
+            'market = "spot": the On-Demand quota does not apply; check "All G and VT Spot Instance Requests" '
+            "in the Service Quotas console (not checked here)",
+        )
     region = settings.environment.region
     catalogue = settings.catalogue.instance_types
-    every_type = list(dict.fromkeys(t for _, types in ecs.zones_and_types for t in types))
+    every_type = ecs.every_instance_type
     unknown = [name for name in every_type if name not in catalogue]
     if unknown:
         return failed(
@@ -82,7 +90,7 @@ def check_gpu_vcpu_quota(
 
 def check_instance_offered(ec2: EC2Client, ecs: EcsTargets) -> list[CheckResult]:
     """Each GPU type in the AZ whose group launches it: the first AZ's types and the fallback AZ's."""
-    every_type = list(dict.fromkeys(t for _, types in ecs.zones_and_types for t in types))
+    every_type = ecs.every_instance_type
     try:
         offered = ec2.describe_instance_type_offerings(
             LocationType="availability-zone",

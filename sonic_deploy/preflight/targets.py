@@ -35,11 +35,17 @@ class EcsTargets:
     reservations: list[ReservationTarget] = field(default_factory=list)
     reservation_preference: Literal["open", "targeted", "none"] = "open"
     ami: str = DEFAULT_GPU_AMI
+    market: Literal["on-demand", "spot"] = "on-demand"
 
     @property
     def instance_types(self) -> list[str]:
         """The first AZ's GPU types, in the order the group tries them."""
         return list(dict.fromkeys([self.instance_type, *self.more_instance_types]))
+
+    @property
+    def every_instance_type(self) -> list[str]:
+        """Every GPU type either group may launch, once each, in order."""
+        return list(dict.fromkeys(t for _, types in self.zones_and_types for t in types))
 
     @property
     def zones_and_types(self) -> list[tuple[str, list[str]]]:
@@ -82,4 +88,5 @@ def ecs_targets(settings: Settings) -> EcsTargets | None:
         ],
         reservation_preference=capacity.reservations,
         ami=capacity.ami,
+        market=capacity.market,
     )

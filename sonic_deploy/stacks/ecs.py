@@ -76,7 +76,8 @@ class EcsStack(SonicStack):
             ),
             egress=connected,
             nat_gateways=cfg.nat_gateways,
-            # Every task and instance of this route is in one AZ: endpoints elsewhere would be paid for idle.
+            # The route's tasks and instances are in one AZ (endpoints elsewhere would be paid for idle); a
+            # fallback AZ's overflow workers reach these across AZs, billed as cross-AZ data while they run.
             endpoint_zones=[cfg.availability_zone],
             # Image layers, and the GPU hosts' CloudWatch agent package (SonicMetrics). Connected, the gateway
             # takes all of the Region's S3 traffic (its route is more specific than NAT's): reads of any

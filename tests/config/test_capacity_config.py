@@ -83,9 +83,10 @@ def test_type_listed_twice(edit_config: EditConfig) -> None:
 
 def test_ami_neither_release_nor_recommended(edit_config: EditConfig) -> None:
     config = with_capacity(edit_config, 'ami = "ami-0123456789abcdef0"\n')
-    message = error_for(config)
-    assert message.startswith("ecs.capacity.ami = 'ami-0123456789abcdef0'")
-    assert "recommended" in message
+    assert error_for(config).startswith(
+        "ecs.capacity.ami = 'ami-0123456789abcdef0': neither \"recommended\" nor an ECS GPU AMI release name "
+        "(al2023-ami-ecs-gpu-hvm-2023.0.<YYYYMMDD>-kernel-6.1-x86_64-ebs"
+    )
 
 
 def test_fallback_zone_not_in_the_vpc(edit_config: EditConfig) -> None:

@@ -20,6 +20,7 @@ RESERVED_WITH_FALLBACK = f"""
 [ecs.capacity]
 instance_types = ["g6e.2xlarge", "g6.2xlarge"]
 reservations = "targeted"
+reservations_only = true
 
 [[ecs.capacity.reservation]]
 id = "{PRIMARY_RESERVATION}"
@@ -95,12 +96,13 @@ def test_types_in_order_prioritized_on_demand(reserved: Template) -> None:
 
 def test_targeted_reservations_per_zone(reserved: Template) -> None:
     groups = _groups(reserved)
+    # reservations_only: each group launches into its AZ's reservations and nowhere else.
     assert groups["us-east-2a"]["CapacityReservationSpecification"] == {
-        "CapacityReservationPreference": "capacity-reservations-first",
+        "CapacityReservationPreference": "capacity-reservations-only",
         "CapacityReservationTarget": {"CapacityReservationIds": [PRIMARY_RESERVATION]},
     }
     assert groups["us-east-2b"]["CapacityReservationSpecification"] == {
-        "CapacityReservationPreference": "capacity-reservations-first",
+        "CapacityReservationPreference": "capacity-reservations-only",
         "CapacityReservationTarget": {"CapacityReservationIds": [FALLBACK_RESERVATION]},
     }
 

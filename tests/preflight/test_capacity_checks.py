@@ -305,14 +305,8 @@ def test_missing_reservation_fails_with_the_field(aws: Stubbed, settings: Settin
         (
             {"ReservationType": "capacity-block"},
             {},
-            "it is a capacity-block reservation, the config says kind = 'on-demand'",
-            "set kind = 'capacity-block' there",
-        ),
-        (
-            {},
-            {"kind": "capacity-block"},
-            "it is a on-demand reservation, the config says kind = 'capacity-block'",
-            "set kind = 'on-demand' there",
+            "it is a capacity-block reservation, which the ECS route's launches cannot use",
+            "use an On-Demand Capacity Reservation (kind = 'on-demand')",
         ),
     ],
 )

@@ -161,3 +161,15 @@ def test_secrets_present_missing_and_scheduled_for_deletion(fake_aws: FakeAws) -
     ]
     assert results[1].fix == "restore it: aws secretsmanager restore-secret --secret-id sonic/gcp-key"
     assert results[2].detail == "no secret named sonic/none"
+
+
+def test_vcpu_quota_is_not_the_spot_one(fake_aws: FakeAws, settings: Settings) -> None:
+    # No quota stubbed: a Spot group must not read (or pass on) the On-Demand quota.
+    result = check_gpu_vcpu_quota(
+        fake_aws.clients.service_quotas,
+        fake_aws.clients.ec2,
+        settings,
+        dataclasses.replace(ECS, market="spot"),
+    )
+    assert result.status == "skipped"
+    assert "All G and VT Spot Instance Requests" in result.detail
