@@ -234,7 +234,7 @@ def ecs_rows(
             ),
             # Events not logged (right axis) would leave the log widget empty while launches fail.
             graph(
-                "Failed GPU launches and task placements (per 5 min)",
+                "Failed launches, placements (5 min)",
                 [capacity_events.launches_failed(), capacity_events.placements_failed()],
                 right=capacity_events.deliveries_failed(),
                 width=4,
