@@ -82,7 +82,7 @@ def test_the_scaling_row_says_why_gpu_capacity_is_short(ecs_template: Template) 
     dashboard = body(ecs_template)
     rules = sorted(k for k in resources_of(ecs_template, "AWS::Events::Rule") if k.startswith("Operations"))
     (failures,) = [
-        w for w in dashboard["widgets"] if w["properties"].get("title", "").startswith("Failed GPU")
+        w for w in dashboard["widgets"] if w["properties"].get("title", "").startswith("Failed launches")
     ]
     matched = sorted(
         m[3] for m in failures["properties"]["metrics"] if m[:2] == ["AWS/Events", "MatchedEvents"]
