@@ -108,26 +108,23 @@ class GpuFallback(Construct):
             min_capacity=0,
             max_capacity=max_tasks,
         )
-        grow = appscaling.StepScalingAction(
-            self,
-            "GrowOverflow",
-            scaling_target=target,
-            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            cooldown=start_time,
-            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
-        )
+
+        def step(name: str, cooldown: Duration) -> appscaling.StepScalingAction:
+            return appscaling.StepScalingAction(
+                self,
+                name,
+                scaling_target=target,
+                adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+                cooldown=cooldown,
+                metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
+            )
+
+        grow = step("GrowOverflow", start_time)
         # Bounds are relative to the alarm's threshold (a gap of 1): a gap of 1, 2, or 3 or more.
         grow.add_adjustment(adjustment=1, lower_bound=0, upper_bound=1)
         grow.add_adjustment(adjustment=2, lower_bound=1, upper_bound=2)
         grow.add_adjustment(adjustment=3, lower_bound=2)
-        shrink = appscaling.StepScalingAction(
-            self,
-            "ShrinkOverflow",
-            scaling_target=target,
-            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            cooldown=scale_in_after,
-            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
-        )
+        shrink = step("ShrinkOverflow", scale_in_after)
         # Bounds relative to the threshold (-1): a gap of -1 or less.
         shrink.add_adjustment(adjustment=-1, upper_bound=0)
         minutes = int(after.to_minutes())
