@@ -23,12 +23,13 @@ STAMP_NODE := node_modules/.installed
 CHECKOV_VENV := .venv-checkov
 STAMP_CHECKOV := $(CHECKOV_VENV)/.installed
 
-.PHONY: help setup synth test lint typecheck unit compliance checkov clean
+.PHONY: help setup synth test lint typecheck unit compliance checkov clean regenerate
 
 help:
 	@echo "make synth   set up (virtualenv, Node, pinned CDK CLI) and synthesize every stack into cdk.out/"
 	@echo "make test    set up and run ruff, mypy --strict and pytest"
 	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov and cfn-lint: the table"
+	@echo "make regenerate  refresh every generated artefact: baselines, snapshots, compliance docs"
 	@echo "make clean   remove cdk.out/ (keeps .venv and node_modules)"
 
 $(STAMP_PY): pyproject.toml
@@ -73,6 +74,14 @@ test: lint typecheck unit
 
 # The same gate tests/compliance/ runs in `make test`, as one table for every environment.
 compliance: setup checkov
+	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --write-docs
+
+# After an intended template change: the baselines, the syrupy snapshots and the compliance docs in one
+# step, to commit with the change itself. The dashboard picture is redrawn by hand (docs/operate.md).
+regenerate: setup checkov
+	$(MAKE) --no-print-directory baseline
+	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider --snapshot-update \
+	  tests/stacks/test_ecs_stack.py tests/stacks/test_sagemaker_stack.py tests/constructs/test_dashboard.py
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --write-docs
 
 clean:
