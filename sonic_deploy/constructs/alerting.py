@@ -15,6 +15,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from sonic_deploy.constructs.findings import acknowledge_compliance
+from sonic_deploy.constructs.naming import physical_name
 
 
 class Alerting(Construct):
@@ -101,6 +102,7 @@ class Alerting(Construct):
         composite = cloudwatch.CompositeAlarm(
             self,
             construct_id,
+            composite_alarm_name=physical_name(self, construct_id),
             alarm_rule=cloudwatch.AlarmRule.any_of(*alarms),
             alarm_description=description,
         )
@@ -126,6 +128,7 @@ class Alerting(Construct):
         composite = cloudwatch.CompositeAlarm(
             self,
             construct_id,
+            composite_alarm_name=physical_name(self, construct_id),
             alarm_rule=cloudwatch.AlarmRule.any_of(*alarms),
             alarm_description=description,
         )

@@ -36,6 +36,7 @@ from aws_cdk.interfaces import aws_events as events_refs
 from constructs import Construct
 
 from sonic_deploy.constructs.alerting import Alerting
+from sonic_deploy.constructs.naming import physical_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 FIVE_MINUTES = Duration.minutes(5)
@@ -128,25 +129,35 @@ class CapacityEvents(Construct):
             targets=[target],
         )
         rules = [self.launch_failures, self.placement_failures]
-        # The EventBridge User Guide's example grants events.amazonaws.com logs:CreateLogStream and
-        # logs:PutLogEvents on the log groups it writes to; the CloudWatch Events User Guide's version of it adds
-        # an aws:SourceArn condition on the rules, and CloudWatch Logs "supports aws:SourceArn and
-        # aws:SourceAccount condition context keys" (CloudWatch Logs API Reference, PutResourcePolicy). Here:
-        # this log group only (its Arn ends in ":*", its streams), and these two rules only.
+        # The EventBridge User Guide's example grants events.amazonaws.com these two actions; CloudWatch Logs
+        # supports aws:SourceArn and aws:SourceAccount (API Reference, PutResourcePolicy). Both statements:
+        # this log group only (its Arn ends in ":*", its streams).
+        principal = iam.ServicePrincipal("events.amazonaws.com")
         self.resource_policy = logs.ResourcePolicy(
             self,
             "EventsWriteHere",
+            # Account-level: one of the Region's 10 (docs/deploy.md); the stack's name keeps environments apart.
+            resource_policy_name=physical_name(self, "capacity-events"),
             policy_statements=[
+                # No condition: EventBridge's CreateLogStream does not carry the rule's ARN, so a SourceArn
+                # condition refuses it and the log stays empty (aws-samples/serverless-patterns#618 split
+                # its policy for this). Whether it carries aws:SourceAccount is not documented either.
+                iam.PolicyStatement(
+                    sid="EventBridgeCreatesTheCapacityLogStreams",
+                    principals=[principal],
+                    actions=["logs:CreateLogStream"],
+                    resources=[self.log_group.log_group_arn],
+                ),
                 iam.PolicyStatement(
                     sid="TheCapacityRulesWriteTheCapacityLog",
-                    principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                    actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                    principals=[principal],
+                    actions=["logs:PutLogEvents"],
                     resources=[self.log_group.log_group_arn],
                     conditions={
                         "ArnEquals": {"aws:SourceArn": [rule.rule_arn for rule in rules]},
                         "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
                     },
-                )
+                ),
             ],
         )
         # The policy names the rules' ARNs, so CloudFormation makes it after them: an event in the seconds

@@ -23,6 +23,7 @@ from sonic_deploy.constructs.findings import (
     acknowledge_custom_resource_handler,
     skip_checkov,
 )
+from sonic_deploy.constructs.naming import physical_name
 from sonic_deploy.constructs.network import TRANSCRIBE_STREAMING_PORT, Network
 from sonic_deploy.constructs.probe_image import ProbeImage
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
@@ -214,6 +215,7 @@ class ProbeTask(Construct):
         self.task_definition = ecs.FargateTaskDefinition(
             self,
             "Task",
+            family=physical_name(self, "probe"),
             cpu=config.cpu,
             memory_limit_mib=config.memory_mib,
             task_role=self.task_role,

@@ -21,7 +21,7 @@ from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, S
 
 @dataclass(frozen=True)
 class Overflow:
-    """GPU workers in a fallback AZ (GpuFallback): its capacity provider and subnet; 0 tasks until scaled."""
+    """GPU workers in a fallback AZ (GpuFallback): its capacity provider and subnet; its count is GpuFallback's scalable target's."""
 
     gpu_placement: GpuPlacement
     subnets: ec2.SubnetSelection
@@ -53,7 +53,6 @@ class SelfHostedSonic(Construct):
         containers: Mapping[str, ContainerSpec],
         api_tasks: int,
         nats_tasks: int,
-        workers: int,
         gpu_placement: GpuPlacement,
         log_key: kms.IKey,
         log_retention: logs.RetentionDays,
@@ -63,13 +62,14 @@ class SelfHostedSonic(Construct):
         overflow: Overflow | None = None,
         https_only_egress: bool = False,
     ) -> None:
-        """`https_only_egress`: air-gapped mode's egress for every service (SonicService)."""
+        """`https_only_egress`: air-gapped mode's egress for every service (SonicService). The GPU workers'
+        and the overflow's counts are their scalable targets' (EcsStack, GpuFallback): no desired count here."""
         super().__init__(scope, construct_id)
 
         def service(
             name: str,
             discovery: str,
-            desired: int,
+            desired: int | None,
             *,
             volume: tuple[ecs.Volume, str] | None = None,
             deployment_alarms: Sequence[cloudwatch.IAlarm] = (),
@@ -124,7 +124,7 @@ class SelfHostedSonic(Construct):
         self.workers = service(
             "gpu_worker",
             "gpu-worker",
-            workers,
+            None,
             placement=gpu_placement,
             deployment_alarms=worker_deployment_alarms,
         )
@@ -133,7 +133,7 @@ class SelfHostedSonic(Construct):
             service(
                 "gpu_worker",
                 "gpu-worker-fallback",
-                0,
+                None,
                 placement=overflow.gpu_placement,
                 deployment_alarms=worker_deployment_alarms,
                 construct_id="OverflowWorker",

@@ -19,6 +19,7 @@ from sonic_deploy.config.rules import HOST_AGENT_MEMORY_MIB
 from sonic_deploy.constructs.egress import https_only
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
+from sonic_deploy.constructs.naming import physical_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 from sonic_deploy.constructs.sonic_service import PROMETHEUS_JOB_LABEL, PROMETHEUS_PORT_LABEL
 from sonic_deploy.constructs.worker_ttfa import WorkerTtfa
@@ -216,7 +217,11 @@ class SonicMetrics(Construct):
         self.instrument(gpu_capacity)
 
         scraper_task = ecs.FargateTaskDefinition(
-            self, "ScraperTask", cpu=scraper_cpu, memory_limit_mib=scraper_memory_mib
+            self,
+            "ScraperTask",
+            family=physical_name(self, "metrics-scraper"),
+            cpu=scraper_cpu,
+            memory_limit_mib=scraper_memory_mib,
         )
         scraper_task.task_role.add_managed_policy(agent_policy)
         scraper_task.add_to_task_role_policy(

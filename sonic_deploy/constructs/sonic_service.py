@@ -16,6 +16,7 @@ from constructs import Construct
 
 from sonic_deploy.constructs.egress import https_only
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
+from sonic_deploy.constructs.naming import physical_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 PROMETHEUS_PORT_LABEL = "ECS_PROMETHEUS_EXPORTER_PORT"
@@ -83,7 +84,7 @@ class SonicService(Construct):
         cluster: ecs.Cluster,
         discovery_name: str,
         container: ContainerSpec,
-        desired_count: int,
+        desired_count: int | None,
         subnets: ec2.SubnetSelection,
         log_key: kms.IKey,
         log_retention: logs.RetentionDays,
@@ -93,7 +94,9 @@ class SonicService(Construct):
         https_only_egress: bool = False,
         metrics_job: str | None = None,
     ) -> None:
-        """`metrics_job`: the Prometheus job its metrics join (default: `discovery_name`; the overflow workers
+        """`desired_count`: None when Application Auto Scaling owns the count (its scalable target keeps the
+        floor): the template then leaves DesiredCount out, so that a deploy keeps the count it scaled to.
+        `metrics_job`: the Prometheus job its metrics join (default: `discovery_name`; the overflow workers
         join the workers'). `https_only_egress` (air-gapped mode): out only HTTPS (see `https_only`) and the ports of the
         peers it is wired to; otherwise (connected mode) egress is open, as the licence proxy must reach
         Cartesia's cloud through NAT and Cartesia does not document where else its containers call."""
@@ -114,12 +117,15 @@ class SonicService(Construct):
             self, "Logs", encryption_key=log_key, retention=log_retention, removal_policy=KEEP_ONCE_CREATED
         )
         self.task_definition: ecs.TaskDefinition
+        family = physical_name(self, discovery_name)
         if gpu_placement is None:
             self.task_definition = ecs.FargateTaskDefinition(
-                self, "Task", cpu=container.cpu, memory_limit_mib=container.memory_mib
+                self, "Task", family=family, cpu=container.cpu, memory_limit_mib=container.memory_mib
             )
         else:
-            self.task_definition = ecs.Ec2TaskDefinition(self, "Task", network_mode=ecs.NetworkMode.AWS_VPC)
+            self.task_definition = ecs.Ec2TaskDefinition(
+                self, "Task", family=family, network_mode=ecs.NetworkMode.AWS_VPC
+            )
         self.container = self.task_definition.add_container(
             discovery_name,
             image=container.image,
@@ -176,6 +182,9 @@ class SonicService(Construct):
         common: dict[str, Any] = {
             "cluster": cluster,
             "task_definition": self.task_definition,
+            # None omits DesiredCount (CDK passes it through as is): CloudFormation re-sends one it has on every
+            # update of the service, undoing Application Auto Scaling (aws/containers-roadmap#493); without one
+            # an update keeps the count, and a create starts 1 task (aws/aws-cdk#13130; docs/deploy.md).
             "desired_count": desired_count,
             "vpc_subnets": subnets,
             "security_groups": [self.security_group],

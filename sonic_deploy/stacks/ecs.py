@@ -206,7 +206,6 @@ class EcsStack(SonicStack):
             containers=_containers(cfg, registry, secrets),
             api_tasks=cfg.api_server_tasks,
             nats_tasks=cfg.nats_tasks,
-            workers=cfg.min_workers,
             gpu_placement=GpuPlacement(capacity.capacity_provider),
             log_key=key,
             log_retention=retention,

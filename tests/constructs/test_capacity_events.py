@@ -213,12 +213,17 @@ def test_one_native_resource_policy_scoped_to_the_log_group_and_the_rules(ecs_te
     group, _ = _one(ecs_template, "AWS::Logs::LogGroup", "Logs")
     launch, _ = _one(ecs_template, "AWS::Events::Rule", "LaunchFailures")
     placement, _ = _one(ecs_template, "AWS::Events::Rule", "PlacementFailures")
-    (statement,) = document["Statement"]
-    assert statement["Effect"] == "Allow"
-    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
-    assert sorted(statement["Action"]) == ["logs:CreateLogStream", "logs:PutLogEvents"]
-    assert statement["Resource"] == f"<{group}.Arn>"
-    assert statement["Condition"] == {
+    create, put = document["Statement"]
+    for statement in (create, put):
+        assert statement["Effect"] == "Allow"
+        assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+        assert statement["Resource"] == f"<{group}.Arn>"
+    # EventBridge's CreateLogStream carries no rule ARN (aws-samples/serverless-patterns#618): under a
+    # SourceArn condition it would be refused and the log stay empty. Only PutLogEvents names the rules.
+    assert create["Action"] == "logs:CreateLogStream"
+    assert "Condition" not in create
+    assert put["Action"] == "logs:PutLogEvents"
+    assert put["Condition"] == {
         "ArnEquals": {"aws:SourceArn": [f"<{launch}.Arn>", f"<{placement}.Arn>"]},
         "StringEquals": {"aws:SourceAccount": "<AWS::AccountId>"},
     }

@@ -145,7 +145,7 @@ def test_overflow_workers_in_the_fallback_subnet_on_its_provider(reserved: Templ
     assert len(workers) == 2
     (overflow_id,) = [k for k in workers if k.startswith("SonicOverflowWorker")]
     overflow, first = workers.pop(overflow_id), next(iter(workers.values()))
-    assert overflow["DesiredCount"] == 0
+    assert "DesiredCount" not in overflow  # its scalable target's (test_autoscaled_services_...)
     assert overflow["CapacityProviderStrategy"] != first["CapacityProviderStrategy"]
     subnets = resources_of(reserved, "AWS::EC2::Subnet")
     (subnet,) = overflow["NetworkConfiguration"]["AwsvpcConfiguration"]["Subnets"]
@@ -331,3 +331,27 @@ def test_the_dashboard_shows_the_fallback_in_service(reserved: Template) -> None
     (dashboard,) = resources_of(reserved, "AWS::CloudWatch::Dashboard").values()
     body = str(dashboard["Properties"]["DashboardBody"])
     assert "fallback AZ in service" in body
+
+
+def _scaled_services(template: Template) -> set[str]:
+    """The services an ECS scalable target names (its ResourceId joins the service's Name)."""
+    names = set()
+    for target in resources_of(template, "AWS::ApplicationAutoScaling::ScalableTarget").values():
+        parts = target["Properties"]["ResourceId"]["Fn::Join"][1]
+        names |= {part["Fn::GetAtt"][0] for part in parts if isinstance(part, dict) and "Fn::GetAtt" in part}
+    return names
+
+
+def test_autoscaled_services_leave_desired_count_out(ecs_template: Template, reserved: Template) -> None:
+    """CloudFormation re-sends a DesiredCount on every update of the service: a deploy at peak would cut the
+    fleet back to it (aws/containers-roadmap#493). Where a scalable target owns the count, the template has
+    none; every other service keeps its own."""
+    for template, scaled in (
+        (ecs_template, {"SonicGpuWorker"}),
+        (reserved, {"SonicGpuWorker", "SonicOverflowWorker"}),
+    ):
+        owned = _scaled_services(template)
+        assert len(owned) == len(scaled)
+        assert {prefix for prefix in scaled for name in owned if name.startswith(prefix)} == scaled
+        for logical_id, service in resources_of(template, "AWS::ECS::Service").items():
+            assert ("DesiredCount" in service["Properties"]) is (logical_id not in owned), logical_id
