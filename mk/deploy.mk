@@ -106,9 +106,12 @@ define run_cdk_for_route
 endef
 
 # Placeholders (REPLACE-ME images, an unconfirmed model-package ARN, example addresses) stop a deploy here,
-# before any AWS call: a first create with them fails minutes later and may leave resources behind.
+# before any AWS call: a first create with them fails minutes later and may leave resources behind. Then the
+# cheap part of preflight (Docker for the probe image; the ECS secrets), which a deploy fails on minutes in.
 deploy: $(DEPLOY_SETUP)
 	@$(CHANGES) target --env "$(ENV)" --route "$(ROUTE)" --deploy >/dev/null || exit 2
+	@$(PY) -m sonic_deploy.cli preflight --env "$(ENV)" --config-dir "$(CONFIG)" --before-deploy "$(ROUTE)" \
+	  || { echo "make deploy: stopped before the CDK ran (the checks above; sonic-deploy preflight for all of them)" >&2; exit 2; }
 	$(call run_cdk_for_route,deploy,--require-approval $(APPROVAL))
 
 destroy: $(DEPLOY_SETUP)

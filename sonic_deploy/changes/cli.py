@@ -56,7 +56,7 @@ from sonic_deploy.config import (
     load_settings,
 )
 from sonic_deploy.config.errors import one_line
-from sonic_deploy.config.placeholders import refusal
+from sonic_deploy.config.placeholders import refusal_lines
 
 EXIT_OK, EXIT_DANGEROUS, EXIT_USAGE = 0, 1, 2
 EXIT_NOT_EXPLAINED = 1
@@ -304,11 +304,19 @@ def run_target(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class PlaceholderError(TargetError):
+    """Placeholders a deploy would carry: `main` prints an `error:` line for each (and the count first)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
 def refuse_placeholders(settings: Settings, routes: Sequence[str]) -> None:
     """A deploy with a shipped placeholder fails in AWS minutes later; stop it here, naming each one."""
-    refused = refusal(settings.environment_name, settings.placeholders, routes)
-    if refused is not None:
-        raise TargetError(refused)
+    lines = refusal_lines(settings.environment_name, settings.placeholders, routes)
+    if lines:
+        raise PlaceholderError(lines)
 
 
 def run_environments(args: argparse.Namespace) -> int:
@@ -351,6 +359,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except (TargetError, TemplateError, LiveTemplateError, ExecutionPolicyError, ConfigError) as error:
+        if isinstance(error, PlaceholderError):
+            for line in error.lines:
+                print(f"error: {one_line(line)}", file=sys.stderr)
+            return EXIT_USAGE
         shown = option_message(error) if isinstance(error, ConfigError) else one_line(str(error))
         print(f"error: {shown}", file=sys.stderr)
         return EXIT_USAGE

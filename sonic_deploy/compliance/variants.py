@@ -14,14 +14,16 @@ from pathlib import Path
 
 from sonic_deploy.config import environment_names, load_settings
 
-# What stands in for each shipped placeholder: an account, a registry, a tag and an on-call address of the
-# shapes a user writes.
+# What stands in for each shipped placeholder: an account, a registry, a tag, an on-call address and the
+# address variables' names, of the shapes a user writes.
 DEPLOYABLE_ACCOUNT = "210987654321"
 _FILLED = (
     ('"REPLACE-ME.pkg.dev', '"europe-docker.pkg.dev'),
     ('tag = "REPLACE-ME"', 'tag = "1.0.0"'),
     ("123456789012", DEPLOYABLE_ACCOUNT),
     ("oncall@example.com", "oncall@sonic.test"),
+    ('"REPLACE-ME_NATS_URL"', '"NATS_URL"'),
+    ('"REPLACE-ME_LICENSE_PROXY_URL"', '"LICENSE_PROXY_URL"'),
 )
 
 

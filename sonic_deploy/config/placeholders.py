@@ -15,6 +15,7 @@ from pathlib import Path
 from sonic_deploy.config.errors import ConfigError
 from sonic_deploy.config.explain import toml_path
 from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
+from sonic_deploy.config.service_addresses import ADDRESS_FIELDS, SHOWN
 
 PLACEHOLDER_MARK = "REPLACE-ME"
 # AWS's own documentation account; a deploy with it fails with the wrong credentials, or not at all.
@@ -76,6 +77,17 @@ def _placeholders(
                         problem="still the shipped placeholder",
                         fix=f"write the image {field} from Cartesia's deployment bundle",
                     )
+            for field, (peer, _) in ADDRESS_FIELDS.items():
+                variable = getattr(service, field)
+                if variable is not None and PLACEHOLDER_MARK.lower() in variable.lower():
+                    yield ConfigError(
+                        file=env_file,
+                        field=f"ecs.services.{name}.{field}",
+                        value=variable,
+                        problem=f"still the shipped placeholder: the image would not be told where {SHOWN[peer]} is",
+                        fix=f"write the variable {name} reads for {SHOWN[peer]}'s address, from Cartesia's deployment "
+                        "bundle (docs/deploy.md, first deploy of the ECS route)",
+                    )
         yield from _example_emails(env_file, "ecs.alarms.email", env.ecs.alarms.email)
 
 
@@ -92,12 +104,23 @@ def _example_emails(env_file: Path, field: str, addresses: list[str]) -> Iterato
             )
 
 
+def refusal_lines(
+    settings_name: str, placeholders: Mapping[str, tuple[ConfigError, ...]], routes: Iterable[str]
+) -> list[str]:
+    """What a deploy or preflight says instead of going on, a line each (each placeholder's error is one
+    line whatever the file holds); none when `routes` have no placeholder."""
+    found = [str(p) for route in routes for p in placeholders.get(route, ())]
+    if not found:
+        return []
+    return [
+        f"environment {settings_name} still has {len(found)} placeholder(s) to replace before a deploy:",
+        *found,
+    ]
+
+
 def refusal(
     settings_name: str, placeholders: Mapping[str, tuple[ConfigError, ...]], routes: Iterable[str]
 ) -> str | None:
-    """What a deploy or preflight says instead of going on, or None when `routes` have no placeholder."""
-    found = [str(p) for route in routes for p in placeholders.get(route, ())]
-    if not found:
-        return None
-    lines = "\n  ".join(found)
-    return f"environment {settings_name} still has {len(found)} placeholder(s) to replace before a deploy:\n  {lines}"
+    """The refusal's lines as one text (the entries indented under the first), or None."""
+    lines = refusal_lines(settings_name, placeholders, routes)
+    return "\n  ".join(lines) if lines else None

@@ -20,6 +20,7 @@ from sonic_deploy.config.schema import (
     InstanceCatalogue,
     ModelPackages,
 )
+from sonic_deploy.config.service_addresses import check_address_variables
 from sonic_deploy.config.zones import REFRESH_COMMAND, known_zones
 
 DEFAULT_ENVIRONMENT = "dev"
@@ -533,6 +534,8 @@ FARGATE_SIZES = {
 
 
 NATS_ROUTES = f"nats://nats.{SERVICE_NAMESPACE}:{NATS_ROUTE_PORT}"
+# A cluster that one DNS seed always joins whole (see _check_nats_cluster).
+MOST_NATS_SERVERS = 3
 NATS_CLUSTER_COMMAND = f'["--cluster_name", "sonic", "--cluster", "nats://0.0.0.0:{NATS_ROUTE_PORT}", "--routes", "{NATS_ROUTES}"]'
 
 
@@ -554,6 +557,17 @@ def _check_nats_cluster(fail: Fail, ecs: EcsConfig) -> None:
     the security group opens between them, and dial each other through the service's DNS name."""
     if ecs.nats_tasks < 2:
         fail("ecs.nats_tasks", ecs.nats_tasks, "fewer than 2 NATS servers", "set ecs.nats_tasks to 3")
+    # nats-server route.go: a route URL that resolves only to the server itself is dropped for good; with
+    # one DNS seed, 4 or more servers can settle as two pairs that never route to each other.
+    if ecs.nats_tasks > MOST_NATS_SERVERS:
+        fail(
+            "ecs.nats_tasks",
+            ecs.nats_tasks,
+            f"more than {MOST_NATS_SERVERS} NATS servers dialling each other through one DNS name can stay split "
+            "for good (nats-server drops a route that resolves only to itself), cutting API servers off "
+            "from workers",
+            f"set ecs.nats_tasks to {MOST_NATS_SERVERS}",
+        )
     nats = ecs.services.get("nats")
     if nats is None:
         return
@@ -666,6 +680,7 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
         if name in FARGATE_SERVICES:
             _check_fargate_size(fail, f"ecs.services.{name}", spec.cpu, spec.memory_mib)
         _check_plain_environment(fail, name, spec.environment, spec.not_secrets)
+    check_address_variables(fail, ecs)
     _check_worker_fits(fail, ecs, ecs.instance_type, catalogue)
     if ecs.nlb_idle_timeout_s < ecs.deregistration_delay_s:
         fail(

@@ -292,9 +292,17 @@ class SageMakerConfig(Strict):
     alarms: AlarmConfig = AlarmConfig()
 
 
+# Where the ECS route's services find each other (Cloud Map: <name>.SERVICE_NAMESPACE), and the port NATS
+# servers route to each other on.
+SERVICE_NAMESPACE = "sonic.internal"
+NATS_ROUTE_PORT = 6222
+
+
 ServiceName = Literal[
     "api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent", "licence_loader"
 ]
+# An environment variable's name, or the shipped placeholder in front of one (REPLACE-ME_NATS_URL).
+AddressVariable = Annotated[str, Field(pattern=r"^(?:REPLACE-ME_)?[A-Za-z_][A-Za-z0-9_]{0,254}$")]
 SecretRef = Literal["api_key", "registry_credentials"]
 
 
@@ -339,6 +347,17 @@ class ServiceConfig(Strict):
     )
     private_registry: bool = Field(
         default=True, description="pull with the registry credentials (false for public images)"
+    )
+    # The names are Cartesia's (not public); the values are the stack's Cloud Map addresses.
+    nats_url_variable: AddressVariable | None = Field(
+        default=None,
+        description="api_server and gpu_worker: the variable the image reads NATS's address from; the stack "
+        f"sets it to nats://nats.{SERVICE_NAMESPACE}:<nats port>",
+    )
+    licence_proxy_url_variable: AddressVariable | None = Field(
+        default=None,
+        description="api_server and gpu_worker: the variable the image reads the licence proxy's address from; "
+        f"the stack sets it to http://licence-proxy.{SERVICE_NAMESPACE}:<licence_proxy port>",
     )
 
 
@@ -395,12 +414,6 @@ class ResilienceConfig(Strict):
     )
 
 
-# Where the ECS route's services find each other (Cloud Map: <name>.SERVICE_NAMESPACE), and the port NATS
-# servers route to each other on.
-SERVICE_NAMESPACE = "sonic.internal"
-NATS_ROUTE_PORT = 6222
-
-
 class EcsApiConfig(Strict):
     """`[ecs.api]`: the internal load balancer in front of the API server. TLS terminates there (TCP to the
     API server behind it); outside the default environment it is on unless `tls = false` says otherwise."""
@@ -440,11 +453,13 @@ class EcsApiConfig(Strict):
 # parameter format of the ECS Developer Guide, "Retrieving Amazon ECS-optimized Linux AMI metadata":
 # `.../amazon-linux-2023/<version>`, and `.../amazon-linux-2/gpu/<version>` for AL2's GPU variant; the AL2023 GPU
 # release path by the same pattern is UNVERIFIED until `sonic-deploy preflight` reads it). Release names are
-# aws/amazon-ecs-ami al2023gpu.pkr.hcl's `al2023-ami-ecs-gpu-hvm-2023.0.<YYYYMMDD>-kernel-6.1-x86_64-ebs`.
-GPU_AMI_RELEASE = r"al2023-ami-ecs-gpu-hvm-2023\.0\.[0-9]{8}-kernel-6\.1-x86_64-ebs"
+# aws/amazon-ecs-ami al2023gpu.pkr.hcl's `al2023-ami-ecs-gpu-hvm-2023.0.<YYYYMMDD>-kernel-6.1-x86_64-ebs`; the
+# kernel is any `<major>.<minor>`, so a release on a newer AL2023 kernel is not refused.
+GPU_AMI_RELEASE = r"al2023-ami-ecs-gpu-hvm-2023\.0\.[0-9]{8}-kernel-[0-9]+\.[0-9]+-x86_64-ebs"
+GPU_AMI_RELEASE_FORM = "al2023-ami-ecs-gpu-hvm-2023.0.<YYYYMMDD>-kernel-<major>.<minor>-x86_64-ebs"
 GPU_AMI_PARAMETER_PREFIX = "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/"
 RECOMMENDED_AMI = "recommended"
-# aws/amazon-ecs-ami release 20260820: NVIDIA driver 580.178.04 (its release notes). A newer release arrives as
+# aws/amazon-ecs-ami release 20260820: NVIDIA driver 580.159.03 (its al2023gpu NVIDIA_DRIVER_VERSION). A newer release arrives as
 # a reviewed change to this line or to `ecs.capacity.ami`, never by a scale-out.
 DEFAULT_GPU_AMI = "al2023-ami-ecs-gpu-hvm-2023.0.20260820-kernel-6.1-x86_64-ebs"
 
@@ -531,9 +546,9 @@ class EcsCapacityConfig(Strict):
         if value != RECOMMENDED_AMI and re.fullmatch(GPU_AMI_RELEASE, value) is None:
             raise PydanticCustomError(
                 "ami_release",
-                'neither "recommended" nor an ECS GPU AMI release name (al2023-ami-ecs-gpu-hvm-2023.0.<YYYYMMDD>-'
-                "kernel-6.1-x86_64-ebs, from aws/amazon-ecs-ami's releases; default {default})",
-                {"default": DEFAULT_GPU_AMI},
+                'neither "recommended" nor an ECS GPU AMI release name ({form}, from aws/amazon-ecs-ami\'s '
+                "releases; default {default})",
+                {"form": GPU_AMI_RELEASE_FORM, "default": DEFAULT_GPU_AMI},
             )
         return value
 
@@ -548,7 +563,8 @@ class EcsConfig(Strict):
     api_server_tasks: Annotated[int, Field(ge=0, le=1000)] = 2
     nats_tasks: Annotated[int, Field(ge=0, le=5)] = Field(
         default=3,
-        description="NATS servers, clustered (their routes in ecs.services.nats.command): every request crosses NATS",
+        description="NATS servers, clustered (their routes in ecs.services.nats.command): every request crosses "
+        "NATS; 2 or 3 (more can stay split: rules.MOST_NATS_SERVERS)",
     )
     target_utilisation: Ratio = 0.8
     scale_out_cooldown_s: Annotated[int, Field(ge=0, le=86_400)] = 30

@@ -3,20 +3,30 @@ where the proxy keeps it across restarts."""
 
 from __future__ import annotations
 
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_efs as efs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from sonic_deploy.constructs.findings import acknowledge_compliance
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
+from sonic_deploy.constructs.sonic_metrics import SONIC_NAMESPACE
 from sonic_deploy.constructs.sonic_service import SonicService
 
 LOADER_TRIES, LOADER_PAUSE_S = 60, 5
+# One try's limit: a proxy that accepts and never answers would hold wget (which has no timeout of its own)
+# for good. BusyBox's `timeout` applet, not `wget -T`: a BusyBox built without FEATURE_WGET_TIMEOUT (Debian's
+# 1.35) takes -T and segfaults.
+LOADER_TRY_TIMEOUT_S = 10
+# The loader's line when it gives up: a metric filter counts it (`load_failures`), an alarm pages on it.
+LOADER_GAVE_UP = "the licence proxy did not accept the licence"
 
 
 def loader_script(*, port: int, content_type: str) -> str:
@@ -32,13 +42,13 @@ def loader_script(*, port: int, content_type: str) -> str:
             'printf %s "$SONIC_LICENCE" | base64 -d > /tmp/licence',
             "n=0",
             f"while [ $n -lt {LOADER_TRIES} ]; do",
-            f"  if wget -q -O /dev/null --header 'Content-Type: {content_type}' --post-file /tmp/licence "
-            f"http://127.0.0.1:{port}/license; then",
+            f"  if timeout {LOADER_TRY_TIMEOUT_S} wget -q -O /dev/null --header 'Content-Type: {content_type}' "
+            f"--post-file /tmp/licence http://127.0.0.1:{port}/license; then",
             "    echo 'licence uploaded to the licence proxy'; exit 0",
             "  fi",
             f"  n=$((n + 1)); sleep {LOADER_PAUSE_S}",
             "done",
-            f"echo 'the licence proxy did not accept the licence after {LOADER_TRIES} tries' >&2",
+            f"echo '{LOADER_GAVE_UP} after {LOADER_TRIES} tries' >&2",
             "exit 1",
         ]
     )
@@ -118,6 +128,7 @@ class LicenceStore(Construct):
             ),
         )
         self.secret = secretsmanager.Secret.from_secret_name_v2(self, "Licence", secret_name)
+        self.load_failures: cloudwatch.IMetric | None = None  # once `load_into` has a proxy
 
     def load_into(self, proxy: SonicService, *, loader_image: ecs.ContainerImage, content_type: str) -> None:
         """Give `proxy` the file system (NFS from its security group; mount, write and root access for its
@@ -149,6 +160,16 @@ class LicenceStore(Construct):
             secrets={"SONIC_LICENCE": ecs.Secret.from_secrets_manager(self.secret)},
             logging=ecs.LogDriver.aws_logs(stream_prefix="licence-loader", log_group=proxy.log_group),
         )
+        # A proxy ECS replaces (a failed host, a deploy) reloads with nobody watching: count the loader's
+        # give-ups from the log group both containers write to (no value when none: missing, not breaching).
+        gave_up = proxy.log_group.add_metric_filter(
+            "LicenceLoaderGaveUp",
+            filter_pattern=logs.FilterPattern.literal(f'"{LOADER_GAVE_UP}"'),
+            metric_namespace=SONIC_NAMESPACE,
+            metric_name="LicenceLoadFailures",
+            metric_value="1",
+        )
+        self.load_failures = gave_up.metric(statistic="Sum", period=Duration.minutes(5))
         loader.add_container_dependencies(
             ecs.ContainerDependency(
                 container=proxy.container, condition=ecs.ContainerDependencyCondition.START

@@ -131,11 +131,14 @@ class EcsOperations(Construct):
         canary_schedule: ProbeCanary | None,
         key: kms.IKey,
         log_retention: logs.RetentionDays,
+        licence_load_failures: cloudwatch.IMetric | None = None,
     ) -> None:
         """`canary_schedule`: the canary (None when `[canary]` is off): its alarms join the composites.
         `fallback`: the fallback AZ's GPU group and overflow workers, when configured: their launches and
         placements join the capacity events, FallbackInUse joins CapacityAtRisk.
-        `key`, `log_retention`: the stack's, for the log of failed GPU launches and task placements."""
+        `key`, `log_retention`: the stack's, for the log of failed GPU launches and task placements.
+        `licence_load_failures` (air-gapped): the licence loader's give-ups; LicenceNotLoaded joins
+        CapacityAtRisk (the proxy runs on the licence it kept until that expires: callers feel it next)."""
         super().__init__(scope, construct_id)
         cfg = settings.environment.ecs
         assert cfg is not None
@@ -187,19 +190,26 @@ class EcsOperations(Construct):
         if canary is not None:
             callers += canary.caller_facing
             blind += canary.blind
-        alarms = _page(
-            alerting,
-            callers=callers,
-            capacity=[
-                worker_alarms.capacity_exhausted,
-                self.tasks_waiting,
-                self.capacity_events.launches_failing,
-                worker_alarms.gpu_pinned,
-                unhealthy_targets,
-                *([fallback.in_use] if fallback is not None else []),
-            ],
-            blind=blind,
-        )
+        at_risk: list[cloudwatch.IAlarm] = [
+            worker_alarms.capacity_exhausted,
+            self.tasks_waiting,
+            self.capacity_events.launches_failing,
+            worker_alarms.gpu_pinned,
+            unhealthy_targets,
+            *([fallback.in_use] if fallback is not None else []),
+        ]
+        if licence_load_failures is not None:
+            at_risk.append(
+                alerting.alarm(
+                    "LicenceNotLoaded",
+                    metric=licence_load_failures,
+                    threshold=1,
+                    description="The licence loader gave up: a licence proxy task (started by a deploy, "
+                    "`make licence` or ECS replacing it) did not take the offline licence. The proxy's log "
+                    "group says why; run `make licence` again once it answers.",
+                )
+            )
+        alarms = _page(alerting, callers=callers, capacity=at_risk, blind=blind)
 
         self.dashboard = OperationsDashboard(
             self,

@@ -77,6 +77,7 @@ class SelfHostedSonic(Construct):
             construct_id: str | None = None,
             in_subnets: ec2.SubnetSelection = subnets,
             metrics_job: str | None = None,
+            peer_urls: Mapping[str, str] | None = None,
         ) -> SonicService:
             built = SonicService(
                 self,
@@ -93,6 +94,7 @@ class SelfHostedSonic(Construct):
                 deployment_alarms=deployment_alarms,
                 gpu_placement=placement,
                 https_only_egress=https_only_egress,
+                peer_urls=peer_urls,
             )
             registry.before_use(name, built.service)
             return built
@@ -118,8 +120,17 @@ class SelfHostedSonic(Construct):
                 content_type=offline_licence.content_type,
             )
             registry.before_use("licence_loader", self.licence_proxy.service)
+        # The API server and workers are told their peers' Cloud Map addresses in the variables config names:
+        # an image's own default (a Compose or Helm service name) resolves to nothing here.
+        namespace = cluster.default_cloud_map_namespace
+        assert namespace is not None, "the cluster's Cloud Map namespace comes first"
+        peers = {
+            "nats": f"nats://{self.nats.discovery_name}.{namespace.namespace_name}:{self.nats.port}",
+            "licence_proxy": f"http://{self.licence_proxy.discovery_name}.{namespace.namespace_name}:"
+            f"{self.licence_proxy.port}",
+        }
         self.api_server = service(
-            "api_server", "api-server", api_tasks, deployment_alarms=api_deployment_alarms
+            "api_server", "api-server", api_tasks, deployment_alarms=api_deployment_alarms, peer_urls=peers
         )
         self.workers = service(
             "gpu_worker",
@@ -127,6 +138,7 @@ class SelfHostedSonic(Construct):
             None,
             placement=gpu_placement,
             deployment_alarms=worker_deployment_alarms,
+            peer_urls=peers,
         )
         # The fallback AZ's workers: their metrics join the workers' (one fleet to the scaling and alarms).
         self.overflow_workers = (
@@ -139,6 +151,7 @@ class SelfHostedSonic(Construct):
                 construct_id="OverflowWorker",
                 in_subnets=overflow.subnets,
                 metrics_job=self.workers.discovery_name,
+                peer_urls=peers,
             )
             if overflow is not None
             else None

@@ -26,10 +26,14 @@ DEFAULT_START_PERIOD = Duration.seconds(60)
 KNOWN_SETTINGS = {"WORKER_REPLICAS": "a replica count (workers per GPU)"}
 
 
-def plain_variables_reason(environment: Mapping[str, str], not_secrets: Sequence[str] = ()) -> str:
+def plain_variables_reason(
+    environment: Mapping[str, str], not_secrets: Sequence[str] = (), addresses: Sequence[str] = ()
+) -> str:
     """Why a task definition's plain variables are not secrets: each named, with what it is when known."""
 
     def what(name: str) -> str:
+        if name in addresses:
+            return "a peer's Cloud Map address"
         if name in not_secrets:
             return "named like a secret, declared none in config (not_secrets)"
         return KNOWN_SETTINGS.get(name, "a setting from config")
@@ -52,6 +56,8 @@ class ContainerSpec:
     memory_mib: int
     environment: Mapping[str, str] = field(default_factory=dict)
     not_secrets: Sequence[str] = ()  # names in `environment` that look like secrets and are not (config)
+    # Peer ("nats", "licence_proxy") -> the variable the image reads its address from (config).
+    peer_variables: Mapping[str, str] = field(default_factory=dict)
     secrets: Mapping[str, ecs.Secret] = field(default_factory=dict)
     command: Sequence[str] = ()
     health_check: Sequence[str] = ()
@@ -93,9 +99,11 @@ class SonicService(Construct):
         volume: tuple[ecs.Volume, str] | None = None,
         https_only_egress: bool = False,
         metrics_job: str | None = None,
+        peer_urls: Mapping[str, str] | None = None,
     ) -> None:
         """`desired_count`: None when Application Auto Scaling owns the count (its scalable target keeps the
         floor): the template then leaves DesiredCount out, so that a deploy keeps the count it scaled to.
+        `peer_urls`: peer -> its address, given to the container in the variables `peer_variables` names.
         `metrics_job`: the Prometheus job its metrics join (default: `discovery_name`; the overflow workers
         join the workers'). `https_only_egress` (air-gapped mode): out only HTTPS (see `https_only`) and the ports of the
         peers it is wired to; otherwise (connected mode) egress is open, as the licence proxy must reach
@@ -116,6 +124,8 @@ class SonicService(Construct):
         self.log_group = logs.LogGroup(
             self, "Logs", encryption_key=log_key, retention=log_retention, removal_policy=KEEP_ONCE_CREATED
         )
+        addresses = {variable: (peer_urls or {})[peer] for peer, variable in container.peer_variables.items()}
+        environment = {**container.environment, **addresses}
         self.task_definition: ecs.TaskDefinition
         family = physical_name(self, discovery_name)
         if gpu_placement is None:
@@ -133,7 +143,7 @@ class SonicService(Construct):
             memory_reservation_mib=container.memory_mib if gpu_placement else None,
             gpu_count=1 if container.gpu else None,
             stop_timeout=container.stop_timeout,
-            environment=dict(container.environment),
+            environment=environment,
             secrets=dict(container.secrets),
             command=list(container.command) or None,
             port_mappings=[ecs.PortMapping(container_port=container.port, name=discovery_name)],
@@ -154,11 +164,11 @@ class SonicService(Construct):
             if container.metrics_port
             else None,
         )
-        if container.environment:
+        if environment:
             acknowledge(
                 self.task_definition,
                 "AwsSolutions-ECS2",
-                reason=plain_variables_reason(container.environment, container.not_secrets),
+                reason=plain_variables_reason(environment, container.not_secrets, list(addresses)),
             )
         acknowledge_compliance(
             self.task_definition,

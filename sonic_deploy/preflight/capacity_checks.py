@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from sonic_deploy.config import Settings
-from sonic_deploy.config.schema import gpu_ami_parameter
+from sonic_deploy.config.schema import GPU_AMI_RELEASE_FORM, gpu_ami_parameter
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, failed, passed, skipped
 from sonic_deploy.preflight.targets import EcsTargets, ReservationTarget
 from sonic_deploy.stack_outputs import describe_stack
@@ -268,8 +268,8 @@ def check_gpu_ami(ssm: SSMClient, settings: Settings, ecs: EcsTargets) -> CheckR
                 check,
                 f"ecs.capacity.ami = {ecs.ami!r}: no SSM parameter {parameter} in {region}",
                 f"set ecs.capacity.ami in config/environments/{settings.environment_name}.toml to a release "
-                "name from the aws/amazon-ecs-ami releases published in the Region (al2023-ami-ecs-gpu-hvm-2023.0."
-                'YYYYMMDD-kernel-6.1-x86_64-ebs), or to "recommended" (AWS\'s newest at each deploy)',
+                f"name from the aws/amazon-ecs-ami releases published in the Region ({GPU_AMI_RELEASE_FORM}), or to "
+                '"recommended" (AWS\'s newest at each deploy)',
             )
         return aws_error(check, error, "ssm:GetParameter")
     return passed(check, f"{found.get('Value', '?')} ({parameter})")

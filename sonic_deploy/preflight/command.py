@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from sonic_deploy.arguments import ENVIRONMENT, config_folder
 from sonic_deploy.config import load_settings, require_config_dir
 from sonic_deploy.config.placeholders import refusal
+from sonic_deploy.preflight.before_deploy import before_deploy
 from sonic_deploy.preflight.results import CheckResult
 from sonic_deploy.preflight.runner import AwsClients, run_preflight
 
@@ -28,6 +30,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--config-dir", type=config_folder, default=Path("config"), help="the config/ folder")
     parser.add_argument("--profile", help="AWS profile to use (default: the usual credential chain)")
     parser.add_argument("--json", action="store_true", help="print JSON (for CI) instead of a table")
+    parser.add_argument(
+        "--before-deploy",
+        metavar="ROUTE",
+        choices=("sagemaker", "ecs"),
+        help="only what a deploy of ROUTE fails on minutes in (Docker; the ECS secrets): `make deploy` runs it",
+    )
     parser.set_defaults(func=run_preflight_command)
 
 
@@ -37,7 +45,8 @@ def run_preflight_command(args: argparse.Namespace) -> int:
 
     require_config_dir(args.config_dir)
     settings = load_settings(args.config_dir, args.env)
-    refused = refusal(settings.environment_name, settings.placeholders, settings.environment.routes)
+    routes = [args.before_deploy] if args.before_deploy else settings.environment.routes
+    refused = refusal(settings.environment_name, settings.placeholders, routes)
     if refused is not None:
         # Checked before any AWS call: the answers would be about a deployment that cannot happen.
         print(f"sonic-deploy preflight: {refused}", file=sys.stderr)
@@ -45,7 +54,17 @@ def run_preflight_command(args: argparse.Namespace) -> int:
     region = settings.environment.region
     try:
         session = boto3.Session(profile_name=args.profile)
-        results = run_preflight(AwsClients.from_session(session, region), settings)
+        if args.before_deploy:
+            results = before_deploy(
+                settings,
+                args.before_deploy,
+                docker=os.environ.get("CDK_DOCKER") or "docker",
+                secretsmanager=session.client("secretsmanager", region_name=region)
+                if args.before_deploy == "ecs"
+                else None,
+            )
+        else:
+            results = run_preflight(AwsClients.from_session(session, region), settings)
     except BotoCoreError as error:  # no profile of that name, no network, an endpoint missing in the Region
         print(
             f"sonic-deploy preflight: cannot talk to AWS: {error}. Fix: check --profile, the network and "

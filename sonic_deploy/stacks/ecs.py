@@ -14,6 +14,7 @@ from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.config.schema import SERVICE_NAMESPACE, EcsConfig
+from sonic_deploy.config.service_addresses import peer_variables
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.constructs.encryption import EncryptionKey
@@ -300,6 +301,7 @@ class EcsStack(SonicStack):
             fallback=fallback,
             key=key,
             log_retention=retention,
+            licence_load_failures=offline_licence.store.load_failures if offline_licence else None,
         )
 
         CfnOutput(self, "ApiUrl", value=lb.websocket_url)
@@ -401,6 +403,7 @@ def _containers(cfg: EcsConfig, registry: ImageRegistry, secrets: SonicSecrets) 
             memory_mib=spec.memory_mib,
             environment=spec.environment,
             not_secrets=spec.not_secrets,
+            peer_variables=peer_variables(spec),
             secrets={variable: secrets.for_task(ref) for variable, ref in spec.secrets.items()},
             command=spec.command,
             health_check=spec.health_check,

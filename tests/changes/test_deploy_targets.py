@@ -63,6 +63,17 @@ sys.exit(int(os.environ.get("FAKE_CDK_EXIT", "0")))
 """
 
 
+# Stands in for Docker (`CDK_DOCKER`): `info` answers as a running daemon, or fails as a stopped one when
+# $FAKE_DOCKER_DOWN is set.
+FAKE_DOCKER = """\
+import os, sys
+if os.environ.get("FAKE_DOCKER_DOWN"):
+    print("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?", file=sys.stderr)
+    sys.exit(1)
+print("27.3.1")
+"""
+
+
 def endpoint_stack(endpoint_name: str) -> dict[str, Any]:
     properties = {"EndpointName": endpoint_name, "EndpointConfigName": "cfg"}
     return {"Resources": {"Endpoint": {"Type": "AWS::SageMaker::Endpoint", "Properties": properties}}}
@@ -77,10 +88,13 @@ class Make:
         script = tmp_path / "fake_cdk.py"
         script.write_text(FAKE_CDK, encoding="utf-8")
         self.cdk = f"{sys.executable} {script}"
+        docker = tmp_path / "fake_docker.py"
+        docker.write_text(FAKE_DOCKER, encoding="utf-8")
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MAKE"))}
         self.env |= {
             "FAKE_CDK_CALLS": str(self.calls),
             "FAKE_TEMPLATE": str(self.template),
+            "CDK_DOCKER": f"{sys.executable} {docker}",
             # No credentials anywhere: nothing here may reach AWS.
             "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
             "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
@@ -197,6 +211,10 @@ def test_deploy_refuses_placeholders_before_any_cdk_call(tmp_path: Path) -> None
         f"{make.config}/environments/dev.toml: ecs.services.gpu_worker.tag = 'REPLACE-ME': still the shipped "
         "placeholder. Fix: write the image tag from Cartesia's deployment bundle"
     ) in ecs.stderr
+    assert (
+        "ecs.services.api_server.nats_url_variable = 'REPLACE-ME_NATS_URL': still the shipped placeholder: "
+        "the image would not be told where NATS is"
+    ) in ecs.stderr
     assert "versions." not in ecs.stderr  # only the route being deployed
     prod = make("deploy", "ENV=prod", "ROUTE=sagemaker")
     assert "account = '123456789012': AWS's documentation example account" in prod.stderr
@@ -204,6 +222,34 @@ def test_deploy_refuses_placeholders_before_any_cdk_call(tmp_path: Path) -> None
     assert not make.calls.exists()
     # Destroying is never refused: a stack deployed before the check must still go.
     assert make("destroy", "ENV=dev", "ROUTE=ecs", "FORCE=1").returncode == 0
+
+
+def test_each_placeholder_is_an_error_line_of_its_own(tmp_path: Path) -> None:
+    make = Make(tmp_path)
+    make.config = config_with_sagemaker_only_environment(tmp_path / "shipped")
+    lines = make("deploy", "ENV=dev", "ROUTE=ecs").stderr.splitlines()
+    refused = [line for line in lines if line.startswith("error: ")]
+    assert refused[0] == "error: environment dev still has 10 placeholder(s) to replace before a deploy:"
+    assert len(refused) == 11 and "\\n" not in "".join(refused)
+    assert all(f"error: {make.config}/environments/dev.toml: ecs.services." in line for line in refused[1:])
+
+
+def test_deploy_stops_before_the_cdk_when_docker_is_down(make: Make) -> None:
+    """cdk deploy builds the probe image: without a running Docker it would fail after the synth."""
+    result = make("deploy", "ENV=dev", "ROUTE=sagemaker", FAKE_DOCKER_DOWN="1")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "FAIL  Docker (cdk deploy builds the probe image): `" in result.stdout
+    assert "info` failed: Cannot connect to the Docker daemon" in result.stdout
+    assert "make deploy: stopped before the CDK ran" in result.stderr
+    assert not make.calls.exists()
+
+
+def test_deploy_of_ecs_checks_its_secrets_before_the_cdk(make: Make) -> None:
+    """The ECS secrets need AWS: with no credentials the check cannot pass, and nothing is deployed."""
+    result = make("deploy", "ENV=dev", "ROUTE=ecs")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "sonic-deploy preflight: cannot talk to AWS" in result.stderr
+    assert not make.calls.exists()
 
 
 def test_destroy_names_what_is_retained(make: Make) -> None:

@@ -85,8 +85,25 @@ def test_ami_neither_release_nor_recommended(edit_config: EditConfig) -> None:
     config = with_capacity(edit_config, 'ami = "ami-0123456789abcdef0"\n')
     assert error_for(config).startswith(
         "ecs.capacity.ami = 'ami-0123456789abcdef0': neither \"recommended\" nor an ECS GPU AMI release name "
-        "(al2023-ami-ecs-gpu-hvm-2023.0.<YYYYMMDD>-kernel-6.1-x86_64-ebs"
+        "(al2023-ami-ecs-gpu-hvm-2023.0.<YYYYMMDD>-kernel-<major>.<minor>-x86_64-ebs"
     )
+
+
+@pytest.mark.parametrize("kernel", ["6.1", "6.12", "7.0"])
+def test_ami_release_on_any_kernel_is_taken(edit_config: EditConfig, kernel: str) -> None:
+    """AL2023 moves to newer kernels; a release built on one must not be refused."""
+    release = f"al2023-ami-ecs-gpu-hvm-2023.0.20261201-kernel-{kernel}-x86_64-ebs"
+    config = with_capacity(edit_config, f'ami = "{release}"\n')
+    ecs = load_settings(config, "dev").environment.ecs
+    assert ecs is not None and ecs.capacity.ami == release
+
+
+@pytest.mark.parametrize("kernel", ["6", "6.1.2", "6.x", "latest"])
+def test_ami_release_with_a_malformed_kernel_is_refused(edit_config: EditConfig, kernel: str) -> None:
+    config = with_capacity(
+        edit_config, f'ami = "al2023-ami-ecs-gpu-hvm-2023.0.20261201-kernel-{kernel}-x86_64-ebs"\n'
+    )
+    assert 'neither "recommended" nor an ECS GPU AMI release name' in error_for(config)
 
 
 def test_fallback_zone_not_in_the_vpc(edit_config: EditConfig) -> None:

@@ -151,6 +151,16 @@ def test_one_nats_server(edit_config: EditConfig) -> None:
     assert error_for(config) == "ecs.nats_tasks = 1: fewer than 2 NATS servers. Fix: set ecs.nats_tasks to 3"
 
 
+@pytest.mark.parametrize("servers", [4, 5])
+def test_more_nats_servers_than_one_dns_seed_keeps_joined(edit_config: EditConfig, servers: int) -> None:
+    config = edit_config(DEV, "nats_tasks = 3", f"nats_tasks = {servers}")
+    assert error_for(config) == (
+        f"ecs.nats_tasks = {servers}: more than 3 NATS servers dialling each other through one DNS name can stay "
+        "split for good (nats-server drops a route that resolves only to itself), cutting API servers off from "
+        "workers. Fix: set ecs.nats_tasks to 3"
+    )
+
+
 def test_nats_servers_that_form_no_cluster(edit_config: EditConfig) -> None:
     start = '\ncommand = ["--cluster_name"'
     text = (edit_config(DEV, "", "") / DEV).read_text()
@@ -389,3 +399,47 @@ def test_the_canary_is_refused_with_a_private_ca_certificate(edit_config: EditCo
     )
     public = f'[ecs.api]\ncertificate_arn = "{CERT}"\ndomain_name = "sonic.stage.internal"\n'
     assert load_settings(stage_config(edit_config, public, canary=True), "stage").canary_enabled
+
+
+def test_a_dialler_without_the_variable_for_nats_is_refused(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, 'nats_url_variable = "REPLACE-ME_NATS_URL"\n', "")
+    assert error_for(config) == (
+        "ecs.services.api_server.nats_url_variable = (missing): api_server would not be told where NATS is: the "
+        "image's default is not its Cloud Map name. Fix: add nats_url_variable = \"<the variable your bundle's "
+        'api_server reads>" to [ecs.services.api_server] ("REPLACE-ME_NATS_URL" until you know it: make deploy '
+        "refuses that)"
+    )
+
+
+def test_an_address_variable_on_a_service_that_cannot_dial_is_refused(edit_config: EditConfig) -> None:
+    config = edit_config(
+        DEV, 'tag = "2.10-alpine"\n', 'tag = "2.10-alpine"\nnats_url_variable = "NATS_URL"\n'
+    )
+    assert error_for(config).startswith(
+        "ecs.services.nats.nats_url_variable = 'NATS_URL': only the API server and the GPU workers are given "
+    )
+
+
+def test_an_address_variable_also_set_in_the_environment_is_refused(edit_config: EditConfig) -> None:
+    config = edit_config(
+        DEV,
+        'environment = { WORKER_REPLICAS = "1" }',
+        'environment = { REPLACE-ME_NATS_URL = "nats://nats:4222" }',
+    )
+    assert error_for(config).endswith(
+        "Fix: remove REPLACE-ME_NATS_URL from environment and secrets in [ecs.services.gpu_worker]"
+    )
+
+
+def test_one_variable_for_both_addresses_is_refused(edit_config: EditConfig) -> None:
+    config = edit_config(
+        DEV,
+        'licence_proxy_url_variable = "REPLACE-ME_LICENSE_PROXY_URL"\n',
+        'licence_proxy_url_variable = "REPLACE-ME_NATS_URL"\n',
+    )
+    assert "the same variable as nats_url_variable" in error_for(config)
+
+
+def test_an_address_variable_is_a_variable_name(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, '"REPLACE-ME_NATS_URL"', '"NATS URL"')
+    assert error_for(config).startswith("ecs.services.api_server.nats_url_variable = 'NATS URL': ")

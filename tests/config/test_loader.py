@@ -280,11 +280,18 @@ def test_shipped_placeholders_are_found_per_route() -> None:
     sagemaker = [(p.field, p.value) for p in dev.placeholders["sagemaker"]]
     assert sagemaker == [('versions."sonic-3"."us-east-2"', SHIPPED_ARN)]
     ecs = {p.field for p in dev.placeholders["ecs"]}
-    assert ecs == {
-        f"ecs.services.{service}.{field}"
-        for service in ("api_server", "gpu_worker", "licence_proxy")
-        for field in ("source", "tag")
+    images = {
+        f"ecs.services.{s}.{f}"
+        for s in ("api_server", "gpu_worker", "licence_proxy")
+        for f in ("source", "tag")
     }
+    # The variables the API server and workers read their peers' addresses from: not public either.
+    addresses = {
+        f"ecs.services.{s}.{f}"
+        for s in ("api_server", "gpu_worker")
+        for f in ("nats_url_variable", "licence_proxy_url_variable")
+    }
+    assert ecs == images | addresses
     prod = load_settings(CONFIG_DIR, "prod")
     assert [(p.field, p.value) for p in prod.placeholders["sagemaker"]] == [
         ("account", "123456789012"),

@@ -154,6 +154,9 @@ def test_overflow_workers_in_the_fallback_subnet_on_its_provider(reserved: Templ
     definitions = resources_of(reserved, "AWS::ECS::TaskDefinition")
     task = definitions[overflow["TaskDefinition"]["Ref"]]["Properties"]["ContainerDefinitions"][0]
     assert task["DockerLabels"]["ECS_PROMETHEUS_JOB_NAME"] == "gpu-worker"
+    # Told where NATS and the licence proxy are, as the first-AZ workers are.
+    told = {v["Name"]: v["Value"] for v in task["Environment"]}
+    assert told["REPLACE-ME_NATS_URL"] == "nats://nats.sonic.internal:4222"
     # It may reach NATS like the first-AZ workers.
     group = overflow["NetworkConfiguration"]["AwsvpcConfiguration"]["SecurityGroups"][0]
     ingress = [

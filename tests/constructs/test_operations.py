@@ -88,6 +88,31 @@ def test_ecs_composites_group_callers_causes_and_blind_spots(ecs_template: Templ
     assert set(_membership(ecs_template).values()) == {1}
 
 
+def test_air_gapped_pages_when_the_licence_loader_gives_up(air_gapped: Template) -> None:
+    """A licence proxy ECS replaced reloads with nobody watching: the loader's give-up line pages, in
+    CapacityAtRisk (the proxy runs on the licence it kept until that expires)."""
+    composites = _named(air_gapped, "AWS::CloudWatch::CompositeAlarm")
+    assert "LicenceNotLoaded" in _children(composites["CapacityAtRisk"])
+    assert set(_membership(air_gapped).values()) == {1}
+    alarm = _named(air_gapped, "AWS::CloudWatch::Alarm")["LicenceNotLoaded"]
+    assert (alarm["MetricName"], alarm["Namespace"], alarm["Statistic"]) == (
+        "LicenceLoadFailures",
+        "Sonic/ECS",
+        "Sum",
+    )
+    assert (alarm["Threshold"], alarm["ComparisonOperator"], alarm["TreatMissingData"]) == (
+        1,
+        "GreaterThanOrEqualToThreshold",
+        "notBreaching",
+    )
+    (log_filter,) = resources_of(air_gapped, "AWS::Logs::MetricFilter").values()
+    props = log_filter["Properties"]
+    assert props["FilterPattern"] == '"the licence proxy did not accept the licence"'
+    assert props["LogGroupName"]["Ref"].startswith("SonicLicenceProxyLogs")
+    (transformation,) = props["MetricTransformations"]
+    assert (transformation["MetricName"], transformation["MetricValue"]) == ("LicenceLoadFailures", "1")
+
+
 def test_only_page_notifies_and_nothing_is_suppressed(
     ecs_template: Template, sagemaker_template: Template
 ) -> None:

@@ -38,3 +38,26 @@ def test_the_route_port_is_open_only_between_the_nats_servers(ecs_template: Temp
     assert [(rule["GroupId"], rule["SourceSecurityGroupId"], rule["ToPort"]) for rule in routes] == [
         (own, own, NATS_ROUTE_PORT)
     ]
+
+
+def _environment(template: Template, prefix: str) -> dict[str, str]:
+    _, task = _one(template, "AWS::ECS::TaskDefinition", prefix)
+    (container,) = task["Properties"]["ContainerDefinitions"]
+    return {variable["Name"]: variable["Value"] for variable in container.get("Environment", [])}
+
+
+def test_the_api_server_and_workers_are_told_where_nats_and_the_licence_proxy_are(
+    ecs_template: Template, air_gapped: Template
+) -> None:
+    """In the variables config names (shipped as placeholders), the Cloud Map addresses: never the image's
+    own default, which would resolve to nothing and roll the first create back tens of minutes in."""
+    told = {
+        "REPLACE-ME_NATS_URL": "nats://nats.sonic.internal:4222",
+        "REPLACE-ME_LICENSE_PROXY_URL": "http://licence-proxy.sonic.internal:8080",
+    }
+    assert _environment(ecs_template, "SonicApiServerTask") == told
+    worker = _environment(ecs_template, "SonicGpuWorkerTask")
+    assert worker.items() >= (told | {"WORKER_REPLICAS": "1"}).items()
+    assert _environment(air_gapped, "SonicApiServerTask") == told
+    for untold in ("SonicNatsTask", "SonicLicenceProxyTask"):
+        assert not _environment(ecs_template, untold).keys() & told.keys()

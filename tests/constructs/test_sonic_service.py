@@ -291,10 +291,16 @@ def _acknowledged(construct: IConstruct) -> dict[str, str]:
 def test_plain_variables_acknowledged_by_name_only_where_there_are_some(ecs_stack: Stack) -> None:
     sonic = ecs_stack.node.find_child("Sonic")
     worker = _acknowledged(sonic.node.find_child("GpuWorker").node.find_child("Task"))
-    assert worker["AwsSolutions::AwsSolutions-ECS2"].startswith(
-        "plain variables WORKER_REPLICAS (a replica count (workers per GPU)): not secrets;"
+    addresses = (
+        "REPLACE-ME_LICENSE_PROXY_URL (a peer's Cloud Map address), REPLACE-ME_NATS_URL (a peer's Cloud Map "
+        "address)"
     )
-    for bare in ("Nats", "ApiServer", "LicenceProxy"):
+    assert worker["AwsSolutions::AwsSolutions-ECS2"].startswith(
+        f"plain variables {addresses}, WORKER_REPLICAS (a replica count (workers per GPU)): not secrets;"
+    )
+    api = _acknowledged(sonic.node.find_child("ApiServer").node.find_child("Task"))
+    assert api["AwsSolutions::AwsSolutions-ECS2"].startswith(f"plain variables {addresses}: not secrets;")
+    for bare in ("Nats", "LicenceProxy"):
         assert "AwsSolutions::AwsSolutions-ECS2" not in _acknowledged(
             sonic.node.find_child(bare).node.find_child("Task")
         )

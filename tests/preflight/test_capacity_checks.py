@@ -416,6 +416,7 @@ def test_gpu_ami_not_published_names_the_field_and_the_fix(aws: Stubbed, setting
     )
     assert result.fix.startswith("set ecs.capacity.ami in config/environments/dev.toml to a release name")
     assert result.fix.endswith('or to "recommended" (AWS\'s newest at each deploy)')
+    assert "-kernel-<major>.<minor>-x86_64-ebs" in result.fix
 
 
 def test_gpu_ami_access_denied(aws: Stubbed, settings: Settings) -> None:

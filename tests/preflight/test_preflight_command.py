@@ -108,7 +108,7 @@ def test_placeholders_are_refused_before_any_aws_call(
     assert main(["preflight", "--env", "dev", "--config-dir", str(ROOT / "config")]) == 2
     error = capsys.readouterr().err
     assert error.startswith(
-        "sonic-deploy preflight: environment dev still has 7 placeholder(s) to replace before a deploy:\n"
+        "sonic-deploy preflight: environment dev still has 11 placeholder(s) to replace before a deploy:\n"
     )
     assert f"  {ROOT}/config/environments/dev.toml: ecs.services.api_server.source = " in error
     assert "remove it from `unconfirmed`" in error and "Traceback" not in error

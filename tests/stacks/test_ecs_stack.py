@@ -156,7 +156,7 @@ def test_the_loader_hands_the_licence_to_the_proxy_with_busybox(tmp_path: Path) 
         # The image's view: BusyBox applets as the only commands there are.
         applets = tmp_path / "bin"
         applets.mkdir()
-        for applet in ("sh", "base64", "wget", "sleep", "printf", "echo"):
+        for applet in ("sh", "base64", "wget", "sleep", "printf", "echo", "timeout"):
             (applets / applet).symlink_to(str(shutil.which("busybox")))
         env = {"PATH": str(applets), "SONIC_LICENCE": base64.b64encode(LICENCE_TEXT).decode()}
         done = subprocess.run(
@@ -175,11 +175,61 @@ def test_the_loader_hands_the_licence_to_the_proxy_with_busybox(tmp_path: Path) 
     assert _Proxy.seen[-1] == ("/license", "application/octet-stream", LICENCE_TEXT)
 
 
+class _SilentProxy(http.server.BaseHTTPRequestHandler):
+    """A proxy that takes the first upload's connection and never answers it, then answers the next."""
+
+    seen: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.seen.append(self.path)
+        if len(self.seen) == 1:
+            threading.Event().wait(30)  # longer than the test lets the loader run
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.skipif(
+    shutil.which("busybox") is None, reason="needs busybox (.ci/run installs it: apt-get install busybox)"
+)
+def test_the_loader_gives_up_on_a_try_the_proxy_never_answers(tmp_path: Path) -> None:
+    """wget has no timeout of its own: without one, a hung first try would hold the loader for good."""
+    _SilentProxy.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SilentProxy)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        script = loader_script(port=server.server_address[1], content_type="application/octet-stream")
+        script = script.replace("sleep 5", "sleep 0").replace("timeout 10 ", "timeout 1 ")
+        applets = tmp_path / "bin"
+        applets.mkdir()
+        for applet in ("sh", "base64", "wget", "sleep", "printf", "echo", "timeout"):
+            (applets / applet).symlink_to(str(shutil.which("busybox")))
+        env = {"PATH": str(applets), "SONIC_LICENCE": base64.b64encode(LICENCE_TEXT).decode()}
+        done = subprocess.run(
+            [str(applets / "sh"), "-c", script],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    finally:
+        server.shutdown()
+    assert done.returncode == 0, done.stderr
+    assert len(_SilentProxy.seen) == 2
+
+
 def test_the_loader_exits_1_when_the_proxy_never_takes_it(tmp_path: Path) -> None:
     """What `sonic-deploy licence upload` reads: the loader's exit code (wget stood in, failing always)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool, body in (("wget", "exit 1"), ("sleep", "exit 0")):
+    for tool, body in (("wget", "exit 1"), ("sleep", "exit 0"), ("timeout", 'shift; exec "$@"')):
         (bin_dir / tool).write_text(f"#!/bin/sh\n{body}\n")
         (bin_dir / tool).chmod(0o755)
     script = loader_script(port=8080, content_type="application/octet-stream")
