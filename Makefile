@@ -28,7 +28,7 @@ STAMP_CHECKOV := $(CHECKOV_VENV)/.installed
 help:
 	@echo "make synth   set up (virtualenv, Node, pinned CDK CLI) and synthesize every stack into cdk.out/"
 	@echo "make test    set up and run ruff, mypy --strict and pytest"
-	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov and cfn-lint: the table"
+	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov, cfn-lint and the invariants: the table"
 	@echo "make regenerate  refresh every generated artefact: baselines, snapshots, compliance docs"
 	@echo "make clean   remove cdk.out/ (keeps .venv and node_modules)"
 

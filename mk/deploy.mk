@@ -3,7 +3,8 @@
 #   make diff [ENV=dev] [ROUTE=ecs] [LIVE=1] [ALLOW_DANGEROUS=1] [SUMMARY=file.md]
 #   make cdk-diff [ENV=dev] [ROUTE=ecs] [LIVE=1] [SUMMARY=file.md]     (after make diff)
 #   make baseline [ENV=dev]
-#   make bootstrap ENV=dev [EXECUTION_POLICY=arn:aws:iam::ACCOUNT:policy/NAME]
+#   make bootstrap ENV=dev [EXECUTION_POLICY=arn:aws:iam::ACCOUNT:policy/NAME[,...]]
+#   make ci-roles ENV=dev REPOSITORY=OWNER/REPO [OIDC_PROVIDER=1] [DIFF_ROLE=1]   (GitHub Actions' roles)
 #   make setup-deploy      (CI's deploy path: only requirements/deploy.txt, every file hash-checked)
 #   make deploy ENV=dev ROUTE=sagemaker|ecs [APPROVAL=never]
 #   make destroy ENV=dev ROUTE=sagemaker|ecs [FORCE=1]
@@ -41,13 +42,16 @@ RETAINED_NOTE = Kept on purpose (RetainExceptOnCreate), still in the account: EC
 
 FILE ?=
 
-# CloudFormation's execution role after `make bootstrap`: this policy, not CDK's default AdministratorAccess.
-# EXECUTION_POLICY=<arn> uses a policy you manage yourself instead (the command then changes nothing in IAM).
+# CloudFormation's execution role after `make bootstrap`: these policies (the file split to fit IAM's size
+# quota), not CDK's default AdministratorAccess; and the permissions boundary every role of the stacks carries
+# (sonic_deploy/stacks/boundary.py), created first. EXECUTION_POLICY=<arn>[,<arn>] uses policies you manage
+# yourself instead (the command then changes nothing in IAM: create the boundary yourself too, docs/deploy.md).
 EXECUTION_POLICY_FILE ?= config/bootstrap/cloudformation-execution-policy.json
+BOUNDARY_POLICY_FILE ?= config/bootstrap/permissions-boundary.json
 EXECUTION_POLICY ?=
 DEPLOY_REQUIREMENTS ?= requirements/deploy.txt
 
-.PHONY: diff cdk-diff baseline synth-envs bootstrap deploy destroy licence setup-deploy
+.PHONY: diff cdk-diff baseline synth-envs bootstrap ci-roles deploy destroy licence setup-deploy
 
 # Each environment's assembly is replaced by a whole, stamped one, or removed when its synth fails (exit 2
 # for a config error, in one line): nothing after it may read an earlier synth's templates.
@@ -129,10 +133,20 @@ bootstrap: $(DEPLOY_SETUP)
 	policy="$(EXECUTION_POLICY)"; \
 	if [ -z "$$policy" ]; then \
 	  policy="$$($(CHANGES) execution-policy --env "$(ENV)" --account "$$account" \
-	    --document "$(EXECUTION_POLICY_FILE)")" || exit 2; \
+	    --document "$(EXECUTION_POLICY_FILE)" --boundary-document "$(BOUNDARY_POLICY_FILE)")" || exit 2; \
 	fi; \
 	echo "cdk bootstrap aws://$$account/$$region --cloudformation-execution-policies $$policy"; \
 	$(CDK) bootstrap "aws://$$account/$$region" --cloudformation-execution-policies "$$policy" -c env=$(ENV)
+
+# GitHub Actions' OIDC roles for ENV (config/bootstrap/ci-roles.json, stack sonic-deploy-ci-ENV, with your
+# credentials): the deploy role of the GitHub environment ENV and, with DIFF_ROLE=1, the read-only diff role
+# (one per account); OIDC_PROVIDER=1 in the first of an account. Prints the variables to set in GitHub.
+REPOSITORY ?=
+OIDC_PROVIDER ?=
+DIFF_ROLE ?=
+ci-roles: $(DEPLOY_SETUP)
+	@$(CHANGES) ci-roles --env "$(ENV)" --repository "$(REPOSITORY)" \
+	  $(if $(call truthy,$(OIDC_PROVIDER)),--oidc-provider) $(if $(call truthy,$(DIFF_ROLE)),--diff-role)
 
 # The deploy workflow's install (the diff jobs' too): no resolver and no unpinned download. pip takes only
 # the files requirements/deploy.txt names, each checked against its hash (wheels only: nothing is built),

@@ -90,6 +90,7 @@ def _changes(folder: Path) -> dict[tuple[str, ...], list[str]]:
             str(folder / "policy.json"),
         ],
         ("explain-cdk-failure",): ["--env", "dev", "--log", str(folder / "cdk.log")],
+        ("ci-roles",): ["--env", "dev", "--repository", "acme/sonic-deploy"],
     }
 
 
@@ -112,6 +113,7 @@ CHANGES = [
     ("environments",),
     ("execution-policy",),
     ("explain-cdk-failure",),
+    ("ci-roles",),
 ]
 
 

@@ -18,6 +18,7 @@ from sonic_deploy.arguments import (
     OneLineParser,
     config_folder,
     input_file,
+    name,
     option_message,
     output_file,
     output_folder,
@@ -30,6 +31,7 @@ from sonic_deploy.changes.cdk_failures import (
     caller_account,
     credentials_hint,
 )
+from sonic_deploy.changes.ci_roles import REPOSITORY, CiRolesError, apply_ci_roles, stack_name
 from sonic_deploy.changes.classify import StackChanges, classify
 from sonic_deploy.changes.execution_policy import ExecutionPolicyError, apply_execution_policy
 from sonic_deploy.changes.live import LiveTemplateError, cloudformation_client, deployed_template
@@ -60,6 +62,7 @@ from sonic_deploy.config.placeholders import refusal_lines
 
 EXIT_OK, EXIT_DANGEROUS, EXIT_USAGE = 0, 1, 2
 EXIT_NOT_EXPLAINED = 1
+GITHUB_REPOSITORY = name(REPOSITORY, "a GitHub repository, OWNER/REPO", "acme/sonic-deploy")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,7 +123,34 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("config/bootstrap/cloudformation-execution-policy.json"),
         help="the IAM policy document (default: config/bootstrap/cloudformation-execution-policy.json)",
     )
+    policy.add_argument(
+        "--boundary-document",
+        type=input_file("an IAM policy document (JSON)"),
+        default=Path("config/bootstrap/permissions-boundary.json"),
+        help="the stacks' roles' permissions boundary (default: config/bootstrap/permissions-boundary.json)",
+    )
     policy.set_defaults(run=run_execution_policy)
+
+    ci_roles = commands.add_parser(
+        "ci-roles", help="create or update GitHub Actions' OIDC roles for an environment; print their ARNs"
+    )
+    ci_roles.add_argument(
+        "--env", required=True, type=ENVIRONMENT, help="environment (its Region, its roles)"
+    )
+    ci_roles.add_argument(
+        "--repository", required=True, type=GITHUB_REPOSITORY, help="OWNER/REPO on GitHub (the OIDC subject)"
+    )
+    ci_roles.add_argument(
+        "--oidc-provider", action="store_true", help="also create the account's GitHub OIDC provider"
+    )
+    ci_roles.add_argument("--diff-role", action="store_true", help="also create the read-only diff role")
+    ci_roles.add_argument(
+        "--template",
+        type=input_file("a CloudFormation template (JSON)"),
+        default=Path("config/bootstrap/ci-roles.json"),
+        help="the template (default: config/bootstrap/ci-roles.json)",
+    )
+    ci_roles.set_defaults(run=run_ci_roles)
 
     explain = commands.add_parser(
         "explain-cdk-failure",
@@ -326,12 +356,36 @@ def run_environments(args: argparse.Namespace) -> int:
 
 
 def run_execution_policy(args: argparse.Namespace) -> int:
-    """Print the policy's ARN on stdout (for `make bootstrap`) and what was done on stderr."""
+    """Print the execution policies' ARNs, comma-separated, on stdout (for `cdk bootstrap
+    --cloudformation-execution-policies`) and what was done to each policy on stderr."""
     environment_routes(args.config, args.env)
     region = load_settings(args.config, args.env).environment.region
-    arn, done = apply_execution_policy(document_path=args.document, account=args.account, region=region)
-    print(f"CloudFormation execution policy {arn}: {done} from {args.document}", file=sys.stderr)
-    print(arn)
+    (boundary, done), *parts = apply_execution_policy(
+        document_path=args.document, boundary_path=args.boundary_document, account=args.account, region=region
+    )
+    print(f"permissions boundary {boundary}: {done} from {args.boundary_document}", file=sys.stderr)
+    for arn, part_done in parts:
+        print(f"CloudFormation execution policy {arn}: {part_done} from {args.document}", file=sys.stderr)
+    print(",".join(arn for arn, _ in parts))
+    return EXIT_OK
+
+
+def run_ci_roles(args: argparse.Namespace) -> int:
+    """Print `KEY=ARN` for each role (the GitHub variables to set) and what was done on stderr."""
+    environment_routes(args.config, args.env)
+    region = load_settings(args.config, args.env).environment.region
+    done, outputs = apply_ci_roles(
+        template=args.template,
+        repository=args.repository,
+        environment=args.env,
+        region=region,
+        oidc_provider=args.oidc_provider,
+        diff_role=args.diff_role,
+    )
+    print(f"stack {stack_name(args.env)} in {region}: {done} from {args.template}", file=sys.stderr)
+    variables = {"DeployRoleArn": "AWS_DEPLOY_ROLE_ARN", "DiffRoleArn": "AWS_DIFF_ROLE_ARN"}
+    for key, value in sorted(outputs.items()):
+        print(f"{variables.get(key, key)}={value}")
     return EXIT_OK
 
 
@@ -358,7 +412,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except (TargetError, TemplateError, LiveTemplateError, ExecutionPolicyError, ConfigError) as error:
+    except (
+        TargetError,
+        TemplateError,
+        LiveTemplateError,
+        ExecutionPolicyError,
+        CiRolesError,
+        ConfigError,
+    ) as error:
         if isinstance(error, PlaceholderError):
             for line in error.lines:
                 print(f"error: {one_line(line)}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""One run of every scanner over every variant, and the table `make compliance` prints."""
+"""One run of every scanner, and the project's invariants, over every variant, and the table `make compliance`
+prints."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sonic_deploy.compliance.context import ROOT
+from sonic_deploy.compliance.invariants import load_templates, problems
 from sonic_deploy.compliance.scan import (
     NAG_PACKS,
     Acknowledged,
@@ -32,6 +34,7 @@ ROWS = {
     "CloudFormation Validate": "CDK template validation",
     "checkov": "checkov (CloudFormation)",
     "cfn-lint": "cfn-lint",
+    "invariants": "the project's invariants",
 }
 
 
@@ -52,7 +55,18 @@ def scan(variant: Variant, config_dir: Path, workdir: Path, checkov_executable: 
     failed, skipped = checkov(synthesized.assembly, checkov_executable)
     result.findings += failed
     result.acknowledged += skipped
+    result.findings += invariant_findings(synthesized.templates)
     return result
+
+
+def invariant_findings(templates: list[Path]) -> list[Finding]:
+    """sonic_deploy/compliance/invariants.py over the variant's templates: each problem is a finding (none
+    is acknowledged: an invariant that does not hold is fixed, or the invariant changed on purpose)."""
+    return [
+        Finding("invariants", name, problem.split(":", 1)[0], problem)
+        for name, found in problems(load_templates(templates)).items()
+        for problem in found
+    ]
 
 
 def table(results: list[VariantResult]) -> str:
@@ -109,6 +123,7 @@ __all__ = [
     "VariantResult",
     "acknowledged_doc",
     "acknowledged_list",
+    "invariant_findings",
     "scan",
     "table",
     "with_table",

@@ -2,8 +2,9 @@
 `make deploy` would otherwise refuse), and a closed variant of each environment with the ECS route
 connected: air-gapped, TLS on the load balancer (a certificate from a Private CA), deletion protection,
 the resilience rehearsal, the probe task's turn hops and `[ecs.capacity]`'s types, targeted reservations and
-fallback AZ on. Between them, both sides of every switch the templates have are scanned (Spot, dev only, is
-tested in tests/constructs/test_gpu_supply.py)."""
+fallback AZ on. Beside them, the branches variant (BRANCHES: secrets created, Spot, the canary on ECS, TLS
+from a certificate ARN) is synthesized for the bootstrap policy's and the invariants' tests, not scanned:
+between them all, both sides of every switch that changes resource types or actions."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from sonic_deploy.config import environment_names, load_settings
+from sonic_deploy.config import DEFAULT_ENVIRONMENT, environment_names, load_settings
 
 # What stands in for each shipped placeholder: an account, a registry, a tag, an on-call address and the
 # address variables' names, of the shapes a user writes.
@@ -56,17 +57,43 @@ _CLOSED = (
 )
 
 
+# What the branches variant switches on in the default environment (dev): every branch of config that
+# changes the resource types or the actions the stacks need and that neither an environment nor the closed
+# variant has: secrets the stack creates (so no image copy), Spot, the canary on ECS, TLS from a certificate
+# ARN, AWS's recommended AMI. The bootstrap policy test synthesizes it; the gate does not scan it.
+CERTIFICATE = (
+    "arn:aws:acm:{region}:" + DEPLOYABLE_ACCOUNT + ":certificate/0b4f6e3a-1c2d-4e5f-8a9b-0c1d2e3f4a5c"
+)
+_BRANCHES = (
+    (r"(?m)^copy_images = true$", "copy_images = false"),
+    (r"(?m)^\[ecs\.secrets\]$", "[ecs.secrets]\ncreate = true"),
+    (r"(?m)^# enabled = true$", "enabled = true"),  # [canary]
+    (
+        r"(?m)^tls = false$",
+        'tls = true\ndomain_name = "sonic.{environment}.internal.example.com"\ncertificate_arn = "{certificate}"',
+    ),
+    (r"(?m)^# \[ecs\.capacity\]$", "[ecs.capacity]"),
+    (r'(?m)^# ami = ".*$', 'ami = "recommended"'),
+    (r'(?m)^# market = "spot".*$', 'market = "spot"'),
+)
+
+
 @dataclass(frozen=True)
 class Variant:
     environment: str
     closed: bool = False
+    branches: bool = False
 
     @property
     def name(self) -> str:
+        if self.branches:
+            return f"{self.environment} (created secrets, Spot, canary, TLS from an ACM certificate)"
         return f"{self.environment} (air-gapped, TLS, FIS)" if self.closed else self.environment
 
     @property
     def slug(self) -> str:
+        if self.branches:
+            return f"{self.environment}-branches"
         return f"{self.environment}-closed" if self.closed else self.environment
 
 
@@ -83,22 +110,35 @@ def fill_placeholders(config: Path) -> Path:
     return config
 
 
+def _switch(config: Path, environment: str, switches: tuple[tuple[str, str], ...], what: str) -> Path:
+    path = config / "environments" / f"{environment}.toml"
+    text = path.read_text(encoding="utf-8")
+    region = load_settings(config, environment).environment.region
+    for pattern, replacement in switches:
+        filled = replacement.format(
+            environment=environment,
+            private_ca=PRIVATE_CA.format(region=region),
+            certificate=CERTIFICATE.format(region=region),
+        )
+        text, count = re.subn(pattern, filled.replace("\\", "\\\\"), text)
+        if count != 1:
+            raise ValueError(
+                f"{path}: expected one line matching {pattern!r} (the {what} variant switches it)"
+            )
+    path.write_text(text, encoding="utf-8")
+    return config
+
+
 def make_closed(config: Path, environment: str) -> Path:
     """The environment in a copy of config/, switched to the air-gapped licence mode with no NAT gateway, TLS
     on the load balancer from a Private CA with deletion protection, the resilience rehearsal and `[probe]
     turn_hops` on."""
-    path = config / "environments" / f"{environment}.toml"
-    text = path.read_text(encoding="utf-8")
-    region = load_settings(config, environment).environment.region
-    for pattern, replacement in _CLOSED:
-        filled = replacement.format(environment=environment, private_ca=PRIVATE_CA.format(region=region))
-        text, count = re.subn(pattern, filled.replace("\\", "\\\\"), text)
-        if count != 1:
-            raise ValueError(
-                f"{path}: expected one line matching {pattern!r} (the closed variant switches it)"
-            )
-    path.write_text(text, encoding="utf-8")
-    return config
+    return _switch(config, environment, _CLOSED, "closed")
+
+
+def make_branches(config: Path, environment: str) -> Path:
+    """The environment in a copy of config/ with the branches _BRANCHES lists switched on."""
+    return _switch(config, environment, _BRANCHES, "branches")
 
 
 def variants(config_dir: Path) -> list[Variant]:
@@ -117,4 +157,10 @@ def config_for(variant: Variant, config_dir: Path, workdir: Path) -> Path:
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(config_dir, copy)
     fill_placeholders(copy)
+    if variant.branches:
+        return make_branches(copy, variant.environment)
     return make_closed(copy, variant.environment) if variant.closed else copy
+
+
+# The default environment with every branch the gate's variants leave off switched on.
+BRANCHES = Variant(DEFAULT_ENVIRONMENT, branches=True)

@@ -617,6 +617,9 @@ def _check_fargate_size(fail: Fail, field: str, cpu: int, memory_mib: int) -> No
         )
 
 
+CREATED_SECRET_PREFIX = "sonic/"
+
+
 def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue, zones: list[str]) -> None:
     ecs = env.ecs
     if ecs is None:
@@ -735,6 +738,17 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             "create the secrets yourself first and import them by name (create = false), or keep "
             'copy_images = false and copy the images by hand (README, "Copy the images")',
         )
+    # The bootstrap policy lets CloudFormation create and delete secrets under sonic/ only (docs/deploy.md).
+    for field in ("api_key", "registry_credentials") if ecs.secrets.create else ():
+        name = getattr(ecs.secrets, field)
+        if not name.startswith(CREATED_SECRET_PREFIX):
+            fail(
+                f"ecs.secrets.{field}",
+                name,
+                f"the stack creates this secret (create = true), and `make bootstrap`'s execution policy lets "
+                f"CloudFormation manage only secrets whose names start with {CREATED_SECRET_PREFIX}",
+                f'name it "{CREATED_SECRET_PREFIX}<env>/...", or create it yourself and set create = false',
+            )
 
 
 def _check_ecs_gpu_type(fail: Fail, field: str, instance_type: str, catalogue: InstanceCatalogue) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_cdk import Annotations, App, Environment, Stack, Tags
 
 from sonic_deploy.config import STACK_IDS, Settings
+from sonic_deploy.stacks.boundary import apply_permissions_boundary
 from sonic_deploy.stacks.ecs import EcsStack
 from sonic_deploy.stacks.sagemaker import SageMakerStack
 
@@ -27,6 +28,7 @@ def add_stacks(app: App, settings: Settings, *, default_account: str | None = No
             description=description,
         )
     for stack_route, stack in stacks.items():
+        apply_permissions_boundary(stack)
         for key, value in env.tags.items():
             Tags.of(stack).add(key, value)
         # Synth goes on (the default config must synthesize); `make deploy` and preflight refuse these.

@@ -305,10 +305,11 @@ def test_bootstrap_uses_the_configured_account_and_the_scoped_execution_policy(m
     )
 
 
-def test_bootstrap_creates_the_policy_before_cdk_and_stops_without_credentials(make: Make) -> None:
+def test_bootstrap_creates_the_boundary_first_and_stops_without_credentials(make: Make) -> None:
     result = make("bootstrap", "ENV=prod", f"PY={sys.executable}")
     assert result.returncode == 2
-    assert f"error: creating IAM policy {SCOPED_POLICY} needs AWS credentials and found none" in result.stderr
+    boundary = f"arn:aws:iam::{DEPLOYABLE_ACCOUNT}:policy/sonic-deploy-permissions-boundary"
+    assert f"error: creating IAM policy {boundary} needs AWS credentials and found none" in result.stderr
     assert "Traceback" not in result.stderr
     assert not make.calls.exists()
 
@@ -454,3 +455,16 @@ def test_ctrl_c_during_synth_leaves_no_lock_and_no_assembly(make: Make) -> None:
     assert rest == "sonic-deploy: synth interrupted; no assembly was written\n"
     assert _assembly_files(make.tmp / "synth/dev") == []
     assert not list(make.tmp.rglob("*.lock"))
+
+
+def test_make_ci_roles_needs_a_repository_and_reaches_the_command(make: Make) -> None:
+    result = make("ci-roles", "ENV=dev", f"PY={sys.executable}")
+    assert result.returncode == 2
+    assert (
+        "--repository '': not a GitHub repository, OWNER/REPO" in result.stderr and "Fix: " in result.stderr
+    )
+    result = make("ci-roles", "ENV=dev", "REPOSITORY=acme/sonic-deploy", f"PY={sys.executable}")
+    assert (
+        result.returncode == 2
+        and "deploying stack sonic-deploy-ci-dev needs AWS credentials" in result.stderr
+    )

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER  # type: ignore[import-untyped]
 
+from sonic_deploy.changes.execution_policy import MAX_POLICY_CHARACTERS, policy_size, split_document
+from sonic_deploy.compliance.variants import BRANCHES
 from tests.compliance.conftest import VARIANTS
 from tests.compliance.conftest import templates as variant_templates
 
@@ -43,10 +45,18 @@ SERVICE_PREFIXES = {
     "SNS": "sns",
     "SageMaker": "sagemaker",
     "Scheduler": "scheduler",
+    "SecretsManager": "secretsmanager",
     "ServiceDiscovery": "servicediscovery",
 }
 # Handler permissions the policy leaves out on purpose: each serves a feature these stacks do not use.
 NOT_NEEDED = {
+    "ec2:AcceptAddressTransfer": "Elastic IPs transferred from another account (the stacks allocate theirs)",
+    "ec2:*PrivateNatGatewayAddress": "secondary private addresses on a NAT gateway (none: tested)",
+    "ec2:*SubnetCidrBlock": "IPv6 CIDR blocks on subnets (IPv4 only: tested)",
+    "ec2:*VpnGateway": "VPN gateways (only an internet gateway is attached: tested)",
+    "ec2:CreateVpcEncryptionControl": "VPC encryption controls (none set: tested)",
+    "ec2:ModifyVpcTenancy": "changing a VPC's tenancy (default tenancy: tested)",
+    "iam:DeleteRolePermissionsBoundary": "denied on purpose: a role of the stacks never loses its boundary",
     "cognito-idp:DescribeUserPoolClient": "listener actions that authenticate with Cognito (the NLB forwards)",
     "firehose:TagDeliveryStream": "log groups that deliver to Firehose",
     "iam:*GroupPolicy": "inline policies on IAM groups (every AWS::IAM::Policy here is on roles: tested)",
@@ -76,13 +86,49 @@ IAM_RESOURCES = {
 @pytest.fixture(scope="module")
 def templates() -> dict[str, dict[str, Any]]:
     """Every variant the compliance gate scans (each environment, and the closed variant that turns on
-    air-gapped mode, TLS from a Private CA and the FIS experiments): every resource type either can make.
-    The gate's own synth of each, shared with tests/compliance/ (one synth per variant per session)."""
+    air-gapped mode, TLS from a Private CA, the fallback AZ, turn hops and the FIS experiments) and the
+    branches variant (secrets created, Spot, the canary on ECS, TLS from a certificate ARN): every resource
+    type any config can make. The gate's own synth of each, shared with tests/compliance/."""
     return {
         f"{variant.slug}/{stack}": body
-        for variant in VARIANTS
+        for variant in [*VARIANTS, BRANCHES]
         for stack, body in variant_templates(variant).items()
     }
+
+
+def resources(templates: dict[str, dict[str, Any]], slug: str, resource_type: str) -> list[dict[str, Any]]:
+    return [
+        resource
+        for name, body in templates.items()
+        if name.startswith(f"{slug}/")
+        for resource in body["Resources"].values()
+        if resource["Type"] == resource_type
+    ]
+
+
+def test_the_variants_switch_on_every_branch(templates: dict[str, dict[str, Any]]) -> None:
+    """Each branch that changes resource types or actions is on in one variant and off in another."""
+    created = resources(templates, "dev-branches", "AWS::SecretsManager::Secret")
+    assert len(created) == 2 and not resources(templates, "dev", "AWS::SecretsManager::Secret")
+    copies = [len(resources(templates, slug, "Custom::CDKECRDeployment")) for slug in ("dev-branches", "dev")]
+    assert copies[0] < copies[1]  # the branches variant copies no service image (only the probe's)
+    for slug, spot in (("dev-branches", True), ("dev", False)):
+        groups = json.dumps(resources(templates, slug, "AWS::AutoScaling::AutoScalingGroup"))
+        assert ("SpotAllocationStrategy" in groups) == spot, slug
+    listeners = json.dumps(resources(templates, "dev-branches", "AWS::ElasticLoadBalancingV2::Listener"))
+    assert ":certificate/" in listeners and "TLS" in listeners
+    assert resources(templates, "dev-closed", "AWS::CertificateManager::Certificate")
+    assert resources(templates, "dev-closed", "AWS::FIS::ExperimentTemplate")
+    assert resources(templates, "dev-closed", "AWS::EFS::FileSystem")  # air-gapped
+    assert not resources(templates, "dev", "AWS::FIS::ExperimentTemplate")
+    canaries = {
+        name.split("/")[0]
+        for name, body in templates.items()
+        if name.endswith("/SonicEcs")
+        and any(r["Type"] == "AWS::Scheduler::Schedule" for r in body["Resources"].values())
+    }
+    assert canaries == {"dev-branches"}
+    assert len(resources(templates, "dev-closed", "AWS::AutoScaling::AutoScalingGroup")) == 2  # fallback
 
 
 def statements() -> list[dict[str, Any]]:
@@ -164,8 +210,11 @@ def test_no_action_or_resource_is_everything_in_iam() -> None:
     for statement in statements():
         actions = listed(statement["Action"])
         assert "*" not in actions and "NotAction" not in statement and "NotResource" not in statement
-        assert statement["Effect"] == "Allow"
         iam_actions = [a for a in actions if a.startswith("iam:")]
+        if statement["Effect"] == "Deny":  # the explicit denies are IAM's (test_execution_policy_scope.py)
+            assert iam_actions == actions, statement["Sid"]
+            continue
+        assert statement["Effect"] == "Allow"
         if not iam_actions:
             continue
         assert all(a.split(":")[1].lower() != "*" for a in iam_actions)
@@ -178,7 +227,7 @@ def test_no_action_or_resource_is_everything_in_iam() -> None:
 
 def test_the_stacks_leave_iam_names_to_cloudformation(templates: dict[str, dict[str, Any]]) -> None:
     """So every role and instance profile starts with the stack name, `sonic-`, as the policy's IAM
-    statements require; and inline policies sit on roles only."""
+    statements require; inline policies sit on roles only; and no EC2 feature NOT_NEEDED leaves out is used."""
     for stack, body in templates.items():
         for logical_id, resource in body["Resources"].items():
             properties = resource.get("Properties", {})
@@ -190,6 +239,18 @@ def test_the_stacks_leave_iam_names_to_cloudformation(templates: dict[str, dict[
                 )
             if resource["Type"] == "AWS::IAM::Policy":
                 assert "Users" not in properties and "Groups" not in properties, (stack, logical_id)
+            if resource["Type"] in ("AWS::EC2::Subnet", "AWS::EC2::VPC", "AWS::EC2::NatGateway"):
+                named = set(properties) & {
+                    "Ipv6CidrBlock",
+                    "AssignIpv6AddressOnCreation",
+                    "VpcEncryptionControl",
+                    "SecondaryPrivateIpAddresses",
+                    "SecondaryPrivateIpAddressCount",
+                }
+                assert not named, (stack, logical_id, named)
+            assert properties.get("InstanceTenancy", "default") == "default", (stack, logical_id)
+            if resource["Type"] == "AWS::EC2::VPCGatewayAttachment":
+                assert "VpnGatewayId" not in properties, (stack, logical_id)
             if resource["Type"] == "AWS::EC2::FlowLog":
                 assert properties.get("LogDestinationType", "cloud-watch-logs") == "cloud-watch-logs"
 
@@ -197,7 +258,9 @@ def test_the_stacks_leave_iam_names_to_cloudformation(templates: dict[str, dict[
 def test_roles_attach_only_the_managed_policies_the_condition_lists(
     templates: dict[str, dict[str, Any]],
 ) -> None:
-    [statement] = [s for s in statements() if listed(s["Action"]) == ["iam:AttachRolePolicy"]]
+    [statement] = [
+        s for s in statements() if listed(s["Action"]) == ["iam:AttachRolePolicy"] and s["Effect"] == "Allow"
+    ]
     allowed = statement["Condition"]["ArnLike"]["iam:PolicyARN"]
     attached = {
         match
@@ -214,22 +277,27 @@ def test_roles_attach_only_the_managed_policies_the_condition_lists(
 
 
 def test_the_check_fails_for_a_type_the_policy_does_not_cover() -> None:
-    secrets = handler_permissions("AWS::SecretsManager::Secret")
-    assert secrets and not all(is_granted(a) or not_needed(a) for a in secrets)
-    assert "SecretsManager" not in SERVICE_PREFIXES
+    tables = handler_permissions("AWS::DynamoDB::Table")
+    assert tables and not all(is_granted(a) or not_needed(a) for a in tables)
+    assert "DynamoDB" not in SERVICE_PREFIXES
 
 
-def test_the_policy_fits_a_managed_policy() -> None:
-    """IAM's quota for a managed policy: 6,144 characters, whitespace not counted."""
+def test_the_policy_fits_the_managed_policies_a_role_may_have() -> None:
+    """IAM's quotas: 6,144 characters a managed policy, whitespace not counted; 10 managed policies a role
+    (by default). `make bootstrap` splits the file across as few policies as fit."""
     path = REPO / "config/bootstrap/cloudformation-execution-policy.json"
-    assert len(re.sub(r"\s", "", path.read_text())) <= 6144
+    parts = split_document(POLICY, path)
+    assert 1 <= len(parts) <= 3
+    assert all(policy_size(part) <= MAX_POLICY_CHARACTERS for part in parts)
+    assert [s for part in parts for s in part["Statement"]] == POLICY["Statement"]
 
 
 def resources_granted(action: str) -> list[str]:
     return [
         resource
         for s in statements()
-        if any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in listed(s["Action"]))
+        if s["Effect"] == "Allow"
+        and any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in listed(s["Action"]))
         for resource in listed(s["Resource"])
     ]
 

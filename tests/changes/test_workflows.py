@@ -82,7 +82,7 @@ def test_deploy_choices_match_config_and_routes() -> None:
 
 def test_deploy_runs_only_after_the_diff_in_a_protected_environment() -> None:
     deploy = load("deploy.yml")["jobs"]["deploy"]
-    assert deploy["needs"] == "diff"
+    assert deploy["needs"] == ["checks", "diff"]
     assert deploy["environment"] == "${{ inputs.environment }}"
     assert any("APPROVAL=never" in str(step.get("run", "")) for step in deploy["steps"])
 
@@ -97,7 +97,20 @@ def test_the_deploy_workflow_refuses_placeholders_before_aws_credentials() -> No
         i for i, step in enumerate(steps) if "configure-aws-credentials" in str(step.get("uses"))
     )
     assert "sonic_deploy.changes target" in steps[check]["run"] and check < credentials
-    assert jobs["deploy"]["needs"] == "diff"
+    assert "diff" in jobs["deploy"]["needs"]
+
+
+def test_no_deploy_without_make_test_and_the_compliance_gate() -> None:
+    """The deploy job needs a job that runs `make test` and `make compliance` (the gate, invariants
+    included); that job holds no AWS credentials, so the dev set it installs never meets a role."""
+    jobs = load("deploy.yml")["jobs"]
+    needed = [jobs[name] for name in jobs["deploy"]["needs"]]
+    runs = [str(step.get("run", "")) for job in needed for step in job["steps"]]
+    assert "make test" in runs and "make compliance" in runs
+    checks = next(job for job in needed if "make test" in [str(s.get("run", "")) for s in job["steps"]])
+    assert checks["permissions"] == {"contents": "read"}
+    assert not any("configure-aws-credentials" in str(step.get("uses")) for step in checks["steps"])
+    assert not any("actions/cache@" in str(step.get("uses", "")) for step in checks["steps"])
 
 
 def test_ci_gate_runs_make_test_and_a_diff_per_environment() -> None:

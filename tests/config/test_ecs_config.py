@@ -443,3 +443,17 @@ def test_one_variable_for_both_addresses_is_refused(edit_config: EditConfig) -> 
 def test_an_address_variable_is_a_variable_name(edit_config: EditConfig) -> None:
     config = edit_config(DEV, '"REPLACE-ME_NATS_URL"', '"NATS URL"')
     assert error_for(config).startswith("ecs.services.api_server.nats_url_variable = 'NATS URL': ")
+
+
+def test_created_secrets_outside_the_bootstrap_policys_names(edit_config: EditConfig) -> None:
+    edit_config(DEV, "copy_images = true", "copy_images = false")
+    config = edit_config(
+        DEV,
+        'registry_credentials = "sonic/dev/cartesia-registry"',
+        'registry_credentials = "team/cartesia-registry"\ncreate = true',
+    )
+    assert error_for(config) == (
+        "ecs.secrets.registry_credentials = 'team/cartesia-registry': the stack creates this secret "
+        "(create = true), and `make bootstrap`'s execution policy lets CloudFormation manage only secrets "
+        'whose names start with sonic/. Fix: name it "sonic/<env>/...", or create it yourself and set create = false'
+    )

@@ -152,13 +152,13 @@ def test_unknown_environment_is_a_config_error(capsys: pytest.CaptureFixture[str
     assert "env = 'staging': unknown environment. Fix: use one of dev, prod" in capsys.readouterr().err
 
 
-def test_planner_and_preflight_never_import_aws_cdk() -> None:
+def test_planner_preflight_and_changes_never_import_aws_cdk() -> None:
     import subprocess
     import sys
 
     code = (
         "import sys, sonic_deploy.cli, sonic_deploy.planner.price_refresh, sonic_deploy.planner.chart;"
-        "import sonic_deploy.preflight.runner; print('aws_cdk' in sys.modules)"
+        "import sonic_deploy.preflight.runner, sonic_deploy.changes.cli; print('aws_cdk' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
