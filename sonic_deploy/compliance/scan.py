@@ -14,6 +14,7 @@ from aws_cdk import App, Validations
 
 from sonic_deploy.compliance.context import cli_context
 from sonic_deploy.config import load_settings
+from sonic_deploy.constructs.api_load_balancer import PLAINTEXT_WARNING
 from sonic_deploy.constructs.findings import CFN_LINT_REASONS
 from sonic_deploy.stacks import add_stacks
 
@@ -25,6 +26,12 @@ NAG_PACKS = {
     "PCI.DSS.321": "PCIDSS321Checks",
 }
 CHECKOV_TIMEOUT_S = 600
+# Synth warnings kept on purpose, by (tool, rule) as the validation report names them: acknowledging one in
+# the app would stop synth printing it, so the gate records it as acknowledged here, with its reason.
+DELIBERATE_WARNINGS = {
+    ("Construct Annotations", f"Annotation::{PLAINTEXT_WARNING}"): "a plain listener, warned at every synth: "
+    "dev's default or allow_plaintext_outside_dev = true accepted it (config refuses tls = false otherwise)",
+}
 
 
 @dataclass(frozen=True)
@@ -83,10 +90,13 @@ def synth_and_report(app: App) -> Synthesized:
     for plugin in report["pluginReports"]:
         tool = _pack_of(plugin["pluginName"])
         for violation in plugin["violations"]:
-            findings.extend(
-                Finding(tool, violation["ruleName"], construct["constructPath"], _first_clause(violation))
-                for construct in violation["violatingConstructs"]
-            )
+            deliberate = DELIBERATE_WARNINGS.get((tool, violation["ruleName"]))
+            for construct in violation["violatingConstructs"]:
+                where = construct["constructPath"]
+                if deliberate is not None:
+                    acknowledged.append(Acknowledged(tool, violation["ruleName"], where, deliberate))
+                else:
+                    findings.append(Finding(tool, violation["ruleName"], where, _first_clause(violation)))
         for violation in plugin.get("suppressedViolations", []):
             acknowledged.extend(
                 Acknowledged(tool, violation["ruleName"], construct["constructPath"], violation["reason"])

@@ -125,6 +125,18 @@ class Settings:
         return configured if configured is not None else self.environment_name != DEFAULT_ENVIRONMENT
 
     @property
+    def ecs_plaintext_accepted_by(self) -> str | None:
+        """With a plain listener, the setting that accepted it (the acknowledgement's reason); else None."""
+        ecs = self.environment.ecs
+        if ecs is None or self.ecs_tls:
+            return None
+        if self.environment_name == DEFAULT_ENVIRONMENT:
+            return f"{DEFAULT_ENVIRONMENT}, whose listener is plain unless ecs.api.tls = true"
+        if ecs.api.allow_plaintext_outside_dev:
+            return f"ecs.api.allow_plaintext_outside_dev = true in {self.environment_name}"
+        return None
+
+    @property
     def ecs_listener_port(self) -> int:
         """`ecs.listener_port`, else 443 with TLS and 80 without."""
         ecs = self.environment.ecs

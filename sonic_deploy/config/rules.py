@@ -986,6 +986,26 @@ def _check_ecs_api(fail: Fail, name: str, env: EnvironmentConfig) -> None:
             "not a DNS name in lower case (labels of letters, digits and hyphens, separated by dots)",
             'write the name agents dial, e.g. "sonic.internal.example.com"',
         )
+    # Plain text outside dev only when a second, deliberately named setting accepts it: a dev [ecs.api]
+    # block copied elsewhere must not ship the API key in clear by accident.
+    if not tls and name != DEFAULT_ENVIRONMENT and not api.allow_plaintext_outside_dev:
+        fail(
+            "ecs.api.tls",
+            False,
+            f"outside the default environment ({DEFAULT_ENVIRONMENT}) a plain listener (ws://) would carry the "
+            "API key, transcripts and audio in clear inside the VPC",
+            f"remove tls = false and set domain_name and {fix_source}; or, to accept plain text here on "
+            "purpose, add allow_plaintext_outside_dev = true under [ecs.api]",
+        )
+    if api.allow_plaintext_outside_dev and (tls or name == DEFAULT_ENVIRONMENT):
+        fail(
+            "ecs.api.allow_plaintext_outside_dev",
+            True,
+            "TLS is on here, so it accepts nothing"
+            if tls
+            else f"the default environment ({DEFAULT_ENVIRONMENT}) is plain unless tls = true: it accepts nothing",
+            "remove it",
+        )
     if not tls:
         return
     why = "TLS is on by default outside dev" if api.tls is None else "ecs.api.tls = true"
@@ -994,7 +1014,8 @@ def _check_ecs_api(fail: Fail, name: str, env: EnvironmentConfig) -> None:
             "ecs.api.certificate_arn",
             MISSING,
             f"{why}, and the listener has no certificate source",
-            f"set {fix_source}; or `tls = false` under [ecs.api] to serve ws:// in clear inside the VPC",
+            f"set {fix_source}; or, to serve ws:// in clear inside the VPC on purpose, `tls = false` and "
+            "`allow_plaintext_outside_dev = true` under [ecs.api]",
         )
     if env.ecs.deregistration_delay_s > TLS_IDLE_TIMEOUT_S:
         fail(

@@ -416,12 +416,19 @@ class ResilienceConfig(Strict):
 
 class EcsApiConfig(Strict):
     """`[ecs.api]`: the internal load balancer in front of the API server. TLS terminates there (TCP to the
-    API server behind it); outside the default environment it is on unless `tls = false` says otherwise."""
+    API server behind it); outside the default environment it is on, and `tls = false` there is refused
+    unless `allow_plaintext_outside_dev = true` accepts plain text on purpose."""
 
     tls: bool | None = Field(
         default=None,
         description="a TLS listener (wss://, https://) instead of plain TCP (ws://); default: on outside dev, "
-        "off in dev. On, it needs domain_name and one certificate source: certificate_arn or private_ca_arn",
+        "off in dev. On, it needs domain_name and one certificate source: certificate_arn or private_ca_arn. "
+        "Off outside dev only with allow_plaintext_outside_dev = true",
+    )
+    allow_plaintext_outside_dev: bool = Field(
+        default=False,
+        description="outside dev, accept tls = false: the API key, transcripts and audio cross the VPC in "
+        "clear (ws://). Refused in dev (plain by default) and with TLS on (it would accept nothing)",
     )
     certificate_arn: str | None = Field(
         default=None,

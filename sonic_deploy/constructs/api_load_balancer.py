@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Annotations, Aws, Duration
 from aws_cdk import aws_acmpca as acmpca
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -32,6 +32,8 @@ SSL_POLICY = elbv2.SslPolicy.TLS13_12_RES_PQ
 # "The connection idle timeout for TLS listeners is 350 seconds and can't be modified" (Elastic Load
 # Balancing, "Update the TCP idle timeout for your Network Load Balancer listener").
 TLS_IDLE_TIMEOUT = Duration.seconds(350)
+# The synth warning on a plain listener (acknowledgeable as annotation::<id>, were that ever wanted).
+PLAINTEXT_WARNING = "sonic-deploy:plaintext-listener"
 ACCESS_LOG_PREFIX = "api"
 
 
@@ -79,7 +81,10 @@ class ApiLoadBalancer(Construct):
         deletion_protection: bool,
         client_cidrs: Sequence[str] = (),
         health_check_path: str = "/status",
+        plaintext_accepted_by: str | None = None,
     ) -> None:
+        """`plaintext_accepted_by`: with no certificate, the setting that accepts a plain listener; only then
+        is the compliance packs' certificate finding acknowledged (else it stands, and the gate fails)."""
         super().__init__(scope, construct_id)
         self.security_group = ec2.SecurityGroup(
             self,
@@ -162,13 +167,18 @@ class ApiLoadBalancer(Construct):
                 tcp_idle_timeout=idle_timeout,
                 default_target_groups=[self.target_group],
             )
-            acknowledge_compliance(
-                self.listener,
-                "ELBv2ACMCertificateRequired",
-                reason="TLS is off for this environment (ecs.api.tls = false, as dev ships), so ws:// crosses "
-                "its VPC in clear; outside dev a TLS listener with an ACM certificate is the default, and "
-                "a config without a certificate source is refused",
+            Annotations.of(self.listener).add_warning_v2(
+                PLAINTEXT_WARNING,
+                f"plain TCP listener on port {listener_port}: ws://, the API key, transcripts and audio cross "
+                "the VPC in clear (ecs.api.tls)",
             )
+            if plaintext_accepted_by is not None:
+                acknowledge_compliance(
+                    self.listener,
+                    "ELBv2ACMCertificateRequired",
+                    reason=f"plain text accepted by {plaintext_accepted_by}: ws:// crosses the VPC in clear; "
+                    "outside dev TLS is the default and plain text needs that setting",
+                )
         else:
             self.listener = self.load_balancer.add_listener(
                 "Listener",

@@ -111,21 +111,18 @@ class GpuCapacity(Construct):
         max_instances: int,
         root_volume_gib: int,
         instance_warmup: Duration,
-        https_only_egress: bool = False,
     ) -> None:
-        """`https_only_egress` (air-gapped mode): the hosts call out only on HTTPS (ECS, ECR and its S3
-        layers, EC2, CloudWatch, the AL2023 repositories on S3); otherwise egress is open (connected mode, as
-        before)."""
+        """The hosts call out only on TCP 443 (ECS, ECR and its S3 layers, EC2, CloudWatch, the AL2023
+        repositories on S3), in either licence mode: their tasks have ENIs of their own."""
         super().__init__(scope, construct_id)
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
             vpc=vpc,
             description="GPU instances: no ingress (tasks have their own ENIs)",
-            allow_all_outbound=not https_only_egress,
+            allow_all_outbound=False,
         )
-        if https_only_egress:
-            https_only(self.security_group)
+        https_only(self.security_group)
         self.role = iam.Role(self, "InstanceRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
         self._on_any_resource: list[str] = []
         self.policy = self._agent_policy(cluster)

@@ -45,7 +45,6 @@ class GpuFallback(Construct):
         root_volume_gib: int,
         instance_warmup: Duration,
         alerting: Alerting,
-        https_only_egress: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         self.placement = SingleAzPlacement(
@@ -63,7 +62,6 @@ class GpuFallback(Construct):
             max_instances=max_instances,
             root_volume_gib=root_volume_gib,
             instance_warmup=instance_warmup,
-            https_only_egress=https_only_egress,
         )
         # Pages through CapacityAtRisk: callers are served, across AZs (slower), and the first AZ is short.
         self.in_use = alerting.alarm(

@@ -115,6 +115,12 @@ class Network(Construct):
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
+        acknowledge_compliance(
+            self.flow_log.node.find_child("IAMRole"),
+            "IAMNoInlinePolicy",
+            reason="the flow log's role (CDK's) may write only to its own log group, in an inline policy that "
+            "lives and goes with the role",
+        )
 
         # Model data (SageMaker) and image layers (ECR) come from S3: a gateway endpoint, free, keeps that
         # traffic private and is the only way to S3 from isolated subnets.

@@ -14,6 +14,7 @@ from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.config.schema import CanaryConfig
+from sonic_deploy.constructs.findings import acknowledge_compliance
 from sonic_deploy.constructs.probe_task import CONTAINER_NAME, ProbeTask
 
 CANARY_OUT = "/tmp/canary"  # the task's writable volume (probe_task.py)
@@ -131,6 +132,12 @@ class ProbeCanary(Construct):
                 resources=[probe.execution_role.role_arn, probe.task_role.role_arn],
                 conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
             )
+        )
+        acknowledge_compliance(
+            self.role,
+            "IAMNoInlinePolicy",
+            reason="the canary schedule's role may only run the probe task in its cluster and pass its two "
+            "roles to ECS, in an inline policy that lives and goes with the role",
         )
         # RunTask's request in the ECS API's member names (ECS API Reference, RunTask; the tests validate it
         # against botocore's model), sent as sdk_input(...).

@@ -15,7 +15,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from sonic_deploy.constructs.findings import acknowledge, skip_checkov
+from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance, skip_checkov
 from sonic_deploy.constructs.registry import (
     COPY_HANDLER_ID,
     COPY_SINGLETON_UUID,
@@ -139,6 +139,12 @@ class ProbeImage(Construct):
             roles=[role],
         )
         self.copy.node.add_dependency(policy)
+        acknowledge_compliance(
+            policy,
+            "IAMNoInlinePolicy",
+            reason="the probe image copy's own statements (pull the built asset, push into the probe repository, "
+            "its log group), attached to its one role, which the library's defaults are kept off",
+        )
         acknowledge(
             policy,
             "AwsSolutions-IAM5[Resource::*]",

@@ -293,10 +293,14 @@ class ProbeTask(Construct):
                 actions=["s3:GetObject"],
                 resources=[self.bucket.arn_for_objects(f"{RUNS_PREFIX}*")],
             ),
+            # Create only: a put without If-None-Match is refused, so no task overwrites what another task
+            # or run wrote (S3 User Guide, "Enforce conditional writes on Amazon S3 buckets": s3:if-none-match).
+            # Which run's prefix it writes stays unchecked: IAM sees no run id in a task's session.
             iam.PolicyStatement(
                 sid="WriteItsResults",
                 actions=["s3:PutObject"],
                 resources=[self.bucket.arn_for_objects(pattern) for pattern in TASK_WRITES],
+                conditions={"Null": {"s3:if-none-match": "false"}},
             ),
             # A task polls for keys that do not exist yet (the runner's next command): S3 answers a missing
             # key 404 NoSuchKey only to a caller with s3:ListBucket on the bucket, else 403 AccessDenied (S3
@@ -360,12 +364,14 @@ class ProbeTask(Construct):
             "AwsSolutions-IAM5[Resource::*]",
             reason="ecr:GetAuthorizationToken is not resource-scoped",
         )
-        acknowledge_compliance(
-            self.task_definition,
-            "IAMNoInlinePolicy",
-            reason="the probe's task and execution roles hold the grants of this task alone (its image, log "
-            "group, bucket prefix, metric namespace, target), in inline policies that live and go with the roles",
-        )
+        for role in (self.task_role, self.execution_role):
+            acknowledge_compliance(
+                role,
+                "IAMNoInlinePolicy",
+                reason="the probe's task and execution roles hold the grants of this task alone (its image, "
+                "log group, bucket prefix, metric namespace, target), in inline policies that live and go with "
+                "the roles",
+            )
 
     def _outputs(self) -> None:
         """The contract's outputs, at the stack's root so that their keys are exactly these names."""

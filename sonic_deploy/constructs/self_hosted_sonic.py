@@ -60,10 +60,9 @@ class SelfHostedSonic(Construct):
         worker_deployment_alarms: Sequence[cloudwatch.IAlarm],
         offline_licence: OfflineLicence | None = None,
         overflow: Overflow | None = None,
-        https_only_egress: bool = False,
     ) -> None:
-        """`https_only_egress`: air-gapped mode's egress for every service (SonicService). The GPU workers'
-        and the overflow's counts are their scalable targets' (EcsStack, GpuFallback): no desired count here."""
+        """The GPU workers' and the overflow's counts are their scalable targets' (EcsStack, GpuFallback): no
+        desired count here."""
         super().__init__(scope, construct_id)
 
         def service(
@@ -93,7 +92,6 @@ class SelfHostedSonic(Construct):
                 volume=volume,
                 deployment_alarms=deployment_alarms,
                 gpu_placement=placement,
-                https_only_egress=https_only_egress,
                 peer_urls=peer_urls,
             )
             registry.before_use(name, built.service)
@@ -107,8 +105,7 @@ class SelfHostedSonic(Construct):
             route = ec2.Port.tcp(NATS_ROUTE_PORT)
             group = self.nats.security_group
             group.add_ingress_rule(group, route, "NATS routes between the cluster's servers")
-            if not group.allow_all_outbound:  # air-gapped: egress is closed but for what each service needs
-                group.add_egress_rule(group, route, "NATS routes between the cluster's servers")
+            group.add_egress_rule(group, route, "NATS routes between the cluster's servers")
         licence_volume = (
             (offline_licence.store.volume, offline_licence.data_path) if offline_licence is not None else None
         )

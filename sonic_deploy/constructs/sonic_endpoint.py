@@ -252,6 +252,12 @@ class SonicEndpoint(Construct):
                 "kms:GenerateDataKey",
                 "kms:GenerateDataKeyWithoutPlaintext",
             )
+        acknowledge_compliance(
+            role,
+            "IAMNoInlinePolicy",
+            reason="the endpoint's execution role holds the grants of this endpoint alone (ENIs in its subnets, "
+            "its log group, metrics, the model's volume key), in an inline policy that lives and goes with it",
+        )
         return role
 
     def metric(

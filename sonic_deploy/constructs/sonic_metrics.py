@@ -190,10 +190,9 @@ class SonicMetrics(Construct):
         worker_ttfa: WorkerTtfa,
         scraper_cpu: int = 256,
         scraper_memory_mib: int = 512,
-        https_only_egress: bool = False,
     ) -> None:
-        """`https_only_egress` (air-gapped mode): the scraper calls out on HTTPS (ECS, CloudWatch Logs) and
-        to the metrics ports it is allowed to scrape, nothing else."""
+        """The scraper calls out on TCP 443 (ECS, CloudWatch Logs, its image) and to the metrics ports it is
+        allowed to scrape, nothing else, in either licence mode."""
         super().__init__(scope, construct_id)
         self.cluster_name = cluster.cluster_name
         self.worker_ttfa = worker_ttfa
@@ -309,10 +308,9 @@ class SonicMetrics(Construct):
             "ScraperSecurityGroup",
             vpc=cluster.vpc,
             description="Prometheus scraper: no ingress",
-            allow_all_outbound=not https_only_egress,
+            allow_all_outbound=False,
         )
-        if https_only_egress:
-            https_only(self.security_group)
+        https_only(self.security_group)
         self.scraper = ecs.FargateService(
             self,
             "Scraper",

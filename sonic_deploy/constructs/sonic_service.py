@@ -97,7 +97,6 @@ class SonicService(Construct):
         gpu_placement: GpuPlacement | None = None,
         deployment_alarms: Sequence[cloudwatch.IAlarm] = (),
         volume: tuple[ecs.Volume, str] | None = None,
-        https_only_egress: bool = False,
         metrics_job: str | None = None,
         peer_urls: Mapping[str, str] | None = None,
     ) -> None:
@@ -105,9 +104,8 @@ class SonicService(Construct):
         floor): the template then leaves DesiredCount out, so that a deploy keeps the count it scaled to.
         `peer_urls`: peer -> its address, given to the container in the variables `peer_variables` names.
         `metrics_job`: the Prometheus job its metrics join (default: `discovery_name`; the overflow workers
-        join the workers'). `https_only_egress` (air-gapped mode): out only HTTPS (see `https_only`) and the ports of the
-        peers it is wired to; otherwise (connected mode) egress is open, as the licence proxy must reach
-        Cartesia's cloud through NAT and Cartesia does not document where else its containers call."""
+        join the workers'). Egress in either licence mode: TCP 443 (see `https_only`) and the ports of the
+        peers it is wired to, nothing else."""
         super().__init__(scope, construct_id)
         self.discovery_name = discovery_name
         self.port = container.port
@@ -117,10 +115,9 @@ class SonicService(Construct):
             "SecurityGroup",
             vpc=cluster.vpc,
             description=f"{discovery_name}: ingress from named peers only",
-            allow_all_outbound=not https_only_egress,
+            allow_all_outbound=False,
         )
-        if https_only_egress:
-            https_only(self.security_group)
+        https_only(self.security_group)
         self.log_group = logs.LogGroup(
             self, "Logs", encryption_key=log_key, retention=log_retention, removal_policy=KEEP_ONCE_CREATED
         )

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.config.schema import LOG_RETENTION_DAYS
-from sonic_deploy.constructs.findings import acknowledge_compliance, ignore_cfn_lint
+from sonic_deploy.constructs.findings import ignore_cfn_lint
 from sonic_deploy.constructs.network import import_vpc
 
 _RETENTION = dict(
@@ -41,14 +41,6 @@ class SonicStack(Stack):
             "W3010",
             reason="Availability Zones are named in config on purpose: synth stays offline (no lookup), and the "
             "ECS route pins its GPU instances, placement group and load balancer to one of them",
-        )
-        acknowledge_compliance(
-            self,
-            "IAMNoInlinePolicy",
-            reason="Every policy here is CDK's default policy of one role, written from the grants this stack makes "
-            "and attached to that role alone; a customer-managed policy would be a reusable object with no other "
-            "principal to attach it to. Each statement is checked by the project's own invariants (no `*` action, "
-            "each `*` resource explained)",
         )
 
     @property

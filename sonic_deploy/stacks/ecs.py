@@ -80,13 +80,10 @@ class EcsStack(SonicStack):
             # The route's tasks and instances are in one AZ (endpoints elsewhere would be paid for idle); a
             # fallback AZ's overflow workers reach these across AZs, billed as cross-AZ data while they run.
             endpoint_zones=[cfg.availability_zone],
-            # Image layers, and the GPU hosts' CloudWatch agent package (SonicMetrics). Connected, the gateway
-            # takes all of the Region's S3 traffic (its route is more specific than NAT's): reads of any
-            # object stay possible there, as Cartesia does not document what its containers fetch; writes
-            # to other accounts' buckets are refused in both modes.
-            s3_reads=[ecr_image_layers(self), al2023_packages(self)]
-            + ([f"arn:{self.partition}:s3:::*/*"] if connected else []),
-            s3_lists=[f"arn:{self.partition}:s3:::*"] if connected else [],
+            # Image layers, and the GPU hosts' CloudWatch agent package (SonicMetrics), in either mode: the
+            # containers' own downloads are from GCS (Cartesia's "Provisioned resources": the API server's
+            # migrations, the workers' LoRAs), through NAT, not S3; this account's buckets are read by role.
+            s3_reads=[ecr_image_layers(self), al2023_packages(self)],
             **network_props(self, settings, "ecs"),
         )
         placement = SingleAzPlacement(
@@ -132,7 +129,6 @@ class EcsStack(SonicStack):
             max_instances=cfg.max_workers,
             root_volume_gib=cfg.root_volume_gib,
             instance_warmup=Duration.seconds(cfg.instance_warmup_s),
-            https_only_egress=not connected,
         )
         alerting = Alerting(self, "Alerting", key=key, emails=cfg.alarms.email)
         fallback = (
@@ -148,7 +144,6 @@ class EcsStack(SonicStack):
                 root_volume_gib=cfg.root_volume_gib,
                 instance_warmup=Duration.seconds(cfg.instance_warmup_s),
                 alerting=alerting,
-                https_only_egress=not connected,
             )
             if cfg.capacity.fallback is not None
             else None
@@ -168,7 +163,6 @@ class EcsStack(SonicStack):
             worker_ttfa=WorkerTtfa(form=cfg.worker_ttfa.form, unit=cfg.worker_ttfa.unit),
             scraper_cpu=cfg.services["cloudwatch_agent"].cpu,
             scraper_memory_mib=cfg.services["cloudwatch_agent"].memory_mib,
-            https_only_egress=not connected,
         )
         registry.before_use("cloudwatch_agent", metrics.scraper)
         if fallback is not None:
@@ -216,7 +210,6 @@ class EcsStack(SonicStack):
             overflow=Overflow(GpuPlacement(fallback.capacity.capacity_provider), fallback.placement.subnets)
             if fallback is not None
             else None,
-            https_only_egress=not connected,
         )
         if offline_licence is not None:
             CfnOutput(self, "LicenceProxyService", value=sonic.licence_proxy.service.service_name)
@@ -245,6 +238,7 @@ class EcsStack(SonicStack):
             else None,
             deletion_protection=settings.ecs_deletion_protection,
             client_cidrs=env.network.client_cidrs,
+            plaintext_accepted_by=settings.ecs_plaintext_accepted_by,
         )
 
         self._scaling(cfg, cluster, sonic.workers, metrics)

@@ -53,6 +53,8 @@ class SageMakerStack(SonicStack):
             # The model package's data is in a bucket AWS Marketplace owns and does not name, fetched by
             # SageMaker without the execution role (which has no S3 rights), and whether that download
             # crosses this VPC at all is not documented: objects of any bucket may be read, none written.
+            # SageMaker's own advice (Developer Guide, host-vpc, "Use a Custom Endpoint Policy to Restrict
+            # Access to Amazon S3") names the buckets of your artifacts; a Marketplace package's are not.
             s3_reads=[f"arn:{self.partition}:s3:::*/*"],
             s3_lists=[f"arn:{self.partition}:s3:::*"],
             **placement,

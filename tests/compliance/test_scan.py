@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from aws_cdk import Stack
+from aws_cdk import Annotations, Stack
 from aws_cdk import aws_logs as logs
 
 from sonic_deploy.compliance.__main__ import DEFAULT_CHECKOV
@@ -55,6 +55,20 @@ def test_the_compliance_packs_find_an_unencrypted_log_group_and_take_its_acknowl
     found, acks = _nag_findings(tmp_path / "acknowledged", acknowledged=True)
     assert not any("CloudWatchLogGroupEncrypted" in rule for rule in found)
     assert ("NIST.800.53.R5-CloudWatchLogGroupEncrypted", "a test of the acknowledgement") in acks
+
+
+def test_the_plain_listener_warning_is_recorded_with_its_reason_and_others_stay_findings(
+    tmp_path: Path,
+) -> None:
+    app = nag_app(tmp_path / "cdk.out")
+    stack = Stack(app, "Probe")
+    Annotations.of(stack).add_warning_v2("sonic-deploy:plaintext-listener", "plain TCP listener")
+    Annotations.of(stack).add_warning_v2("sonic-deploy:other", "another warning")
+    result = synth_and_report(app)
+    warnings = {(f.rule, f.where) for f in result.findings if f.tool == "Construct Annotations"}
+    assert warnings == {("Annotation::sonic-deploy:other", "Probe")}
+    (plain,) = [ack for ack in result.acknowledged if ack.tool == "Construct Annotations"]
+    assert plain.rule == "Annotation::sonic-deploy:plaintext-listener" and "allow_plaintext" in plain.reason
 
 
 def test_checkov_fails_an_unencrypted_log_group_and_honours_a_skip_on_it(tmp_path: Path) -> None:

@@ -203,8 +203,49 @@ def test_outside_dev_the_ecs_route_needs_a_certificate_source(edit_config: EditC
         "ecs.api.certificate_arn = (missing): TLS is on by default outside dev, and the listener has no "
         'certificate source. Fix: set certificate_arn = "arn:aws:acm:us-east-2:<account>:certificate/<id>" '
         '(imported into or issued by ACM in us-east-2), or private_ca_arn = "arn:aws:acm-pca:us-east-2:'
-        '<account>:certificate-authority/<id>" and the stack has ACM issue one; or `tls = false` under '
-        "[ecs.api] to serve ws:// in clear inside the VPC"
+        '<account>:certificate-authority/<id>" and the stack has ACM issue one; or, to serve ws:// in clear '
+        "inside the VPC on purpose, `tls = false` and `allow_plaintext_outside_dev = true` under [ecs.api]"
+    )
+
+
+def test_outside_dev_plain_text_needs_the_deliberate_setting(edit_config: EditConfig) -> None:
+    """dev's [ecs.api] block (tls = false) copied into another environment is refused."""
+    assert stage_error(edit_config, "[ecs.api]\ntls = false\n").startswith(
+        "ecs.api.tls = False: outside the default environment (dev) a plain listener (ws://) would carry the "
+        "API key, transcripts and audio in clear inside the VPC. Fix: remove tls = false and set domain_name "
+        'and certificate_arn = "arn:aws:acm:us-east-2:<account>:certificate/<id>"'
+    )
+    assert stage_error(edit_config, "[ecs.api]\ntls = false\n").endswith(
+        "or, to accept plain text here on purpose, add allow_plaintext_outside_dev = true under [ecs.api]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("api_table", "problem"),
+    [
+        (
+            f'[ecs.api]\nprivate_ca_arn = "{CA}"\ndomain_name = "sonic.stage.internal"\n',
+            "TLS is on here, so it accepts nothing",
+        ),
+        ("[ecs.api]\ntls = true\n", "TLS is on here, so it accepts nothing"),
+    ],
+)
+def test_the_plaintext_setting_with_tls_on_is_refused(
+    edit_config: EditConfig, api_table: str, problem: str
+) -> None:
+    table = api_table + "allow_plaintext_outside_dev = true\n"
+    assert stage_error(edit_config, table).startswith(
+        f"ecs.api.allow_plaintext_outside_dev = True: {problem}. Fix: remove it"
+    )
+
+
+def test_the_plaintext_setting_in_dev_is_refused(edit_config: EditConfig) -> None:
+    config = edit_config(DEV, "tls = false\n", "tls = false\nallow_plaintext_outside_dev = true\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config, "dev")
+    assert str(caught.value).split(": ", 1)[1] == (
+        "ecs.api.allow_plaintext_outside_dev = True: the default environment (dev) is plain unless tls = true: "
+        "it accepts nothing. Fix: remove it"
     )
 
 
@@ -262,12 +303,14 @@ def test_a_drain_longer_than_the_tls_idle_timeout(edit_config: EditConfig) -> No
 
 
 def test_outside_dev_tls_is_on_unless_turned_off_explicitly(edit_config: EditConfig) -> None:
-    settings = load_settings(stage_config(edit_config, "[ecs.api]\ntls = false\n"), "stage")
+    table = "[ecs.api]\ntls = false\nallow_plaintext_outside_dev = true\n"
+    settings = load_settings(stage_config(edit_config, table), "stage")
     assert (settings.ecs_tls, settings.ecs_listener_port, settings.ecs_deletion_protection) == (
         False,
         80,
         True,
     )
+    assert settings.ecs_plaintext_accepted_by == "ecs.api.allow_plaintext_outside_dev = true in stage"
     table = f'[ecs.api]\nprivate_ca_arn = "{CA}"\ndomain_name = "sonic.stage.internal"\n'
     settings = load_settings(stage_config(edit_config, table), "stage")
     assert (settings.ecs_tls, settings.ecs_listener_port, settings.ecs_deletion_protection) == (

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Template
+from aws_cdk import Stack
+from aws_cdk.assertions import Annotations, Match, Template
 
 from tests.conftest import CONFIG_DIR, rendered, resources_of, synthesize_from
 
@@ -35,14 +36,26 @@ def _environment(tmp: Path, name: str, api_table: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def private_ca(tmp_path_factory: pytest.TempPathFactory) -> Template:
+def private_ca_stack(tmp_path_factory: pytest.TempPathFactory) -> Stack:
     """A non-dev environment left at the defaults: TLS and deletion protection on, a Private CA's certificate
     (and the canary off: its probe task trusts public CAs only, and config refuses it with a private one)."""
     table = f'[ecs.api]\nprivate_ca_arn = "{PRIVATE_CA}"\ndomain_name = "{DOMAIN}"\n'
     config = _environment(tmp_path_factory.mktemp("private-ca"), "stage", table)
     stage = config / "environments/stage.toml"
     stage.write_text(stage.read_text().replace("# enabled = true", "enabled = false", 1))
-    return Template.from_stack(synthesize_from(config, "stage")["ecs"])
+    return synthesize_from(config, "stage")["ecs"]
+
+
+@pytest.fixture(scope="module")
+def private_ca(private_ca_stack: Stack) -> Template:
+    return Template.from_stack(private_ca_stack)
+
+
+@pytest.fixture(scope="module")
+def plain_stage(tmp_path_factory: pytest.TempPathFactory) -> Stack:
+    """Outside dev, plain text accepted on purpose."""
+    table = "[ecs.api]\ntls = false\nallow_plaintext_outside_dev = true\n"
+    return synthesize_from(_environment(tmp_path_factory.mktemp("plain"), "stage", table), "stage")["ecs"]
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +202,46 @@ def test_the_api_url_is_wss_on_the_certificates_name_with_tls(
     assert rendered(outputs["LoadBalancerDnsName"]["Value"]) == "CFN_Fn_GetAtt"
     dev = ecs_template.to_json()["Outputs"]
     assert rendered(dev["ApiUrl"]["Value"]) == "ws://CFN_Fn_GetAtt:80/tts/websocket"
+
+
+def _listener_findings(stack: Stack) -> tuple[dict[str, str], list[str]]:
+    """The listener's acknowledged rules (rule -> reason) and the synth warnings on it."""
+    listener = stack.node.find_child("Api").node.find_child("LoadBalancer").node.find_child("Listener")
+    acknowledged = {
+        rule: reason
+        for entry in listener.node.metadata
+        if entry.type == "aws:cdk:acknowledged-rules"
+        for rule, reason in entry.data.items()
+    }
+    warnings = Annotations.from_stack(stack).find_warning(
+        f"/{stack.node.path}/Api/LoadBalancer/Listener", Match.any_value()
+    )
+    return acknowledged, [str(w.entry.data) for w in warnings]
+
+
+CERTIFICATE_RULES = {
+    f"{pack}::{pack}-ELBv2ACMCertificateRequired"
+    for pack in ("NIST.800.53.R5", "HIPAA.Security", "PCI.DSS.321")
+}
+
+
+def test_a_plain_listener_warns_at_synth_and_its_acknowledgement_names_the_setting(
+    ecs_stack: Stack, plain_stage: Stack
+) -> None:
+    for stack, accepted_by in (
+        (ecs_stack, "dev, whose listener is plain unless ecs.api.tls = true"),
+        (plain_stage, "ecs.api.allow_plaintext_outside_dev = true in stage"),
+    ):
+        acknowledged, warnings = _listener_findings(stack)
+        assert {rule for rule in acknowledged if "Certificate" in rule} == CERTIFICATE_RULES
+        assert all(accepted_by in acknowledged[rule] for rule in CERTIFICATE_RULES)
+        (warning,) = warnings
+        assert (
+            warning.startswith("plain TCP listener on port 80: ws://")
+            and "sonic-deploy:plaintext-listener" in warning
+        )
+
+
+def test_a_tls_listener_has_no_plaintext_warning_or_acknowledgement(private_ca_stack: Stack) -> None:
+    acknowledged, warnings = _listener_findings(private_ca_stack)
+    assert acknowledged == {} and warnings == []

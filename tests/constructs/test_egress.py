@@ -43,19 +43,30 @@ def _egress_to_groups(template: Template, prefix: str) -> set[tuple[str, int]]:
 
 
 @pytest.mark.parametrize("prefix", GROUPS)
-def test_connected_mode_keeps_open_egress(ecs_template: Template, prefix: str) -> None:
-    """The licence proxy calls Cartesia's cloud through NAT; where else the containers call is not documented."""
-    _, group = _group(ecs_template, prefix)
-    assert group["Properties"]["SecurityGroupEgress"] == [
-        {"CidrIp": "0.0.0.0/0", "Description": "Allow all outbound traffic by default", "IpProtocol": "-1"}
-    ]
-
-
-@pytest.mark.parametrize("prefix", GROUPS)
-def test_air_gapped_egress_is_https_and_named_peers(air_gapped: Template, prefix: str) -> None:
-    _, group = _group(air_gapped, prefix)
+@pytest.mark.parametrize("mode", ["connected", "air-gapped"])
+def test_egress_is_https_and_named_peers_in_either_mode(
+    ecs_template: Template, air_gapped: Template, mode: str, prefix: str
+) -> None:
+    """Connected too: no all-protocol rule; the licence proxy (Cartesia's cloud) and the API server and
+    workers (GCS) reach the internet through NAT on TCP 443 only."""
+    _, group = _group(ecs_template if mode == "connected" else air_gapped, prefix)
     (rule,) = group["Properties"]["SecurityGroupEgress"]
     assert {k: v for k, v in rule.items() if k != "Description"} == HTTPS_OUT
+
+
+def test_connected_peers_on_their_ports(ecs_template: Template) -> None:
+    """Egress closed in connected mode too: each peer's port is opened to that peer's group only."""
+    for client in ("SonicApiServerSecurityGroup", "SonicGpuWorkerSecurityGroup"):
+        assert _egress_to_groups(ecs_template, client) == {
+            ("SonicNatsSecurityGroup", 4222),
+            ("SonicLicenceProxySecurityGroup", 8080),
+        }
+    assert _egress_to_groups(ecs_template, "SonicNatsSecurityGroup") == {("SonicNatsSecurityGroup", 6222)}
+    assert _egress_to_groups(ecs_template, "SonicLicenceProxySecurityGroup") == set()
+    assert _egress_to_groups(ecs_template, "MetricsScraperSecurityGroup") == {
+        ("SonicGpuWorkerSecurityGroup", 8080),
+        ("SonicApiServerSecurityGroup", 5000),
+    }
 
 
 def test_air_gapped_peers_on_their_ports(air_gapped: Template) -> None:

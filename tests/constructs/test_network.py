@@ -173,21 +173,22 @@ def test_s3_gateway_endpoint_lets_through_reads_and_the_probes_writes_only(
         assert probe["Condition"] == {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}}
         own = statements["ReadThisAccountsBuckets"]
         assert own["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
-    (ecs_endpoint,) = _endpoints(air_gapped, "Gateway")
-    aws_owned = next(s for s in _statements(ecs_endpoint) if s["Sid"] == "ReadAwsOwnedObjects")
-    assert sorted(aws_owned["Resource"]) == [
-        "arn:aws:s3:::al2023-repos-us-east-2-de612dc2/*",  # the GPU hosts' CloudWatch agent package
-        "arn:aws:s3:::prod-us-east-2-starport-layer-bucket/*",  # ECR's image layers
-    ]
-    assert "ListAwsOwnedBuckets" not in {s["Sid"] for s in _statements(ecs_endpoint)}
+    # The ECS route in either licence mode: other accounts' objects only in the two AWS-owned buckets.
+    for template in (ecs_template, air_gapped):
+        (ecs_endpoint,) = _endpoints(template, "Gateway")
+        aws_owned = next(s for s in _statements(ecs_endpoint) if s["Sid"] == "ReadAwsOwnedObjects")
+        assert sorted(aws_owned["Resource"]) == [
+            "arn:aws:s3:::al2023-repos-us-east-2-de612dc2/*",  # the GPU hosts' CloudWatch agent package
+            "arn:aws:s3:::prod-us-east-2-starport-layer-bucket/*",  # ECR's image layers
+        ]
+        assert "ListAwsOwnedBuckets" not in {s["Sid"] for s in _statements(ecs_endpoint)}
 
 
 def test_where_s3_is_reached_through_the_gateway_anyway_any_object_may_be_read(
-    sagemaker_template: Template, ecs_template: Template
+    sagemaker_template: Template,
 ) -> None:
-    """Connected ECS (the gateway's route beats NAT's for the Region's S3) and SageMaker (the model data's
-    bucket is not named): reads and lists of any bucket, still no write."""
-    for template in (sagemaker_template, ecs_template):
+    """SageMaker (the model data's bucket is not named): reads and lists of any bucket, still no write."""
+    for template in (sagemaker_template,):
         (endpoint,) = _endpoints(template, "Gateway")
         statements = {s["Sid"]: s for s in _statements(endpoint)}
         assert "arn:aws:s3:::*/*" in statements["ReadAwsOwnedObjects"]["Resource"]

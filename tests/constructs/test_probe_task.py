@@ -208,8 +208,10 @@ def test_the_task_role_may_use_its_runs_prefix_and_the_canary_namespace_only(
             "Effect": "Allow",
             "Resource": {"Fn::Join": ["", [bucket, "/runs/*"]]},
         },
+        # Create only (If-None-Match: *): no task overwrites another's or another run's objects.
         "WriteItsResults": {
             "Action": "s3:PutObject",
+            "Condition": {"Null": {"s3:if-none-match": "false"}},
             "Effect": "Allow",
             "Resource": [
                 {"Fn::Join": ["", [bucket, f"/runs/*/{pattern}"]]} for pattern in sorted(protocol.TASK_KEYS)

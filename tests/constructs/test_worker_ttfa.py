@@ -198,7 +198,7 @@ def test_a_histogram_is_lost_without_the_opentelemetry_pipeline() -> None:
 
 def test_a_histogram_needs_an_agent_that_merges_opentelemetry_config(edit_config: EditConfig) -> None:
     edit_config(DEV, "", '\n[ecs.worker_ttfa]\nform = "histogram"\nunit = "s"\n')
-    config = edit_config(DEV, 'tag = "latest"', 'tag = "1.300064.0b1337"')
+    config = edit_config(DEV, 'tag = "1.300071.0b1720-amd64"', 'tag = "1.300064.0b1337"')
     with pytest.raises(ConfigError) as caught:
         load_settings(config, "dev")
     assert str(caught.value) == (

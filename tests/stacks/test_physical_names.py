@@ -58,12 +58,14 @@ def explicit_names(resources: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
 
 @pytest.fixture(scope="module")
 def staging_ecs(tmp_path_factory: pytest.TempPathFactory) -> Template:
-    """dev's ECS route as a second environment (account, on-call address: what outside dev must name)."""
+    """dev's ECS route as a second environment (account, on-call address, its plain listener accepted: what
+    outside dev must name)."""
     config = tmp_path_factory.mktemp("two-environments") / "config"
     shutil.copytree(CONFIG_DIR, config)
     dev = (config / "environments/dev.toml").read_text(encoding="utf-8")
     staging = re.sub(r"(?m)^routes = .*$", 'account = "123456789012"\nroutes = ["ecs"]', dev, count=1)
     staging = staging.replace('environment = "dev"', f'environment = "{STAGING}"')
+    staging = staging.replace("tls = false\n", "tls = false\nallow_plaintext_outside_dev = true\n", 1)
     staging += '\n[ecs.alarms]\nemail = ["oncall@sonic.test"]\n'
     (config / f"environments/{STAGING}.toml").write_text(staging, encoding="utf-8")
     return Template.from_stack(synthesize_from(config, STAGING)["ecs"])

@@ -259,13 +259,16 @@ class DirectoryStore:
 
 class S3Store:
     """The run's prefix in the stack's probe bucket, through a boto3 S3 client. The bucket encrypts what is
-    put (its default encryption) and expires it (probe.results_retention_days)."""
+    put (its default encryption) and expires it (probe.results_retention_days). `create_only` (a task's
+    store): every put is If-None-Match: *, which the task role requires, so no object is ever overwritten."""
 
-    def __init__(self, client: Any, bucket: str, prefix: str) -> None:
+    def __init__(self, client: Any, bucket: str, prefix: str, *, create_only: bool = False) -> None:
         self.client, self.bucket, self.prefix = client, bucket, prefix.rstrip("/") + "/"
+        self.create_only = create_only
 
     def put(self, key: str, body: bytes) -> None:
-        self.client.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=body)
+        create_only = {"IfNoneMatch": "*"} if self.create_only else {}
+        self.client.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=body, **create_only)
 
     def get(self, key: str) -> bytes | None:
         from botocore.exceptions import ClientError
@@ -306,5 +309,5 @@ def open_store(url: str, s3_client: Any = None) -> ObjectStore:
             import boto3
 
             s3_client = boto3.client("s3")
-        return S3Store(s3_client, parts.netloc, parts.path.lstrip("/"))
+        return S3Store(s3_client, parts.netloc, parts.path.lstrip("/"), create_only=True)
     raise ValueError(f"{url!r} is not an s3://BUCKET/PREFIX or file:///FOLDER URL")

@@ -102,6 +102,20 @@ def test_a_denied_read_is_an_error_not_a_missing_object(s3: tuple[S3Store, Stubb
         store.get("run.json")
 
 
+def test_a_tasks_puts_only_create_as_its_role_requires() -> None:
+    """The task role refuses a put without If-None-Match (probe_task.py): a task's store sends it."""
+    client = boto3.client("s3", region_name="us-east-2")
+    stubber = Stubber(client)
+    stubber.activate()
+    stubber.add_response(
+        "put_object",
+        {"ETag": '"9b2cf535f27731c974343645a3985328"'},
+        {"Bucket": BUCKET, "Key": PREFIX + "ready/0.json", "Body": b"{}", "IfNoneMatch": "*"},
+    )
+    open_store(f"s3://{BUCKET}/{PREFIX}", client).put("ready/0.json", b"{}")
+    stubber.assert_no_pending_responses()
+
+
 def test_a_task_opens_the_store_its_runner_names(tmp_path: Path) -> None:
     client = boto3.client("s3", region_name="us-east-2")
     opened = open_store(f"s3://{BUCKET}/{PREFIX}", client)
