@@ -15,12 +15,16 @@ import os
 import sys
 from pathlib import Path
 
-from aws_cdk import App
+from sonic_deploy.interrupt import quiet_ctrl_c
 
-from sonic_deploy.changes.assembly import Digests
-from sonic_deploy.changes.staged_synth import StagedSynth, SynthResult
-from sonic_deploy.config import load_settings
-from sonic_deploy.stacks import add_stacks
+# Loading aws_cdk takes seconds; Ctrl-C then (nothing staged yet) is one line, not a traceback.
+with quiet_ctrl_c("sonic-deploy: synth interrupted; no assembly was written"):
+    from aws_cdk import App
+
+    from sonic_deploy.changes.assembly import Digests
+    from sonic_deploy.changes.staged_synth import StagedSynth, SynthResult
+    from sonic_deploy.config import load_settings
+    from sonic_deploy.stacks import add_stacks
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 

@@ -18,6 +18,7 @@ from sonic_deploy.config import ConfigError
 from sonic_deploy.config.errors import one_line, show
 from sonic_deploy.config.loader import ENVIRONMENT_NAME, ENVIRONMENTS_DIR
 from sonic_deploy.config.rules import check_region
+from sonic_deploy.user_files import size_text
 
 # What one client host can drive, and what the probe therefore writes and reads back (probe compare,
 # plan --probe): beyond these a run is a typo (1e9 requests/s schedules arrivals faster than it can send
@@ -220,9 +221,11 @@ def config_folder(given: str) -> Path:
     return path
 
 
-def input_file(what: str, *, text: bool = True, empty: bool = False) -> Callable[[str], Path]:
-    """A file to read: there, a regular file, not empty (unless `empty`); with `text`, UTF-8 without NUL
-    bytes."""
+def input_file(
+    what: str, *, text: bool = True, empty: bool = False, largest: int = MAX_TEXT_BYTES
+) -> Callable[[str], Path]:
+    """A file to read: there, a regular file of at most `largest` bytes (checked from its size: an 8 GiB
+    file is not read into memory), not empty (unless `empty`); with `text`, UTF-8 without NUL bytes."""
 
     def parse(given: str) -> Path:
         path = Path(given)
@@ -239,18 +242,18 @@ def input_file(what: str, *, text: bool = True, empty: bool = False) -> Callable
         # regular file is opened.
         if not stat.S_ISREG(mode):
             fail(given, "not a regular file (a pipe, a device or a socket)", fix)
-        if text and path.stat().st_size > MAX_TEXT_BYTES:
-            fail(given, f"larger than {MAX_TEXT_BYTES // 2**20} MiB", fix)
+        if path.stat().st_size > largest:
+            fail(given, f"{size_text(path.stat().st_size)}, larger than {size_text(largest)}", fix)
         try:
             with path.open("rb") as opened:
-                head = opened.read(MAX_TEXT_BYTES + 1 if text else 1)
+                head = opened.read(largest + 1 if text else 1)
         except OSError as error:
             fail(given, f"cannot read it ({error.strerror or error})", fix)
         if not head and not empty:
             fail(given, "the file is empty", fix)
         if text:
-            if len(head) > MAX_TEXT_BYTES:
-                fail(given, f"larger than {MAX_TEXT_BYTES // 2**20} MiB", fix)
+            if len(head) > largest:
+                fail(given, f"larger than {size_text(largest)}", fix)
             if b"\0" in head:
                 fail(given, "a binary file, not text", fix)
             try:

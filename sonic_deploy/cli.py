@@ -7,13 +7,18 @@ import sys
 from collections.abc import Sequence
 
 from sonic_deploy import __version__
-from sonic_deploy.arguments import OneLineParser, option_message
-from sonic_deploy.config import ConfigError
-from sonic_deploy.connect import command as connect_command
-from sonic_deploy.licence import command as licence_command
-from sonic_deploy.planner import command as plan_command
-from sonic_deploy.preflight import command as preflight_command
-from sonic_deploy.probe.cli import add_parser as add_probe_parser
+from sonic_deploy.interrupt import quiet_ctrl_c
+
+INTERRUPTED = "sonic-deploy: interrupted"
+
+with quiet_ctrl_c(INTERRUPTED):  # loading the commands takes a second: Ctrl-C then is not a traceback
+    from sonic_deploy.arguments import OneLineParser, option_message
+    from sonic_deploy.config import ConfigError
+    from sonic_deploy.connect import command as connect_command
+    from sonic_deploy.licence import command as licence_command
+    from sonic_deploy.planner import command as plan_command
+    from sonic_deploy.preflight import command as preflight_command
+    from sonic_deploy.probe.cli import add_parser as add_probe_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prog}: {option_message(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("sonic-deploy: interrupted", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return 130
 
 

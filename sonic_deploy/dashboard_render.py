@@ -15,7 +15,6 @@ files only.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import sys
@@ -25,6 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sonic_deploy.arguments import OneLineParser, output_file
+from sonic_deploy.config.errors import ConfigError, one_line
+from sonic_deploy.dashboard_inputs import (
+    SAMPLES_FIX,
+    TEMPLATE_FIX,
+    dashboard_bodies,
+    sample_records,
+    template_dashboards,
+)
+from sonic_deploy.dashboard_inputs import resolve as resolve
 from sonic_deploy.probe.publish_metrics import throttled
 
 GRID_COLUMNS = 24
@@ -35,31 +44,9 @@ STREAM_METRICS = ("inferno_worker_load", "ConcurrentRequestsPerModel")
 STREAM_LABEL = "client requests in flight (total, probe run)"
 
 
-def resolve(value: Any) -> str:
-    """A CloudFormation string value as text: Fn::Join joined, Ref and Fn::GetAtt as placeholders."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and len(value) == 1:
-        ((function, argument),) = value.items()
-        if function == "Fn::Join":
-            return str(argument[0]).join(resolve(part) for part in argument[1])
-        if function == "Ref":
-            return f"<{argument}>"
-        if function == "Fn::GetAtt":
-            return f"<{'.'.join(argument) if isinstance(argument, list) else argument}>"
-        return f"<{function}>"
-    raise ValueError(f"not a CloudFormation string: {value!r}")
-
-
 def dashboards(template: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Logical ID -> dashboard body, for every AWS::CloudWatch::Dashboard in a template."""
-    bodies = {}
-    for logical_id, resource in template.get("Resources", {}).items():
-        if resource.get("Type") == "AWS::CloudWatch::Dashboard":
-            body = resource["Properties"]["DashboardBody"]
-            # A placeholder's quotes stay JSON: a Ref sits inside a JSON string in every dashboard CDK writes.
-            bodies[logical_id] = json.loads(resolve(body))
-    return bodies
+    """Logical ID -> dashboard body, for every AWS::CloudWatch::Dashboard in a template already read."""
+    return template_dashboards(Path("(template)"), dict(template))
 
 
 @dataclass(frozen=True)
@@ -120,10 +107,11 @@ class Sample:
 
 def load_samples(path: Path) -> list[Sample]:
     """The measured requests of a probe run's samples.jsonl (warm-ups left out), times from the run's start."""
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    records = [r for r in records if not r.get("warmup")]
+    records = [r for r in sample_records(path) if not r.get("warmup")]
     if not records:
-        raise ValueError(f"{path}: no measured requests")
+        raise ConfigError(
+            file=path, field="(file)", value=str(path), problem="no measured requests", fix=SAMPLES_FIX
+        )
     samples = []
     for r in records:
         end = float(r["time"])
@@ -235,7 +223,7 @@ def render(body: dict[str, Any], samples: Sequence[Sample], out: Path, *, title:
         bottom = top * (1 - (y + h) / rows) + 0.05
         axes = figure.add_axes((left, bottom, w / GRID_COLUMNS - 0.038, top * h / rows - 0.1))
         drawn.append(_draw(axes, widget, samples))
-    figure.savefig(out, dpi=90)
+    figure.savefig(out, dpi=90, format="png")
     plt.close(figure)
     return drawn
 
@@ -336,27 +324,51 @@ def _draw(axes: Any, widget: dict[str, Any], samples: Sequence[Sample]) -> str:
     )
 
 
+PROG = "python -m sonic_deploy.dashboard_render"
+
+
+def png_file(given: str) -> Path:
+    """-o: a .png file to write (a folder is refused: matplotlib would write FOLDER.png beside it)."""
+    path = output_file("the dashboard picture")(given)
+    if path.suffix.lower() != ".png":
+        raise argparse.ArgumentTypeError(
+            f"{one_line(repr(given))}: not a .png file name. Fix: name the picture FILE.png"
+        )
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m sonic_deploy.dashboard_render", description=__doc__.split("\n")[0]
-    )
+    parser = OneLineParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument(
         "template", type=Path, help="a synthesized template, e.g. cdk.out/SonicEcs.template.json"
     )
     parser.add_argument("samples", type=Path, help="a probe run's samples.jsonl")
-    parser.add_argument("-o", "--out", type=Path, default=Path("dashboard.png"))
+    parser.add_argument("-o", "--out", type=png_file, default=Path("dashboard.png"), help="a .png file")
     parser.add_argument("--title", default=None, help="default: the dashboard's logical ID and the template")
     args = parser.parse_args(argv)
     try:
-        found = dashboards(json.loads(args.template.read_text()))
+        found = dashboard_bodies(args.template)
         if len(found) != 1:
-            raise ValueError(f"{args.template}: {len(found)} dashboards, expected one per stack")
+            raise ConfigError(
+                file=args.template,
+                field="Resources",
+                value=f"({len(found)} dashboards)",
+                problem="not one AWS::CloudWatch::Dashboard",
+                fix=TEMPLATE_FIX,
+            )
         ((logical_id, body),) = found.items()
         samples = load_samples(args.samples)
         title = args.title if args.title is not None else f"{logical_id} ({args.template.name}), offline"
         drawn = render(body, samples, args.out, title=title)
-    except (OSError, ValueError, KeyError) as error:
-        print(f"dashboard_render: {error}", file=sys.stderr)
+    except ConfigError as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # the picture cannot be written (its folder went away, a full disk)
+        print(
+            f"{PROG}: -o {one_line(repr(str(args.out)))}: cannot write it ({error.strerror or error}). "
+            "Fix: give a .png path in a folder you can write",
+            file=sys.stderr,
+        )
         return 2
     for line in drawn:
         print(line)

@@ -15,8 +15,8 @@ import pytest
 from aws_cdk import App
 from aws_cdk.assertions import Template
 
-from sonic_deploy.changes.assembly import STAGING_PREFIX, check_assembly, is_assembly_file
-from sonic_deploy.changes.staged_synth import StagedSynth
+from sonic_deploy.changes.assembly import STAGING_PREFIX, Digests, check_assembly, is_assembly_file
+from sonic_deploy.changes.staged_synth import StagedSynth, SynthResult
 from sonic_deploy.changes.templates import TemplateError
 from sonic_deploy.config import load_settings
 from tests.cdk_context import ROOT, cli_context
@@ -105,8 +105,9 @@ def test_cli_synth_with_unknown_environment_prints_one_error(tmp_path: Path) -> 
         ("environments/dev.toml", "", "", {"env": "nope"}),
         ("environments/dev.toml", 'region = "us-east-2"', 'region = "us-east-2\\n"', {}),
         ("environments/dev.toml", "", "[broken\n", {}),
+        ("environments/prod.toml", 'project = "sonic-deploy"', 'project = ""', {"env": "prod"}),
     ],
-    ids=["unknown-env", "region-with-newline", "not-toml"],
+    ids=["unknown-env", "region-with-newline", "not-toml", "empty-tag-value"],
 )
 def test_a_config_error_leaves_no_assembly(
     tmp_path: Path, edit_config: EditConfig, file: str, old: str, new: str, context: dict[str, str]
@@ -195,3 +196,26 @@ def test_a_config_saved_during_synth_leaves_a_stale_assembly(
     assert StagedSynth(out, cdk_app.synthesize).run() == 0
     with pytest.raises(TemplateError, match="was synthesized from another config"):
         check_assembly(out, environment="dev", config_dir=config)
+
+
+def test_a_synth_with_validation_errors_is_published_but_never_stamped(tmp_path: Path) -> None:
+    """Plain `cdk synth`: the CDK CLI fails on the validation report after the app exits 0, so the app
+    leaves the report for it to show but stamps nothing: check-assembly and `make diff` refuse the folder."""
+    report = {
+        "pluginReports": [
+            {"conclusion": "failure", "violations": [{"ruleName": "F3033", "description": "x"}]}
+        ]
+    }
+
+    def synthesize(staged: Path | None) -> SynthResult:
+        assert staged is not None
+        (staged / "manifest.json").write_text("{}", encoding="utf-8")
+        (staged / "SonicSageMaker.template.json").write_text("{}", encoding="utf-8")
+        (staged / "validation-report.json").write_text(json.dumps(report), encoding="utf-8")
+        return "dev", CONFIG_DIR, ["SonicSageMaker"], Digests.of(CONFIG_DIR)
+
+    out = tmp_path / "out"
+    assert StagedSynth(out, synthesize).run() == 0
+    assert (out / "validation-report.json").is_file() and not (out / "sonic-synth.json").exists()
+    with pytest.raises(TemplateError, match="holds no finished synth"):
+        check_assembly(out, environment="dev", config_dir=CONFIG_DIR)

@@ -3,7 +3,10 @@ measures it, "no data offline" everywhere else."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -12,8 +15,10 @@ from typing import Any
 import numpy
 import pytest
 from aws_cdk.assertions import Template
+from hypothesis import given, settings
 
 from sonic_deploy import dashboard_render
+from sonic_deploy.dashboard_inputs import TEMPLATE_FIX
 from sonic_deploy.dashboard_render import (
     STREAM_LABEL,
     Line,
@@ -26,6 +31,8 @@ from sonic_deploy.dashboard_render import (
     resolve,
 )
 from tests.conftest import CONFIG_DIR, synthesize_from
+from tests.fuzz import dashboard as fuzz
+from tests.fuzz import examples
 
 
 def _samples(path: Path) -> Path:
@@ -115,7 +122,10 @@ def test_a_template_without_a_dashboard_is_one_line(
     template = tmp_path / "t.json"
     template.write_text(json.dumps({"Resources": {}}))
     assert dashboard_render.main([str(template), str(_samples(tmp_path / "s.jsonl"))]) == 2
-    assert capsys.readouterr().err == f"dashboard_render: {template}: 0 dashboards, expected one per stack\n"
+    assert capsys.readouterr().err == (
+        f"{dashboard_render.PROG}: {template}: Resources = '(0 dashboards)': not one AWS::CloudWatch::Dashboard. "
+        f"Fix: {TEMPLATE_FIX}\n"
+    )
 
 
 def _write(path: Path, records: list[dict[str, Any]]) -> Path:
@@ -293,7 +303,71 @@ def test_a_widget_without_a_place_is_one_line(tmp_path: Path, capsys: pytest.Cap
         )
     )
     assert dashboard_render.main([str(template), str(_samples(tmp_path / "s.jsonl"))]) == 2
-    assert capsys.readouterr().err == (
-        "dashboard_render: widget 0 (text): no x, y; the renderer draws a synthesized body, in which CDK places "
-        "every widget\n"
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        f"{dashboard_render.PROG}: {template}: Resources.D.Properties.DashboardBody.widgets[0].x = (missing): "
+        "not a whole number from 0 to 23. Fix: "
+    ), line
+
+
+# ------------------------------------------------------------------------------------ bad input ----
+
+
+@pytest.mark.parametrize("which", ["template", "samples"])
+@pytest.mark.parametrize("shape", ["missing", "folder", "fifo", "link loop", "binary", "nan"])
+def test_an_input_that_is_not_a_file_of_ours_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str, shape: str
+) -> None:
+    """No hang on a FIFO, no traceback on a folder or a link loop, no raw exception text: file, value, fix."""
+    paths = {"template": tmp_path / "t.json", "samples": _samples(tmp_path / "s.jsonl")}
+    paths["template"].write_text(json.dumps(fuzz.template(fuzz.GOOD_WIDGET_BODY)))
+    bad = paths[which]
+    bad.unlink()
+    if shape == "folder":
+        bad.mkdir()
+    elif shape == "fifo":
+        os.mkfifo(bad)
+    elif shape == "link loop":
+        bad.symlink_to(bad.name)
+    elif shape == "binary":
+        bad.write_bytes(b"\x89PNG\x00\xff")
+    elif shape == "nan":
+        bad.write_text('{"time": NaN, "ok": true}\n' if which == "samples" else '{"Resources": NaN}')
+    assert (
+        dashboard_render.main([str(paths["template"]), str(paths["samples"]), "-o", str(tmp_path / "d.png")])
+        == 2
     )
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"{dashboard_render.PROG}: {bad}: ") and ". Fix: pass " in line, line
+
+
+@pytest.mark.parametrize("out", ["folder", "picture.jpg", "picture"])
+def test_out_is_a_png_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], out: str) -> None:
+    """-o FOLDER printed "wrote FOLDER" and wrote FOLDER.png beside it."""
+    (tmp_path / "folder").mkdir()
+    template = tmp_path / "t.json"
+    template.write_text(json.dumps(fuzz.template(fuzz.GOOD_WIDGET_BODY)))
+    with pytest.raises(SystemExit) as exited:
+        dashboard_render.main([str(template), str(_samples(tmp_path / "s.jsonl")), "-o", str(tmp_path / out)])
+    assert exited.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"{dashboard_render.PROG}: -o/--out ") and "Fix: " in line, line
+    assert not list(tmp_path.glob("*.png"))
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(template=fuzz.templates(), samples=fuzz.samples())
+def test_any_input_draws_or_fails_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, template: bytes, samples: bytes
+) -> None:
+    folder = tmp_path_factory.mktemp("render")
+    (folder / "t.json").write_bytes(template)
+    (folder / "s.jsonl").write_bytes(samples)
+    out = folder / "d.png"
+    with contextlib.redirect_stderr(io.StringIO()) as stderr, contextlib.redirect_stdout(io.StringIO()):
+        status = dashboard_render.main([str(folder / "t.json"), str(folder / "s.jsonl"), "-o", str(out)])
+    if status == 0:
+        assert out.is_file()
+        return
+    [line] = stderr.getvalue().splitlines()
+    assert status == 2 and line.startswith(f"{dashboard_render.PROG}: ") and "Fix: " in line, line

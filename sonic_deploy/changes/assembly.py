@@ -25,16 +25,19 @@ from pathlib import Path
 from typing import Any
 
 import sonic_deploy
+from sonic_deploy.changes.assembly_content import MANIFEST as MANIFEST
+from sonic_deploy.changes.assembly_content import STAMP as STAMP
+from sonic_deploy.changes.assembly_content import content_digest
 from sonic_deploy.changes.targets import ROUTES_BY_STACK_ID
 from sonic_deploy.changes.templates import TEMPLATE_SUFFIX, TemplateError
+from sonic_deploy.user_files import RefusedFileError, read_regular
 
-STAMP = "sonic-synth.json"
-"""Written last into a finished assembly: who synthesized it, from which config and code, which stacks."""
+# STAMP is written last into a finished assembly: who synthesized it, from which config and code, which
+# stacks, and a digest of what the assembly holds (assembly_content.py).
 STAMP_FORMAT = 1
 SYNTHESIZED = "synthesized"
 STAGING_PREFIX = ".sonic-staging-"
 INTERRUPTED = "synth interrupted; no assembly was written"
-MANIFEST = "manifest.json"
 # What `app.synth()` writes into an assembly (aws-cdk-lib's cloud assembly: manifest.json, tree.json, the
 # `cdk.out` version file, validation-report.json, one template, assets and metadata file per stack, staged `asset.*` files and
 # nested `assembly-*` folders). Only these are ever removed: an `--output .` must not empty the repo, and the
@@ -354,6 +357,7 @@ def write_stamp(
         "config_digest": digests.config,
         "source_digest": digests.source,
         "stacks": sorted(stacks),
+        "content_digest": content_digest(assembly),
     }
     (assembly / STAMP).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
 
@@ -390,15 +394,24 @@ def check_assembly(assembly: Path, *, environment: str, config_dir: Path) -> lis
             problem = f"names templates that are gone ({', '.join(s + TEMPLATE_SUFFIX for s in missing)})"
         elif unlisted:
             problem = f"holds templates its synth did not write ({', '.join(s + TEMPLATE_SUFFIX for s in unlisted)})"
+        elif stamp.get("content_digest") != _content_digest(assembly, fix):
+            problem = "holds other files than its synth wrote (one was changed, added or removed since)"
     if problem is not None:
         raise TemplateError(f"{assembly}/: the assembly {problem}; {fix}")
     return stacks
 
 
+def _content_digest(assembly: Path, fix: str) -> str:
+    try:
+        return content_digest(assembly)
+    except TemplateError as error:  # a FIFO, a folder or a link where a file belongs
+        raise TemplateError(f"{error}; {fix}") from None
+
+
 def _read_stamp(path: Path, fix: str) -> dict[str, Any]:
     try:
-        stamp = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        stamp = json.loads(read_regular(path, limit=2**20).decode("utf-8"))
+    except (RefusedFileError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise TemplateError(f"{path}: unreadable stamp ({type(error).__name__}); {fix}") from None
     if not isinstance(stamp, dict):
         raise TemplateError(f"{path}: the stamp is not a JSON object; {fix}")

@@ -290,6 +290,16 @@ def _diff_live(
 
 
 def run_baseline(args: argparse.Namespace) -> int:
+    try:
+        return _write_baselines(args)
+    except OSError as error:  # e.g. --baselines under /proc or /sys, or a read-only folder
+        raise TemplateError(
+            f"--baselines {str(args.baselines)!r}: cannot write {error.filename or 'there'} "
+            f"({error.strerror or type(error).__name__}). Fix: give a folder you can write (default: baselines)"
+        ) from None
+
+
+def _write_baselines(args: argparse.Namespace) -> int:
     for environment in args.env:
         synthesized = _synthesized(args, environment)
         target_dir = args.baselines / environment

@@ -29,7 +29,9 @@ from sonic_deploy.changes.assembly import (
     staging,
     write_stamp,
 )
+from sonic_deploy.changes.assembly_content import synth_errors
 from sonic_deploy.config import ConfigError
+from sonic_deploy.config.errors import one_line
 
 EXIT_CONFIG = 2
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -65,6 +67,11 @@ class StagedSynth:
                 seed_assets(self.final, staged)  # the CDK skips an asset already staged: no 50 MB copy
                 environment, config_dir, stack_ids, digests = self.synthesize(staged)
                 prune_assets(staged)
+                errors = synth_errors(staged)
+                if errors:  # the CLI fails on them after we exit: published for it to show, never stamped
+                    publish(staged, self.final)
+                    print(f"sonic-deploy: {unstamped(errors)}", file=sys.stderr)
+                    return 0
                 write_stamp(
                     staged, environment=environment, config_dir=config_dir, stacks=stack_ids, digests=digests
                 )
@@ -101,6 +108,15 @@ class StagedSynth:
         with contextlib.suppress(OSError):  # whoever read stderr may be gone
             print(f"sonic-deploy: {INTERRUPTED}", file=sys.stderr, flush=True)
         os._exit(128 + signum)
+
+
+def unstamped(errors: list[str]) -> str:
+    """The app's one line when the synth reported errors of its own (the CDK CLI lists them next)."""
+    return one_line(
+        f"the synth reported {len(errors)} error(s) (first: {errors[0][:200]}); the assembly is not stamped, "
+        "so check-assembly and `make diff` refuse it. Fix: correct what the CDK lists below, or run "
+        "`make synth`, which checks the config first"
+    )
 
 
 def stop_children() -> None:

@@ -29,22 +29,25 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
-from sonic_deploy.changes.assembly import (
-    INTERRUPTED,
-    AssemblyLockedError,
-    check_assembly,
-    check_unlocked,
-    clear_assembly,
-    publish,
-    remove_locks,
-    seed_assets,
-    staging,
-    synth_lock,
-)
-from sonic_deploy.changes.targets import TargetError, environment_routes
-from sonic_deploy.changes.templates import TemplateError
-from sonic_deploy.config import ConfigError, load_settings
-from sonic_deploy.config.errors import one_line
+from sonic_deploy.interrupt import quiet_ctrl_c
+
+with quiet_ctrl_c("sonic-deploy: synth interrupted; no assembly was written"):  # pydantic loads for a second
+    from sonic_deploy.changes.assembly import (
+        INTERRUPTED,
+        AssemblyLockedError,
+        check_assembly,
+        check_unlocked,
+        clear_assembly,
+        publish,
+        remove_locks,
+        seed_assets,
+        staging,
+        synth_lock,
+    )
+    from sonic_deploy.changes.targets import TargetError, environment_routes
+    from sonic_deploy.changes.templates import TemplateError
+    from sonic_deploy.config import ConfigError, load_settings
+    from sonic_deploy.config.errors import one_line
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM)

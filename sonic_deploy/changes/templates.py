@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sonic_deploy.changes.targets import ROUTES_BY_STACK_ID
+from sonic_deploy.user_files import RefusedFileError, read_regular
 
 Template = Mapping[str, Any]
 """A parsed CloudFormation template (JSON object)."""
@@ -46,15 +47,31 @@ def baseline_path(baselines_dir: Path, environment: str, stack_id: str) -> Path:
     return baselines_dir / environment / f"{stack_id}{TEMPLATE_SUFFIX}"
 
 
+# CloudFormation takes a template of at most 1 MB from S3 (its quotas page); anything far past that is not one.
+LARGEST_TEMPLATE = 64 * 2**20
+# The sections the diff reads as tables of entries (logical ID -> definition).
+TABLES = ("Resources", "Conditions", "Outputs", "Parameters")
+
+
 def read_template(path: Path) -> dict[str, Any]:
+    """A template file as a JSON object whose Resources (and other tables) are objects, or TemplateError; a
+    FIFO, a folder or a link loop is refused before anything is read."""
+    if not path.exists() and not path.is_symlink():
+        raise TemplateError(f"{path}: no such template")
     try:
-        parsed = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TemplateError(f"{path}: no such template") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        parsed = json.loads(read_regular(path, limit=LARGEST_TEMPLATE).decode("utf-8"))
+    except RefusedFileError as error:
+        raise TemplateError(f"{path}: {error.problem}; write the template there again") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise TemplateError(f"{path}: not a JSON template ({error}); synthesize it again") from None
     if not isinstance(parsed, dict):
         raise TemplateError(f"{path}: a template is a JSON object, this file holds a {type(parsed).__name__}")
+    for table in TABLES:
+        if table in parsed and not isinstance(parsed[table], dict):
+            raise TemplateError(
+                f"{path}: {table} = {type(parsed[table]).__name__}: a template's {table} is a JSON object "
+                "(logical ID -> definition); synthesize it again (a baseline: `git checkout` it)"
+            )
     return parsed
 
 

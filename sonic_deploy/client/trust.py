@@ -13,7 +13,11 @@ import argparse
 import ssl
 from pathlib import Path
 
+from sonic_deploy.user_files import RefusedFileError, read_regular
+
 PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
+# A system's whole trust store is under 1 MB; a larger file is not a CA bundle.
+LARGEST_BUNDLE = 16 * 2**20
 
 
 class CaBundleError(ValueError):
@@ -22,11 +26,11 @@ class CaBundleError(ValueError):
 
 def ca_context(path: str | Path) -> ssl.SSLContext:
     """A client context that trusts the PEM certificates in `path`, or CaBundleError naming the file."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
+    try:  # a regular file only: a FIFO would block here until a writer came
+        data = read_regular(Path(path), limit=LARGEST_BUNDLE)
+    except RefusedFileError as error:
         raise CaBundleError(
-            f"cannot read {path}: {error.strerror or error}. Fix: the PEM file of the CA that signed the "
+            f"cannot read {path}: {error.problem}. Fix: the PEM file of the CA that signed the "
             "API's certificate (e.g. `aws acm-pca get-certificate-authority-certificate` for a Private CA)"
         ) from None
     if PEM_CERTIFICATE not in data:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import unicodedata
 from pathlib import Path
 from typing import NoReturn, Protocol
 
+from sonic_deploy.config.aws_limits import check_aws_limits
 from sonic_deploy.config.errors import MISSING, ConfigError
 from sonic_deploy.config.explain import toml_path
 from sonic_deploy.config.schema import (
@@ -21,6 +21,7 @@ from sonic_deploy.config.schema import (
     ModelPackages,
 )
 from sonic_deploy.config.service_addresses import check_address_variables
+from sonic_deploy.config.tags import check_tags
 from sonic_deploy.config.zones import REFRESH_COMMAND, known_zones
 
 DEFAULT_ENVIRONMENT = "dev"
@@ -171,7 +172,7 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
     region_problem = check_region(env.region)
     if region_problem is not None:
         fail("region", env.region, *region_problem)
-    _check_tags(fail, env.tags)
+    check_tags(fail, env.tags)
     _check_fargate_size(fail, "probe", env.probe.cpu, env.probe.memory_mib)
     _check_canary_window(fail, env.canary)
     if env.sonic_version not in catalogue.concurrency:
@@ -244,6 +245,7 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
         _check_cidr(fail, net.cidr, zones, public_subnets=public)
         _check_route_cidrs(fail, env, zones)
     _check_client_cidrs(fail, env)
+    check_aws_limits(fail, env)
 
     if "sagemaker" in env.routes:
         _check_sagemaker(fail, env, catalogue)
@@ -253,52 +255,6 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
         _check_ecs_api(fail, name, env)
     if name != DEFAULT_ENVIRONMENT:
         _check_alarms_reach_someone(fail, env)
-
-
-# Tags, as every AWS service documents them ("Tag restrictions", e.g. the Amazon ECS API Reference, Tag):
-# at most 50 per resource, keys of 1 to 128 and values of up to 256 Unicode characters, letters, numbers,
-# spaces and + - = . _ : / @ only, and no key or value that starts with aws: in any case (reserved for AWS).
-MAX_TAGS_PER_RESOURCE = 50
-# The stacks add tags of their own to some resources, and config's tags reach every resource (Tags.of(stack)
-# in sonic_deploy/stacks): CDK's subnets carry Name, aws-cdk:subnet-name and aws-cdk:subnet-type, the FIS
-# experiment templates Name and sonic-deploy:experiment. (CloudFormation's own aws:cloudformation:* tags do
-# not count against the 50.)
-APP_TAGS_PER_RESOURCE = 3
-TAG_PUNCTUATION = frozenset("+-=._:/@")
-
-
-def _tag_text_problem(text: str, longest: int) -> str | None:
-    if len(text) > longest:
-        return f"longer than {longest} characters ({len(text)})"
-    bad = next(
-        (c for c in text if not (c.isalnum() or c in TAG_PUNCTUATION or unicodedata.category(c) == "Zs")),
-        None,
-    )
-    if bad is not None:
-        return f"{bad!r} is not a character AWS takes in a tag (letters, digits, spaces and + - = . _ : / @)"
-    if text.lower().startswith("aws:"):
-        return "starts with aws:, a prefix AWS reserves for its own tags"
-    return None
-
-
-def _check_tags(fail: Fail, tags: dict[str, str]) -> None:
-    room = MAX_TAGS_PER_RESOURCE - APP_TAGS_PER_RESOURCE
-    if len(tags) > room:
-        fail(
-            "tags",
-            f"({len(tags)} tags)",
-            f"more than {room}: with the {APP_TAGS_PER_RESOURCE} the stacks add to some resources they would "
-            f"pass AWS's {MAX_TAGS_PER_RESOURCE} per resource",
-            f"keep {room} or fewer",
-        )
-    for key, value in tags.items():
-        field = toml_path(["tags", key])
-        problem = "an empty key" if not key else _tag_text_problem(key, 128)
-        if problem is not None:
-            fail(field, key, f"the key: {problem}", "rename the tag")
-        problem = _tag_text_problem(value, 256)
-        if problem is not None:
-            fail(field, value, problem, "write a value of letters, digits, spaces and + - = . _ : / @")
 
 
 # Secrets Manager names (CreateSecret, Name): 1 to 512 ASCII letters, digits and /_+=.@- . (Its advice not

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sonic_deploy.arguments import ENVIRONMENT, config_folder, input_file, real
 from sonic_deploy.config import Settings, load_settings, require_config_dir
 from sonic_deploy.stack_outputs import describe_stack
+from sonic_deploy.user_files import RefusedFileError, check_regular, read_regular
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
@@ -115,12 +116,16 @@ def run_licence_command(args: argparse.Namespace) -> int:
 
 
 def read_licence(path: Path) -> bytes:
-    try:
-        licence = path.read_bytes()
-    except OSError as error:
-        raise LicenceError(
-            f"{path}: cannot read the licence file ({error.strerror}). Fix: pass --file PATH"
-        ) from None
+    try:  # the size first: an 8 GiB file is refused from it, not read into memory
+        size = check_regular(path)
+        if size > MAX_LICENCE_BYTES:
+            raise LicenceError(
+                f"{path}: {size} bytes is more than a secret holds ({MAX_LICENCE_BYTES} bytes once "
+                "base64-encoded). Fix: check it is the licence file, not a bundle"
+            )
+        licence = read_regular(path, limit=MAX_LICENCE_BYTES)
+    except RefusedFileError as error:
+        raise LicenceError(f"{path}: the licence file: {error.problem}. Fix: pass --file PATH") from None
     if not licence:
         raise LicenceError(f"{path}: the licence file is empty. Fix: pass the file Cartesia sent")
     if b"\0" in licence:

@@ -700,6 +700,13 @@ def _run_probe(args: argparse.Namespace) -> int:
     except FileExistsError as error:
         print(f"sonic-deploy probe: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # e.g. under /proc or /sys, which argparse's check cannot tell from a folder
+        print(
+            f"sonic-deploy probe {route}: --out {one_line(repr(str(out_dir)))}: cannot write the run there "
+            f"({error.strerror or type(error).__name__}). Fix: give a folder you can write",
+            file=sys.stderr,
+        )
+        return 2
     print(f"probe {route}: writing to {out_dir}/", file=sys.stderr)
     interrupted: int | None = None
     failed = False

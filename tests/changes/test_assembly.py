@@ -25,7 +25,7 @@ from sonic_deploy.changes.cli import EXIT_OK, EXIT_USAGE, main
 from sonic_deploy.changes.templates import TemplateError
 from tests.changes.assemblies import finish_synth
 from tests.fuzz import examples
-from tests.fuzz.assembly import STACKS, edited_stamps, folder_contents
+from tests.fuzz.assembly import ASSEMBLY_FILES, STACKS, edited_stamps, folder_contents
 
 REPO_CONFIG = Path(__file__).resolve().parents[2] / "config"
 TEMPLATE = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}}
@@ -203,12 +203,15 @@ def test_any_folder_is_either_a_whole_fresh_synth_or_one_line_refusal(
     folder = tmp_path_factory.mktemp("assembly") / "dev"
     folder.mkdir()
     stacks = data.draw(st.lists(st.sampled_from(STACKS[:2]), unique=True, min_size=1), label="stacks")
+    for name in present:
+        (folder / name).write_text("{}", encoding="utf-8")
     assembly.write_stamp(folder, environment="dev", config_dir=REPO_CONFIG, stacks=stacks)
     whole = json.loads((folder / STAMP).read_text(encoding="utf-8"))
     stamp = data.draw(edited_stamps(whole), label="stamp")
     (folder / STAMP).write_bytes(stamp)
-    for name in present:
-        (folder / name).write_text("{}", encoding="utf-8")
+    later = data.draw(st.frozensets(st.sampled_from(ASSEMBLY_FILES)), label="written after the stamp")
+    for name in later:  # a file of an earlier synth, or one the stamp's digest does not cover
+        (folder / name).write_text('{"later": 1}', encoding="utf-8")
     try:
         found = check_assembly(folder, environment="dev", config_dir=REPO_CONFIG)
     except TemplateError as error:
@@ -217,7 +220,7 @@ def test_any_folder_is_either_a_whole_fresh_synth_or_one_line_refusal(
     templates = {name.removesuffix(".template.json") for name in present if name.endswith(".template.json")}
     checked = {key: value for key, value in json.loads(stamp).items() if key != "config_dir"}
     assert checked == {key: value for key, value in whole.items() if key != "config_dir"}
-    assert "manifest.json" in present and found == sorted(stacks)
+    assert "manifest.json" in present and found == sorted(stacks) and not later
     assert set(stacks) <= templates  # every template it names is there
     assert templates & {"SonicSageMaker", "SonicEcs"} <= set(stacks)  # and no sonic template it did not write
 

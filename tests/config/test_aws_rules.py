@@ -66,10 +66,17 @@ def test_a_tag_is_spelt_the_same_by_schema_and_rules(edit_config: EditConfig, ke
 
 
 def test_tags_aws_takes(edit_config: EditConfig) -> None:
-    """Letters of any script, digits, spaces and + - = . _ : / @; an empty value."""
-    loads(
-        with_tags(edit_config, '"cost-centre:owner/é" = "Équipe voix 2 + ops@x=1"\nempty = ""\n"名前" = "値"')
-    )
+    """Letters of any script, digits, spaces and + - = . _ : / @."""
+    loads(with_tags(edit_config, '"cost-centre:owner/é" = "Équipe voix 2 + ops@x=1"\n"名前" = "値"'))
+
+
+@pytest.mark.parametrize("tags", ['project = ""', 'project = "sonic-deploy"\nenvironment = ""'])
+def test_an_empty_tag_value_is_refused(edit_config: EditConfig, tags: str) -> None:
+    """CloudFormation's AWS::CloudWatch::Alarm Tag takes no empty value, and every alarm carries the tags: the
+    synth would fail with a validation error per alarm, dashboard and repository."""
+    message = error_for(with_tags(edit_config, tags))
+    assert "Fix: write a value" in message and "\n" not in message
+    assert message.startswith("tags.") and " = '': an empty value: CloudWatch alarms" in message, message
 
 
 def test_too_many_tags(edit_config: EditConfig) -> None:

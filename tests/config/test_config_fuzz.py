@@ -64,9 +64,18 @@ def test_any_edit_loads_or_fails_in_one_clean_line(scratch: Path, mutation: fuzz
     except ConfigError as error:
         check_clean(error)
     else:
+        check_tags_cloudformation_takes(loaded)
         construct(loaded, mutation)
     finally:
         shutil.copyfile(fuzz.CONFIG_DIR / mutation.file, scratch / mutation.file)
+
+
+def check_tags_cloudformation_takes(loaded: Settings) -> None:
+    """Every resource carries the tags, and CloudFormation's AWS::CloudWatch::Alarm Tag is the strictest the
+    stacks hold (value 1 to 256 characters): add_stacks builds a template with any value, only the synth's
+    validation (not run here) would refuse it."""
+    for key, value in loaded.environment.tags.items():
+        assert 1 <= len(key) <= 128 and 1 <= len(value) <= 256, (key, value)
 
 
 def construct(loaded: Settings, mutation: fuzz.Mutation) -> None:

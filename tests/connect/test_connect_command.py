@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -425,3 +426,20 @@ def test_the_docs_show_the_snippets_connect_prints(
     assert len(documented) == 7
     for block in documented:
         assert block in printed, f"docs/connect.md shows a snippet connect does not print:\n{block}"
+
+
+@pytest.mark.parametrize(
+    ("shape", "problem"), [("fifo", "a named pipe (FIFO), not a file"), ("folder", "a directory, not a file")]
+)
+def test_a_ca_bundle_that_is_not_a_file_is_refused_without_reading_it(
+    shape: str, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO used to block the command until a writer came."""
+    bundle = tmp_path / "ca.pem"
+    if shape == "fifo":
+        os.mkfifo(bundle)
+    else:
+        bundle.mkdir()
+    code, _, err = connect(capsys, "--route", "ecs", "--ca-bundle", str(bundle))
+    line = one_line_error(err, code, expected_code=2)
+    assert line.startswith(f"sonic-deploy connect: --ca-bundle: cannot read {bundle}: {problem}. Fix: "), line

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,18 @@ HOSTILE_URLS = (
 
 
 def hostile_paths(folder: Path) -> dict[str, Path]:
-    """Files a user passes by mistake: missing, empty, binary, a directory, and a path under a file."""
+    """Files a user passes by mistake: missing, empty, binary, a directory, a path under a file, a FIFO, a
+    link loop, an 8 GiB file and a path under /proc."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "empty").write_bytes(b"")
     (folder / "binary").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe" * 8)
     (folder / "a-directory").mkdir(exist_ok=True)
+    if not (folder / "a-fifo").exists():
+        os.mkfifo(folder / "a-fifo")  # opened for reading, it waits for a writer that never comes
+    if not (folder / "a-link-loop").is_symlink():
+        (folder / "a-link-loop").symlink_to("a-link-loop")
+    with (folder / "8-gib").open("wb") as huge:  # sparse: no disk, but read whole it is a MemoryError
+        huge.truncate(8 * 2**30)
     return {
         "missing": folder / "missing",
         "empty": folder / "empty",
@@ -41,6 +49,11 @@ def hostile_paths(folder: Path) -> dict[str, Path]:
         "a directory": folder / "a-directory",
         # Run as root, permissions do not stop a write: a path whose parent is a regular file always does.
         "unwritable": folder / "empty" / "out",
+        "a fifo": folder / "a-fifo",
+        "a link loop": folder / "a-link-loop",
+        "8 GiB": folder / "8-gib",
+        # Writable by root as far as os.access says, but nothing can be made there.
+        "under /proc": Path("/proc/sonic-deploy-test/out"),
     }
 
 

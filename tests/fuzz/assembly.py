@@ -1,9 +1,13 @@
 """Generators for what a cloud assembly folder may hold when something reads it: any mix of an
-assembly's files (some from an earlier synth, some missing) and a stamp that is whole, edited, or junk."""
+assembly's files (some from an earlier synth, some missing), a stamp that is whole, edited, or junk, and a
+finished assembly tampered with after its stamp (TAMPERING)."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
@@ -49,3 +53,54 @@ def edited_stamps(draw: st.DrawFn, whole: dict[str, Any]) -> bytes:
 def folder_contents() -> st.SearchStrategy[frozenset[str]]:
     """Which of an assembly's files are present."""
     return st.frozensets(st.sampled_from(ASSEMBLY_FILES))
+
+
+# What someone (or a broken copy) does to a finished assembly after its stamp was written: each leaves the
+# names the stamp lists in place, so only the digest of what the assembly holds can tell.
+TAMPERING = (
+    "byte-in-template",
+    "garbage-manifest",
+    "swap-templates",
+    "remove-asset",
+    "change-asset",
+    "extra-template",
+    "extra-asset",
+    "template-is-a-folder",
+    "template-is-a-symlink-loop",
+    "template-is-a-fifo",
+    "template-is-a-symlink",
+)
+
+
+def tamper(folder: Path, shape: str) -> None:
+    """Apply one of TAMPERING to the assembly in `folder` (SonicSageMaker and SonicEcs templates, an
+    `asset.x` folder holding `index.py`)."""
+    sagemaker, ecs = folder / "SonicSageMaker.template.json", folder / "SonicEcs.template.json"
+    if shape == "byte-in-template":
+        data = bytearray(sagemaker.read_bytes())
+        data[len(data) // 2] ^= 1
+        sagemaker.write_bytes(bytes(data))
+    elif shape == "garbage-manifest":
+        (folder / MANIFEST).write_bytes(b"\x00garbage")
+    elif shape == "swap-templates":
+        text = sagemaker.read_text(encoding="utf-8")
+        sagemaker.write_text(ecs.read_text(encoding="utf-8"), encoding="utf-8")
+        ecs.write_text(text, encoding="utf-8")
+    elif shape == "remove-asset":
+        shutil.rmtree(folder / "asset.x")
+    elif shape == "change-asset":
+        (folder / "asset.x" / "index.py").write_text("print('not the synth')\n", encoding="utf-8")
+    elif shape == "extra-template":
+        (folder / "Other.template.json").write_text("{}", encoding="utf-8")
+    elif shape == "extra-asset":
+        (folder / "asset.y").write_text("x", encoding="utf-8")
+    else:
+        sagemaker.unlink()
+        if shape == "template-is-a-folder":
+            sagemaker.mkdir()
+        elif shape == "template-is-a-symlink-loop":
+            sagemaker.symlink_to(sagemaker.name)
+        elif shape == "template-is-a-fifo":
+            os.mkfifo(sagemaker)
+        else:
+            sagemaker.symlink_to(ecs.name)

@@ -80,7 +80,10 @@ HOSTILE_STRINGS = (
     "us-east-2z",
     "xx-nowhere-9",
     "us-east-2a",
+    "a" * 50 + "." + "b" * 40 + ".example.com",  # a valid DNS name past ACM's 64-character Common Name
 )
+# More client ranges than one security group can hold rules for (EC2: 1,000 inbound rules at most).
+MANY_RANGES = [f"172.16.{n // 256}.{n % 256}/32" for n in range(1000)]
 HUGE_NUMBERS = (
     0,
     -1,
@@ -116,6 +119,7 @@ def hostile_values() -> st.SearchStrategy[Any]:
     return st.one_of(
         scalars,
         st.lists(scalars, max_size=4),
+        st.just(MANY_RANGES),
         st.dictionaries(st.sampled_from(["a", "aws:x", "Name", "k"]), scalars, max_size=3),
         st.builds(deep_table, st.integers(min_value=30, max_value=120)),
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sonic_deploy.probe.turn.call import HOPS
+from sonic_deploy.user_files import RefusedFileError, read_regular
 
 DEFAULT_BUDGET = Path("config/turn_budget.toml")
 PERCENTILES = ("p50", "p90", "p95", "p99", "max")
@@ -38,9 +39,16 @@ class Budget:
     hops: dict[str, Line]
 
 
+# An hour: a budget past it (or nan, inf, 1e300) judges nothing a turn can take.
+LONGEST_MS = 3_600_000
+
+
 def _number(path: Path, field: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise BudgetError(f"{path}: {field} = {value!r} is not a number of ms >= 0. Fix: e.g. {field} = 350")
+    # A range, not `value < 0`: nan compares false both ways and passed that.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= LONGEST_MS:
+        raise BudgetError(
+            f"{path}: {field} = {value!r} is not a number of ms from 0 to {LONGEST_MS}. Fix: e.g. {field} = 350"
+        )
     return float(value)
 
 
@@ -70,12 +78,15 @@ def _line(path: Path, name: str, table: object) -> Line:
 
 def load_budget(path: Path) -> Budget:
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as error:
-        raise BudgetError(f"{path}: cannot read it ({error.strerror or error}). Fix: --budget FILE") from None
+        data = tomllib.loads(read_regular(path, limit=2**20).decode("utf-8"))
+    except RefusedFileError as error:
+        raise BudgetError(f"{path}: cannot read it ({error.problem}). Fix: --budget FILE") from None
+    except UnicodeDecodeError:
+        raise BudgetError(f"{path}: not UTF-8 text. Fix: --budget a TOML file") from None
     except tomllib.TOMLDecodeError as error:
-        raise BudgetError(f"{path}: not TOML ({error})") from None
+        raise BudgetError(
+            f"{path}: not TOML ({error}). Fix: --budget a TOML file, as config/turn_budget.toml"
+        ) from None
     unknown = set(data) - {"judge", "telephony_ms", "turn", "hops"}
     if unknown:
         raise BudgetError(

@@ -16,6 +16,10 @@ from importlib import resources
 from pathlib import Path
 
 from sonic_deploy.probe.audio import FULL_SCALE, MULAW_TABLE, SPEECH_THRESHOLD_DB, decode_samples
+from sonic_deploy.user_files import RefusedFileError, read_regular
+
+# A caller utterance is seconds long (48 kHz 16-bit mono is 96 kB a second): 64 MiB is over ten minutes.
+MAX_WAV_BYTES = 64 * 2**20
 
 SHIPPED = {"telephony": "8k-mulaw", "wideband": "16k"}
 _FORMAT_PCM, _FORMAT_MULAW, _FORMAT_EXTENSIBLE = 1, 7, 0xFFFE
@@ -96,10 +100,12 @@ def _chunks(raw: bytes, path: Path) -> dict[bytes, bytes]:
 
 def read_wav(path: Path) -> CallerAudio:
     """A mono 16-bit PCM or G.711 mu-law WAV file; CallerAudioError names what is wrong and how to fix it."""
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise CallerAudioError(f"{path}: cannot read it ({error.strerror or error})") from None
+    try:  # the size first: an 8 GiB file is refused from it, not read into memory
+        raw = read_regular(path, limit=MAX_WAV_BYTES)
+    except RefusedFileError as error:
+        raise CallerAudioError(
+            f"{path}: cannot read it ({error.problem}). Fix: pass a WAV file of one utterance"
+        ) from None
     chunks = _chunks(raw, path)
     fmt, data = chunks.get(b"fmt "), chunks.get(b"data")
     if fmt is None or len(fmt) < 16 or data is None:

@@ -38,7 +38,14 @@ from sonic_deploy.probe.requests import (
 )
 from sonic_deploy.probe.turn.budget import DEFAULT_BUDGET, Budget, BudgetError, load_budget
 from sonic_deploy.probe.turn.call import CallPlan, Hops
-from sonic_deploy.probe.turn.caller_audio import SHIPPED, CallerAudio, CallerAudioError, read_wav, shipped
+from sonic_deploy.probe.turn.caller_audio import (
+    MAX_WAV_BYTES,
+    SHIPPED,
+    CallerAudio,
+    CallerAudioError,
+    read_wav,
+    shipped,
+)
 
 if TYPE_CHECKING:
     from sonic_deploy.probe.turn.run import Load
@@ -141,7 +148,7 @@ def add_turn_parser(routes: Any) -> None:
     )
     caller.add_argument(
         "--wav",
-        type=input_file("a WAV file", text=False),
+        type=input_file("a WAV file", text=False, largest=MAX_WAV_BYTES),
         action="append",
         help="your own utterance instead (repeatable, in order)",
     )

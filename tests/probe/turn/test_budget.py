@@ -77,7 +77,17 @@ def test_telephony_is_added_to_the_turn(tmp_path: Path) -> None:
             ('source = "Twilio, same guide: speech', 'sauce = "Twilio, same guide: speech'),
             "[hops.stt] has sauce",
         ),
-        (("telephony_ms = 0", "telephony_ms = -5"), "telephony_ms = -5 is not a number of ms >= 0"),
+        (
+            ("telephony_ms = 0", "telephony_ms = -5"),
+            "telephony_ms = -5 is not a number of ms from 0 to 3600000",
+        ),
+        (("target_ms = 1115", "target_ms = nan"), "[turn] target_ms = nan is not a number of ms from 0 to "),
+        (("target_ms = 1115", "target_ms = inf"), "[turn] target_ms = inf is not a number of ms from 0 to "),
+        (
+            ("limit_ms = 1400", "limit_ms = 1e300"),
+            "[turn] limit_ms = 1e+300 is not a number of ms from 0 to ",
+        ),
+        (("telephony_ms = 0", "telephony_ms = nan"), "telephony_ms = nan is not a number"),
         (('[judge]\ntarget = "p50"\nlimit = "p95"', 'judge = "p50"'), "judge = 'p50' is not a table"),
         (('limit = "p95"', 'limt = "p99"'), "[judge] has limt. Fix: only target and limit"),
     ],
