@@ -1,4 +1,4 @@
-"""Checks every route needs: the credentials' account, and the CDK bootstrap stack."""
+"""Checks every route needs: the credentials' account, the CDK bootstrap stack, the client ranges' rules."""
 
 from __future__ import annotations
 
@@ -7,13 +7,17 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from sonic_deploy.config import Settings
+from sonic_deploy.config.aws_limits import DEFAULT_RULES_PER_GROUP, OTHER_INBOUND_RULES
+from sonic_deploy.preflight.quotas import increase_command, quota_by_name
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, error_message, failed, passed
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
+    from mypy_boto3_service_quotas import ServiceQuotasClient
     from mypy_boto3_sts import STSClient
 
 BOOTSTRAP_STACK = "CDKToolkit"
+RULES_QUOTA = "Inbound or outbound rules per security group"  # Service Quotas, service code vpc
 # From aws-cdk-lib 2.275's DefaultStackSynthesizer (core/lib/stack-synthesizers/default-synthesizer.js):
 # MIN_BOOTSTRAP_STACK_VERSION = 6 for deploying (each template's CheckBootstrapVersion rule enforces it) and
 # MIN_LOOKUP_ROLE_BOOTSTRAP_STACK_VERSION = 8 for context lookups. sonic-deploy names its AZs instead of looking
@@ -100,3 +104,28 @@ def check_bootstrap(cloudformation: CloudFormationClient, account: str, region: 
     return passed(
         check, f"{BOOTSTRAP_STACK} version {version} ({status}), at least {MIN_BOOTSTRAP_VERSION}{lookups}"
     )
+
+
+def check_client_rules_quota(quotas: ServiceQuotasClient, settings: Settings) -> CheckResult:
+    """One inbound rule per `network.client_cidrs` range and OTHER_INBOUND_RULES more in one security group:
+    EC2 refuses a rule past the account's quota, tens of minutes into a deploy. Service Quotas is asked only
+    past AWS's default, which every account has."""
+    needed = len(settings.environment.network.client_cidrs) + OTHER_INBOUND_RULES
+    check = f"quota: {RULES_QUOTA}"
+    if needed <= DEFAULT_RULES_PER_GROUP:
+        return passed(check, f"needs {needed}, within AWS's default of {DEFAULT_RULES_PER_GROUP}")
+    try:
+        quota = quota_by_name(quotas, "vpc", RULES_QUOTA)
+    except ClientError as error:
+        return aws_error(check, error, "servicequotas:ListServiceQuotas")
+    value = quota.value if quota is not None else DEFAULT_RULES_PER_GROUP
+    source = "applied" if quota is not None and quota.applied else "AWS default"
+    detail = f"{value:g} ({source}); needs {needed}: {needed - OTHER_INBOUND_RULES} client ranges + {OTHER_INBOUND_RULES}"
+    if value >= needed:
+        return passed(check, detail)
+    fix = (
+        increase_command("vpc", quota, needed, settings.environment.region)
+        if quota
+        else "raise it in Service Quotas"
+    )
+    return failed(check, detail, f"request {needed}: {fix}, or merge client ranges into wider ones")

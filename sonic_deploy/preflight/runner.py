@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sonic_deploy.config import Settings
-from sonic_deploy.preflight.account_checks import check_bootstrap, check_identity
+from sonic_deploy.preflight.account_checks import check_bootstrap, check_client_rules_quota, check_identity
 from sonic_deploy.preflight.capacity_checks import check_gpu_ami, check_reservations
 from sonic_deploy.preflight.ecs_checks import (
     check_gpu_vcpu_quota,
@@ -103,4 +103,5 @@ def run_preflight(
         results.append(skipped("ECS checks", f"route not in {settings.environment_name}'s routes"))
 
     results.append(check_bootstrap(clients.cloudformation, account, region))
+    results.append(check_client_rules_quota(clients.service_quotas, settings))
     return results

@@ -1,13 +1,16 @@
-"""Credentials and account (moto STS), CDK bootstrap stack (moto CloudFormation)."""
+"""Credentials and account (moto STS), CDK bootstrap stack (moto CloudFormation), the client ranges' rules
+quota (Stubber: moto has no Service Quotas list call)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import boto3
 from botocore.stub import Stubber
 from moto import mock_aws
 
 from sonic_deploy.config import Settings
-from sonic_deploy.preflight.account_checks import check_bootstrap, check_identity
+from sonic_deploy.preflight.account_checks import check_bootstrap, check_client_rules_quota, check_identity
 from tests.preflight.conftest import MOTO_ACCOUNT, REGION, FakeAws, bootstrap_template, with_account
 
 
@@ -94,3 +97,42 @@ def test_bootstrap_in_a_failed_state() -> None:
         result = check_bootstrap(cloudformation, MOTO_ACCOUNT, REGION)
     assert (result.status, result.detail) == ("fail", "CDKToolkit is in state ROLLBACK_COMPLETE")
     assert result.fix.startswith("delete the failed CDKToolkit stack")
+
+
+def _with_client_ranges(settings: Settings, count: int) -> Settings:
+    ranges = [f"10.{i // 256}.{i % 256}.0/24" for i in range(count)]
+    network = settings.environment.network.model_copy(update={"client_cidrs": ranges})
+    return dataclasses.replace(
+        settings, environment=settings.environment.model_copy(update={"network": network})
+    )
+
+
+def _rules_quota(value: float) -> dict[str, object]:
+    return {
+        "ServiceCode": "vpc",
+        "QuotaCode": "L-TEST0002",
+        "QuotaName": "Inbound or outbound rules per security group",
+        "Value": value,
+    }
+
+
+def test_client_ranges_within_the_default_quota_ask_nothing(fake_aws: FakeAws, settings: Settings) -> None:
+    # The Stubber has no response queued: a call would raise.
+    result = check_client_rules_quota(fake_aws.clients.service_quotas, _with_client_ranges(settings, 58))
+    assert (result.status, result.detail) == ("pass", "needs 60, within AWS's default of 60")
+
+
+def test_client_ranges_past_the_default_need_an_applied_quota(fake_aws: FakeAws, settings: Settings) -> None:
+    params = {"ServiceCode": "vpc"}
+    fake_aws.quotas.add_response("list_service_quotas", {"Quotas": []}, params)
+    fake_aws.quotas.add_response("list_aws_default_service_quotas", {"Quotas": [_rules_quota(60.0)]}, params)
+    result = check_client_rules_quota(fake_aws.clients.service_quotas, _with_client_ranges(settings, 100))
+    assert result.status == "fail"
+    assert result.detail == "60 (AWS default); needs 102: 100 client ranges + 2"
+    assert result.fix == (
+        "request 102: aws service-quotas request-service-quota-increase --region us-east-2 --service-code vpc "
+        "--quota-code L-TEST0002 --desired-value 102, or merge client ranges into wider ones"
+    )
+    fake_aws.quotas.add_response("list_service_quotas", {"Quotas": [_rules_quota(200.0)]}, params)
+    result = check_client_rules_quota(fake_aws.clients.service_quotas, _with_client_ranges(settings, 100))
+    assert (result.status, result.detail) == ("pass", "200 (applied); needs 102: 100 client ranges + 2")

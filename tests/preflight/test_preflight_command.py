@@ -46,6 +46,7 @@ def test_everything_in_order_for_both_routes(fake_aws: FakeAws, settings: Settin
         ("image sonic-worker:1.2.3", "pass"),
         ("secret sonic/cartesia-api-key", "pass"),
         ("CDK bootstrap", "pass"),
+        ("quota: Inbound or outbound rules per security group", "pass"),
     ]
 
 
