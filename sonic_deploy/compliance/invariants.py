@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sonic_deploy.config.rules import secret_name_part
+from sonic_deploy.constructs.encryption import ADMINISTRATION
 from sonic_deploy.constructs.findings import (
     DESTROYED_WITH_THE_STACK,
     RESOURCELESS_ACTIONS,
@@ -264,11 +265,55 @@ def unexplained_wildcard_resources(templates: Templates) -> list[str]:
     ]
 
 
+# Who must be named in the key policy of a key that encrypts a resource of each type: the service through
+# which the account's principals use it (kms:ViaService), or the service principal that uses it itself.
+KEY_USERS = {
+    "AWS::ECR::Repository": '"ecr.',
+    "AWS::S3::Bucket": '"s3.',
+    "AWS::SecretsManager::Secret": '"secretsmanager.',
+    "AWS::EFS::FileSystem": '"elasticfilesystem.',
+    "AWS::SageMaker::EndpointConfig": '"sagemaker.',
+    "AWS::Logs::LogGroup": '"logs.',
+    "AWS::SNS::Topic": '"cloudwatch.amazonaws.com"',
+}
+
+
+def _uses_the_key_unnamed(statement: Mapping[str, Any]) -> bool:
+    """An Allow to an account (not a service) of an action beyond ADMINISTRATION, with no kms:ViaService."""
+    if statement["Effect"] != "Allow" or "AWS" not in statement.get("Principal", {}):
+        return False
+    beyond = [a for a in _listed(statement["Action"]) if a not in ADMINISTRATION]
+    return bool(beyond) and "kms:ViaService" not in json.dumps(statement.get("Condition", {}))
+
+
+def key_use_not_named(templates: Templates) -> list[str]:
+    """Each stack key's policy names its users (docs/deploy.md, "The stacks' KMS keys"): the account
+    administers it, and uses it only through the services that keep the stack's data with it."""
+    found = []
+    for stack, key_id, key in _of_type(templates, "AWS::KMS::Key"):
+        statements = _props(key)["KeyPolicy"]["Statement"]
+        found += [
+            f"{stack}/{key_id}: {s.get('Sid', 'a statement')} lets IAM policies use the key directly"
+            for s in statements
+            if _uses_the_key_unnamed(s)
+        ]
+        named = json.dumps([[s.get("Principal"), s.get("Condition", {})] for s in statements])
+        for _, logical_id, resource in every_resource({stack: templates[stack]}):
+            user = KEY_USERS.get(resource["Type"])
+            if user and f'"{key_id}"' in json.dumps(_props(resource)) and user not in named:
+                shown = user.strip('"')
+                found.append(
+                    f"{stack}/{key_id}: {logical_id} ({resource['Type']}) uses it, but no {shown}* is named"
+                )
+    return found
+
+
 INVARIANTS: dict[str, Callable[[Templates], list[str]]] = {
     "no-ingress-from-anywhere": ingress_from_anywhere,
     "inference-in-private-subnets": inference_outside_private_subnets,
     "sagemaker-network-isolation": sagemaker_models_not_isolated,
     "customer-managed-keys": stored_without_customer_key,
+    "key-users-named": key_use_not_named,
     "imdsv2-and-blocked-for-tasks": gpu_hosts_without_imds_protection,
     "no-plain-text-secret": plain_text_secrets,
     "two-or-more-on-the-callers-path": fewer_than_two_on_the_callers_path,

@@ -14,6 +14,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from sonic_deploy.constructs.encryption import allow_use_through
 from sonic_deploy.constructs.findings import acknowledge_compliance
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
@@ -81,6 +82,7 @@ class LicenceStore(Construct):
         secret_name: str,
     ) -> None:
         super().__init__(scope, construct_id)
+        allow_use_through(key, "elasticfilesystem")
         self.file_system = efs.FileSystem(
             self,
             "FileSystem",

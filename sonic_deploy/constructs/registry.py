@@ -17,6 +17,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from sonic_deploy.constructs.encryption import allow_use_through
 from sonic_deploy.constructs.findings import (
     acknowledge,
     acknowledge_custom_resource_handler,
@@ -67,6 +68,7 @@ def image_repository(
 ) -> ecr.Repository:
     """A repository as every image here gets one: scan on push, the stack's KMS key, untagged layers dropped
     after EXPIRE_UNTAGGED_AFTER and the newest KEEP_TAGGED_IMAGES images kept."""
+    allow_use_through(key, "ecr")
     return ecr.Repository(
         scope,
         construct_id,

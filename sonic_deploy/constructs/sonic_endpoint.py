@@ -13,6 +13,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from sonic_deploy.constructs.encryption import allow_use_through
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
 
 VARIANT_NAME = "AllTraffic"
@@ -239,6 +240,10 @@ class SonicEndpoint(Construct):
             "to ENIs in those subnets of this VPC (ec2:Subnet, ec2:Vpc)",
         )
         if volume_key is not None:
+            # SageMaker creates the volume's grants for the role; EC2 attaches the volume with them
+            # (UNVERIFIED which service the calls name: docs/deploy.md, first-deploy checks).
+            allow_use_through(volume_key, "sagemaker")
+            allow_use_through(volume_key, "ec2")
             # What grant_encrypt_decrypt gives, named rather than as kms:ReEncrypt* and
             # kms:GenerateDataKey* (no key-pair actions: an EBS volume takes none).
             volume_key.grant(

@@ -8,6 +8,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from sonic_deploy.constructs.encryption import allow_use_through
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 
 REGISTRY_LOGIN_TEMPLATE = '{"username": "_json_key"}'
@@ -28,6 +29,7 @@ class SonicSecrets(Construct):
         self.api_key: secretsmanager.ISecret
         self.registry_credentials: secretsmanager.ISecret
         if create:
+            allow_use_through(key, "secretsmanager")
             # Random placeholders: `aws secretsmanager put-secret-value` replaces them after the deploy.
             self.api_key = secretsmanager.Secret(
                 self,

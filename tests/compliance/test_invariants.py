@@ -60,3 +60,19 @@ def test_a_log_group_kept_forever_and_a_wildcard_action_break_invariants() -> No
     policy = first(mutated["SonicSageMaker"], "AWS::IAM::Policy")["Properties"]["PolicyDocument"]
     policy["Statement"].append({"Effect": "Allow", "Action": "s3:*", "Resource": "arn:aws:s3:::x"})
     assert set(broken(mutated)) == {"log-groups-expire", "no-wildcard-action"}
+
+
+def test_a_key_any_iam_policy_may_use_and_an_unnamed_service_break_an_invariant() -> None:
+    mutated = dev()
+    key_id, key = next(
+        (i, r) for i, r in mutated["SonicEcs"]["Resources"].items() if r["Type"] == "AWS::KMS::Key"
+    )
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    statements[:] = [s for s in statements if s.get("Sid") != "UseThroughEcr"]
+    statements.append(
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::210987654321:root"}, "Action": "kms:*"}
+    )
+    assert list(broken(mutated)) == ["key-users-named"]
+    found = broken(mutated)["key-users-named"]
+    assert found[0] == f"SonicEcs/{key_id}: a statement lets IAM policies use the key directly"
+    assert any("(AWS::ECR::Repository) uses it, but no ecr.* is named" in line for line in found[1:])

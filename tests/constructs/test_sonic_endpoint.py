@@ -105,6 +105,9 @@ def test_volume_key_when_instance_has_no_local_storage() -> None:
     )
     statements = json.dumps(template.find_resources("AWS::IAM::Policy"))
     assert "kms:CreateGrant" in statements
+    [key] = template.find_resources("AWS::KMS::Key").values()
+    sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
+    assert {"UseThroughSagemaker", "UseThroughEc2"} <= sids  # the key policy names who creates the grants
 
 
 def test_security_group_has_no_ingress(sagemaker_template: Template) -> None:
