@@ -5,12 +5,9 @@ run, and prints the GitHub variables to set."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from sonic_deploy.changes.cli import main
 
@@ -19,36 +16,27 @@ ACCOUNT = "123456789012"  # moto's account
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse AWS..IAM..OIDCProvider")
 
 
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        monkeypatch.setenv(key, "testing")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    with mock_aws():
-        yield boto3.client("iam", region_name="us-east-2")
-
-
 def run(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
     code = main(["ci-roles", "--env", "prod", "--repository", "acme/sonic-deploy", *extra])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
 
-def test_creates_the_roles_and_prints_the_variables(aws: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_creates_the_roles_and_prints_the_variables(iam: Any, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "--diff-role", "--oidc-provider")
     assert code == 0 and "stack sonic-deploy-ci-prod in us-east-2: created" in err
     assert out == (
         f"AWS_DEPLOY_ROLE_ARN=arn:aws:iam::{ACCOUNT}:role/github-sonic-deploy-prod\n"
         f"AWS_DIFF_ROLE_ARN=arn:aws:iam::{ACCOUNT}:role/github-sonic-deploy-diff\n"
     )
-    trust = aws.get_role(RoleName="github-sonic-deploy-prod")["Role"]["AssumeRolePolicyDocument"]
+    trust = iam.get_role(RoleName="github-sonic-deploy-prod")["Role"]["AssumeRolePolicyDocument"]
     conditions = json.dumps(trust["Statement"][0]["Condition"])
     assert (
         '"token.actions.githubusercontent.com:sub": "repo:acme/sonic-deploy:environment:prod"' in conditions
     )
 
 
-def test_a_second_run_changes_nothing(aws: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_run_changes_nothing(iam: Any, capsys: pytest.CaptureFixture[str]) -> None:
     run(capsys)
     code, out, err = run(capsys)
     assert code == 0 and "unchanged" in err

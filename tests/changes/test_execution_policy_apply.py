@@ -6,13 +6,10 @@ five versions."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from sonic_deploy.changes.cli import main
 from sonic_deploy.changes.execution_policy import MAX_POLICY_VERSIONS, POLICY_NAME, split_document
@@ -27,15 +24,6 @@ SECOND = f"{ARN}-2"
 BOUNDARY_ARN = f"arn:aws:iam::{ACCOUNT}:policy/{PERMISSIONS_BOUNDARY_NAME}"
 PARTS = len(split_document(json.loads(SHIPPED.read_text()), SHIPPED))
 PRINTED = ",".join([ARN, *(f"{ARN}-{n}" for n in range(2, PARTS + 1))]) + "\n"
-
-
-@pytest.fixture
-def iam(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    with mock_aws():
-        yield boto3.client("iam", region_name="us-east-2")
 
 
 def apply(document: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

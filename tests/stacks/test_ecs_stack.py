@@ -142,6 +142,23 @@ class _Proxy(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def _run_under_busybox(script: str, tmp_path: Path, *, timeout: float) -> subprocess.CompletedProcess[str]:
+    """The loader as the image runs it: BusyBox applets as the only commands there are."""
+    applets = tmp_path / "bin"
+    applets.mkdir()
+    for applet in ("sh", "base64", "wget", "sleep", "printf", "echo", "timeout"):
+        (applets / applet).symlink_to(str(shutil.which("busybox")))
+    env = {"PATH": str(applets), "SONIC_LICENCE": base64.b64encode(LICENCE_TEXT).decode()}
+    return subprocess.run(
+        [str(applets / "sh"), "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 @pytest.mark.skipif(
     shutil.which("busybox") is None, reason="needs busybox (.ci/run installs it: apt-get install busybox)"
 )
@@ -156,20 +173,7 @@ def test_the_loader_hands_the_licence_to_the_proxy_with_busybox(tmp_path: Path) 
         script = loader_script(port=port, content_type="application/octet-stream").replace(
             "sleep 5", "sleep 0"
         )
-        # The image's view: BusyBox applets as the only commands there are.
-        applets = tmp_path / "bin"
-        applets.mkdir()
-        for applet in ("sh", "base64", "wget", "sleep", "printf", "echo", "timeout"):
-            (applets / applet).symlink_to(str(shutil.which("busybox")))
-        env = {"PATH": str(applets), "SONIC_LICENCE": base64.b64encode(LICENCE_TEXT).decode()}
-        done = subprocess.run(
-            [str(applets / "sh"), "-c", script],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = _run_under_busybox(script, tmp_path, timeout=60)
     finally:
         server.shutdown()
     assert done.returncode == 0, done.stderr
@@ -209,19 +213,7 @@ def test_the_loader_gives_up_on_a_try_the_proxy_never_answers(tmp_path: Path) ->
     try:
         script = loader_script(port=server.server_address[1], content_type="application/octet-stream")
         script = script.replace("sleep 5", "sleep 0").replace("timeout 10 ", "timeout 1 ")
-        applets = tmp_path / "bin"
-        applets.mkdir()
-        for applet in ("sh", "base64", "wget", "sleep", "printf", "echo", "timeout"):
-            (applets / applet).symlink_to(str(shutil.which("busybox")))
-        env = {"PATH": str(applets), "SONIC_LICENCE": base64.b64encode(LICENCE_TEXT).decode()}
-        done = subprocess.run(
-            [str(applets / "sh"), "-c", script],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
+        done = _run_under_busybox(script, tmp_path, timeout=20)
     finally:
         server.shutdown()
     assert done.returncode == 0, done.stderr
