@@ -9,7 +9,14 @@ import tempfile
 from pathlib import Path
 
 from sonic_deploy.compliance.context import ROOT
-from sonic_deploy.compliance.gate import ACKNOWLEDGED_DOC, README, acknowledged_doc, scan, table, with_table
+from sonic_deploy.compliance.gate import (
+    ACKNOWLEDGED_DOC,
+    SECURITY_DOC,
+    acknowledged_doc,
+    scan,
+    table,
+    with_table,
+)
 from sonic_deploy.compliance.variants import variants
 
 DEFAULT_CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
@@ -22,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write-docs",
         action="store_true",
-        help=f"write the table into {README.name} and every acknowledged finding into {ACKNOWLEDGED_DOC.name}",
+        help=f"write the table into docs/{SECURITY_DOC.name} and every acknowledged finding into {ACKNOWLEDGED_DOC.name}",
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="sonic-compliance-") as workdir:
@@ -34,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, finding in left:
         print(f"{name}: {finding}")
     if args.write_docs:
-        README.write_text(with_table(README.read_text(encoding="utf-8"), table(results)), encoding="utf-8")
+        SECURITY_DOC.write_text(
+            with_table(SECURITY_DOC.read_text(encoding="utf-8"), table(results)), encoding="utf-8"
+        )
         ACKNOWLEDGED_DOC.write_text(acknowledged_doc(results), encoding="utf-8")
     print(f"{len(left)} findings left" if left else "no findings left: every one is fixed or acknowledged")
     return 1 if left else 0

@@ -21,7 +21,7 @@ from sonic_deploy.compliance.scan import (
 from sonic_deploy.compliance.variants import Variant, config_for
 from sonic_deploy.config import load_settings
 
-README = ROOT / "README.md"
+SECURITY_DOC = ROOT / "docs" / "security.md"
 ACKNOWLEDGED_DOC = ROOT / "docs" / "compliance-acknowledged.md"
 TABLE_START = "<!-- compliance table: make compliance writes it -->"
 TABLE_END = "<!-- end of compliance table -->"
@@ -102,10 +102,10 @@ def acknowledged_list(results: list[VariantResult]) -> str:
     return "\n".join(lines)
 
 
-def with_table(readme: str, new_table: str) -> str:
-    """The README with the table between its markers replaced."""
-    start, end = readme.index(TABLE_START) + len(TABLE_START), readme.index(TABLE_END)
-    return f"{readme[:start]}\n{new_table}\n{readme[end:]}"
+def with_table(page: str, new_table: str) -> str:
+    """docs/security.md with the table between its markers replaced."""
+    start, end = page.index(TABLE_START) + len(TABLE_START), page.index(TABLE_END)
+    return f"{page[:start]}\n{new_table}\n{page[end:]}"
 
 
 def acknowledged_doc(results: list[VariantResult]) -> str:
@@ -113,7 +113,7 @@ def acknowledged_doc(results: list[VariantResult]) -> str:
         "# Acknowledged findings\n\n"
         "Written by `make compliance` (a test fails when it is stale). Every finding of cdk-nag's packs, CDK's "
         "template validation, checkov and cfn-lint that is not fixed is here, with the reason given beside the "
-        'resource in the code. The table of what is left is in the README, "Security and compliance".\n\n'
+        "resource in the code. The table of what is left is in [security.md](security.md).\n\n"
         f"{acknowledged_list(results)}\n"
     )
 

@@ -412,8 +412,8 @@ def _check_route_cidrs(fail: Fail, env: EnvironmentConfig, zones: list[str]) -> 
             "network.route_cidrs",
             {route: str(ranges[route]) for route in used},
             "the two routes' VPCs overlap: one client VPC could not be peered with both",
-            "give one route another range (moving a deployed route's range replaces its VPC: see README, "
-            '"Network ranges")',
+            "give one route another range (moving a deployed route's range replaces its VPC: see "
+            'docs/configuration.md, "Network ranges")',
         )
 
 
@@ -647,7 +647,7 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             ecs.nlb_idle_timeout_s,
             f"shorter than deregistration_delay_s ({ecs.deregistration_delay_s}): a call that pauses between "
             "utterances while its API server drains would be cut by the idle timeout first",
-            f'set it to {ecs.deregistration_delay_s} or more (README, "What a deploy does to a live call")',
+            f'set it to {ecs.deregistration_delay_s} or more (docs/operate.md, "What a deploy does to a live call")',
         )
     if ecs.licence_mode == "air-gapped" and "licence_loader" not in ecs.services:
         fail(
@@ -692,7 +692,7 @@ def _check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue,
             "the image copy would run before you can store the registry "
             "credentials in the secrets the stack creates",
             "create the secrets yourself first and import them by name (create = false), or keep "
-            'copy_images = false and copy the images by hand (README, "Copy the images")',
+            'copy_images = false and copy the images by hand (docs/routes.md, "Copy the images")',
         )
     # The bootstrap policy lets CloudFormation create and delete secrets under sonic/ only (docs/deploy.md).
     for field in ("api_key", "registry_credentials") if ecs.secrets.create else ():
@@ -755,7 +755,7 @@ def _check_ecs_capacity(
 ) -> None:
     """`[ecs.capacity]`: every type usable by the worker, Spot only in the default environment, reservations
     in an AZ and of a type a group launches, Capacity Blocks only for types that offer them, the fallback AZ
-    another of the VPC's (README, "The single-AZ trade-off")."""
+    another of the VPC's (docs/routes.md, "The single-AZ trade-off")."""
     ecs = env.ecs
     if ecs is None:
         return

@@ -518,7 +518,7 @@ class CapacityFallbackConfig(Strict):
 
 
 class EcsCapacityConfig(Strict):
-    """`[ecs.capacity]`: where the GPU instances come from (README, "The single-AZ trade-off")."""
+    """`[ecs.capacity]`: where the GPU instances come from (docs/routes.md, "The single-AZ trade-off")."""
 
     instance_types: list[str] = Field(
         default=[],

@@ -1,6 +1,6 @@
 """A second AZ for the GPU workers, used only when the first has no capacity: its own cluster placement group,
 subnet and GPU group (0 instances until used), and step scaling of an overflow worker service there on the
-first AZ's shortfall of GPU instances (README, "The single-AZ trade-off").
+first AZ's shortfall of GPU instances (docs/routes.md, "The single-AZ trade-off").
 
 Why an overflow service, not a second capacity provider on the worker service: a provider with weight 0 "can't
 be used to place tasks", any positive weight sends that share of tasks to the second AZ always, a task keeps the

@@ -18,7 +18,7 @@ Invocation4XXErrors is in no composite: it mixes clients' 422s with 429s, so it 
 page through ConcurrencyAboveCapacity and, with the canary on, CanaryFailures (throttled runs fail).
 
 The children stay the ECS deployment alarms and FIS stop conditions (EcsStack): those read alarm states, not
-actions. README.md, "Operating sonic-deploy", has each one with what to do first.
+actions. docs/operate.md, "Operating sonic-deploy", has each one with what to do first.
 """
 
 from __future__ import annotations

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from sonic_deploy.compliance import gate
-from sonic_deploy.compliance.gate import ACKNOWLEDGED_DOC, README, ROWS, acknowledged_doc, table, with_table
+from sonic_deploy.compliance.gate import (
+    ACKNOWLEDGED_DOC,
+    ROWS,
+    SECURITY_DOC,
+    acknowledged_doc,
+    table,
+    with_table,
+)
 from sonic_deploy.compliance.scan import Synthesized
 from sonic_deploy.compliance.variants import Variant
 from tests.compliance.conftest import VARIANTS, scanned, templates
@@ -45,10 +52,12 @@ def test_every_acknowledgement_has_a_reason(variant: Variant) -> None:
     assert silent == [], "\n".join(silent)
 
 
-def test_the_readme_table_and_the_acknowledged_findings_are_current() -> None:
+def test_the_security_table_and_the_acknowledged_findings_are_current() -> None:
     results = [scanned(variant) for variant in VARIANTS]
-    readme = README.read_text(encoding="utf-8")
-    assert with_table(readme, table(results)) == readme, "the README's table is stale: run `make compliance`"
+    page = SECURITY_DOC.read_text(encoding="utf-8")
+    assert with_table(page, table(results)) == page, (
+        "docs/security.md's table is stale: run `make compliance`"
+    )
     assert ACKNOWLEDGED_DOC.read_text(encoding="utf-8") == acknowledged_doc(results), (
         f"{ACKNOWLEDGED_DOC.name} is stale: run `make compliance`"
     )

@@ -322,7 +322,7 @@ def test_a_deployed_routes_range_can_be_kept(edit_config: EditConfig) -> None:
     assert error_for(config) == (
         f"{config}/environments/dev.toml: network.route_cidrs = {{'sagemaker': '10.60.0.0/17', 'ecs': "
         "'10.60.0.0/16'}: the two routes' VPCs overlap: one client VPC could not be peered with both. Fix: give "
-        'one route another range (moving a deployed route\'s range replaces its VPC: see README, "Network ranges")'
+        'one route another range (moving a deployed route\'s range replaces its VPC: see docs/configuration.md, "Network ranges")'
     )
     config = edit_config(
         DEV, '{ ecs = "10.60.0.0/16" }', '{ ecs = "10.60.0.0/16", sagemaker = "10.70.0.0/17" }'

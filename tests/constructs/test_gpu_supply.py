@@ -1,6 +1,6 @@
 """`[ecs.capacity]` in the templates: more instance types in order, the AMI by release, Spot in dev,
 targeted capacity reservations, and a fallback AZ with its own placement group, GPU group and overflow
-workers (README, "The single-AZ trade-off")."""
+workers (docs/routes.md, "The single-AZ trade-off")."""
 
 from __future__ import annotations
 

@@ -237,7 +237,7 @@ def test_image_copy_has_room_for_multi_gigabyte_images_and_its_logs_expire(ecs_t
 
 
 def test_every_timer_on_a_calls_path_is_set(ecs_template: Template) -> None:
-    """README, "What a deploy does to a live call": drain, then SIGTERM with time to finish."""
+    """docs/operate.md, "What a deploy does to a live call": drain, then SIGTERM with time to finish."""
     containers = {
         d["Name"]: d
         for t in resources_of(ecs_template, "AWS::ECS::TaskDefinition").values()
