@@ -268,19 +268,21 @@ def unexplained_wildcard_resources(templates: Templates) -> list[str]:
 # Who must be named in the key policy of a key that encrypts a resource of each type: the service through
 # which the account's principals use it (kms:ViaService), or the service principal that uses it itself.
 KEY_USERS = {
-    "AWS::ECR::Repository": '"ecr.',
-    "AWS::S3::Bucket": '"s3.',
-    "AWS::SecretsManager::Secret": '"secretsmanager.',
-    "AWS::EFS::FileSystem": '"elasticfilesystem.',
-    "AWS::SageMaker::EndpointConfig": '"sagemaker.',
-    "AWS::Logs::LogGroup": '"logs.',
-    "AWS::SNS::Topic": '"cloudwatch.amazonaws.com"',
+    "AWS::ECR::Repository": ('"ecr.',),
+    "AWS::S3::Bucket": ('"s3.',),
+    "AWS::SecretsManager::Secret": ('"secretsmanager.',),
+    "AWS::EFS::FileSystem": ('"elasticfilesystem.',),
+    "AWS::SageMaker::EndpointConfig": ('"sagemaker.',),
+    "AWS::Logs::LogGroup": ('"logs.',),
+    "AWS::SNS::Topic": ('"cloudwatch.amazonaws.com"', '"sns.'),
 }
 
 
 def _uses_the_key_unnamed(statement: Mapping[str, Any]) -> bool:
-    """An Allow to an account (not a service) of an action beyond ADMINISTRATION, with no kms:ViaService."""
-    if statement["Effect"] != "Allow" or "AWS" not in statement.get("Principal", {}):
+    """An Allow to a whole account (not a service, not a named role) of an action beyond ADMINISTRATION,
+    with no kms:ViaService."""
+    principal = statement.get("Principal", {})
+    if statement["Effect"] != "Allow" or ":root" not in json.dumps(principal.get("AWS", "")):
         return False
     beyond = [a for a in _listed(statement["Action"]) if a not in ADMINISTRATION]
     return bool(beyond) and "kms:ViaService" not in json.dumps(statement.get("Condition", {}))
@@ -299,12 +301,14 @@ def key_use_not_named(templates: Templates) -> list[str]:
         ]
         named = json.dumps([[s.get("Principal"), s.get("Condition", {})] for s in statements])
         for _, logical_id, resource in every_resource({stack: templates[stack]}):
-            user = KEY_USERS.get(resource["Type"])
-            if user and f'"{key_id}"' in json.dumps(_props(resource)) and user not in named:
-                shown = user.strip('"')
-                found.append(
-                    f"{stack}/{key_id}: {logical_id} ({resource['Type']}) uses it, but no {shown}* is named"
-                )
+            if f'"{key_id}"' not in json.dumps(_props(resource)):
+                continue
+            for user in KEY_USERS.get(resource["Type"], ()):
+                if user not in named:
+                    shown = user.strip('"')
+                    found.append(
+                        f"{stack}/{key_id}: {logical_id} ({resource['Type']}) uses it, but no {shown}* is named"
+                    )
     return found
 
 

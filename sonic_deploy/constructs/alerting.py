@@ -14,6 +14,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from sonic_deploy.constructs.encryption import allow_use_through
 from sonic_deploy.constructs.findings import acknowledge_compliance
 from sonic_deploy.constructs.naming import physical_name
 
@@ -29,6 +30,7 @@ class Alerting(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = sns.Topic(self, "Topic", master_key=key, enforce_ssl=True)
+        allow_use_through(key, "sns")  # a publisher the account allows, e.g. on-call testing the page
         for address in emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(address))
         # The topic policy (made for enforce_ssl) replaces SNS's default one: let this account's alarms

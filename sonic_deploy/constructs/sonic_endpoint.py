@@ -240,14 +240,10 @@ class SonicEndpoint(Construct):
             "to ENIs in those subnets of this VPC (ec2:Subnet, ec2:Vpc)",
         )
         if volume_key is not None:
-            # SageMaker creates the volume's grants for the role; EC2 attaches the volume with them
-            # (UNVERIFIED which service the calls name: docs/deploy.md, first-deploy checks).
-            allow_use_through(volume_key, "sagemaker")
-            allow_use_through(volume_key, "ec2")
-            # What grant_encrypt_decrypt gives, named rather than as kms:ReEncrypt* and
-            # kms:GenerateDataKey* (no key-pair actions: an EBS volume takes none).
-            volume_key.grant(
-                role,
+            # "The KMS key policy must grant permission to the IAM role" (SageMaker API Reference,
+            # CreateEndpointConfig, KmsKeyId): named there, and through SageMaker for the endpoint's caller.
+            # What grant_encrypt_decrypt gives, named (no key-pair actions: an EBS volume takes none).
+            actions = [
                 "kms:CreateGrant",
                 "kms:DescribeKey",
                 "kms:Encrypt",
@@ -256,7 +252,14 @@ class SonicEndpoint(Construct):
                 "kms:ReEncryptTo",
                 "kms:GenerateDataKey",
                 "kms:GenerateDataKeyWithoutPlaintext",
+            ]
+            volume_key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="TheEndpointRoleForItsVolume", principals=[role], actions=actions, resources=["*"]
+                )
             )
+            allow_use_through(volume_key, "sagemaker")
+            volume_key.grant(role, *actions)
         acknowledge_compliance(
             role,
             "IAMNoInlinePolicy",

@@ -76,3 +76,18 @@ def test_a_key_any_iam_policy_may_use_and_an_unnamed_service_break_an_invariant(
     found = broken(mutated)["key-users-named"]
     assert found[0] == f"SonicEcs/{key_id}: a statement lets IAM policies use the key directly"
     assert any("(AWS::ECR::Repository) uses it, but no ecr.* is named" in line for line in found[1:])
+
+
+def test_a_topic_whose_publishers_cannot_encrypt_breaks_an_invariant() -> None:
+    mutated = dev()
+    key_id, key = next(
+        (i, r) for i, r in mutated["SonicEcs"]["Resources"].items() if r["Type"] == "AWS::KMS::Key"
+    )
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    statements[:] = [s for s in statements if s.get("Sid") != "UseThroughSns"]
+    [(topic_id, _)] = [
+        (i, r) for i, r in mutated["SonicEcs"]["Resources"].items() if r["Type"] == "AWS::SNS::Topic"
+    ]
+    assert broken(mutated) == {
+        "key-users-named": [f"SonicEcs/{key_id}: {topic_id} (AWS::SNS::Topic) uses it, but no sns.* is named"]
+    }

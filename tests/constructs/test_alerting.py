@@ -117,3 +117,13 @@ def test_alarms_may_publish_to_the_topic_and_use_its_key(
                 },
             },
         )
+
+
+def test_the_key_lets_the_alarms_and_the_accounts_publishers_encrypt(sagemaker_template: Template) -> None:
+    [key] = resources_of(sagemaker_template, "AWS::KMS::Key").values()
+    statements = {s["Sid"]: s for s in key["Properties"]["KeyPolicy"]["Statement"]}
+    assert statements["AllowThisAccountsAlarmsToEncrypt"]["Principal"] == {
+        "Service": "cloudwatch.amazonaws.com"
+    }
+    via = statements["UseThroughSns"]["Condition"]["StringEquals"]["kms:ViaService"]
+    assert via == {"Fn::Join": ["", ["sns.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]}

@@ -106,8 +106,12 @@ def test_volume_key_when_instance_has_no_local_storage() -> None:
     statements = json.dumps(template.find_resources("AWS::IAM::Policy"))
     assert "kms:CreateGrant" in statements
     [key] = template.find_resources("AWS::KMS::Key").values()
-    sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
-    assert {"UseThroughSagemaker", "UseThroughEc2"} <= sids  # the key policy names who creates the grants
+    key_policy = {s.get("Sid"): s for s in key["Properties"]["KeyPolicy"]["Statement"]}
+    assert "UseThroughSagemaker" in key_policy
+    # The key policy names the endpoint's role itself, as CreateEndpointConfig's KmsKeyId asks.
+    named = key_policy["TheEndpointRoleForItsVolume"]
+    assert named["Principal"]["AWS"]["Fn::GetAtt"][0].startswith("SonicExecutionRole")
+    assert "kms:CreateGrant" in named["Action"]
 
 
 def test_security_group_has_no_ingress(sagemaker_template: Template) -> None:
