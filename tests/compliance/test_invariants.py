@@ -62,13 +62,19 @@ def test_a_log_group_kept_forever_and_a_wildcard_action_break_invariants() -> No
     assert set(broken(mutated)) == {"log-groups-expire", "no-wildcard-action"}
 
 
-def test_a_key_any_iam_policy_may_use_and_an_unnamed_service_break_an_invariant() -> None:
-    mutated = dev()
+def _ecs_key_without(mutated: dict[str, dict[str, Any]], sid: str) -> tuple[str, list[dict[str, Any]]]:
+    """The ECS stack's key's id and its policy's statements, less the one named `sid`."""
     key_id, key = next(
         (i, r) for i, r in mutated["SonicEcs"]["Resources"].items() if r["Type"] == "AWS::KMS::Key"
     )
     statements = key["Properties"]["KeyPolicy"]["Statement"]
-    statements[:] = [s for s in statements if s.get("Sid") != "UseThroughEcr"]
+    statements[:] = [s for s in statements if s.get("Sid") != sid]
+    return key_id, statements
+
+
+def test_a_key_any_iam_policy_may_use_and_an_unnamed_service_break_an_invariant() -> None:
+    mutated = dev()
+    key_id, statements = _ecs_key_without(mutated, "UseThroughEcr")
     statements.append(
         {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::210987654321:root"}, "Action": "kms:*"}
     )
@@ -80,11 +86,7 @@ def test_a_key_any_iam_policy_may_use_and_an_unnamed_service_break_an_invariant(
 
 def test_a_topic_whose_publishers_cannot_encrypt_breaks_an_invariant() -> None:
     mutated = dev()
-    key_id, key = next(
-        (i, r) for i, r in mutated["SonicEcs"]["Resources"].items() if r["Type"] == "AWS::KMS::Key"
-    )
-    statements = key["Properties"]["KeyPolicy"]["Statement"]
-    statements[:] = [s for s in statements if s.get("Sid") != "UseThroughSns"]
+    key_id, _ = _ecs_key_without(mutated, "UseThroughSns")
     [(topic_id, _)] = [
         (i, r) for i, r in mutated["SonicEcs"]["Resources"].items() if r["Type"] == "AWS::SNS::Topic"
     ]
