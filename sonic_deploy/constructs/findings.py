@@ -105,6 +105,7 @@ RESOURCELESS_ACTIONS = {
     "ec2:DescribeSubnets": "EC2 Describe calls take no resource",
     "ec2:DescribeVpcs": "EC2 Describe calls take no resource",
     "ec2:DescribeInstances": "EC2 Describe calls take no resource",
+    "ec2:DescribeManagedPrefixLists": "EC2 Describe calls take no resource",
     "ec2:DescribeTags": "EC2 Describe calls take no resource",
     "ecs:DescribeTaskDefinition": "task definitions are read by family, which IAM does not scope",
     "servicediscovery:DiscoverInstances": "Cloud Map discovery takes no resource",

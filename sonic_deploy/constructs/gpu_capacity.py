@@ -16,7 +16,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from sonic_deploy.config.schema import ReservationUse, gpu_ami_parameter
-from sonic_deploy.constructs.egress import https_only
+from sonic_deploy.constructs.egress import PrivateAws, https_only
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
 from sonic_deploy.constructs.placement import SingleAzPlacement
 
@@ -111,9 +111,11 @@ class GpuCapacity(Construct):
         max_instances: int,
         root_volume_gib: int,
         instance_warmup: Duration,
+        private_aws: PrivateAws | None = None,
     ) -> None:
         """The hosts call out only on TCP 443 (ECS, ECR and its S3 layers, EC2, CloudWatch, the AL2023
-        repositories on S3), in either licence mode: their tasks have ENIs of their own."""
+        repositories on S3), in either licence mode, to AWS only with `private_aws`: their tasks have ENIs of
+        their own."""
         super().__init__(scope, construct_id)
         self.security_group = ec2.SecurityGroup(
             self,
@@ -122,7 +124,7 @@ class GpuCapacity(Construct):
             description="GPU instances: no ingress (tasks have their own ENIs)",
             allow_all_outbound=False,
         )
-        https_only(self.security_group)
+        https_only(self.security_group, private_aws)
         self.role = iam.Role(self, "InstanceRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
         self._on_any_resource: list[str] = []
         self.policy = self._agent_policy(cluster)

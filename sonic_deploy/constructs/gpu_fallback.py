@@ -23,6 +23,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 
 from sonic_deploy.constructs.alerting import Alerting
+from sonic_deploy.constructs.egress import PrivateAws
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity, GpuSupply
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.sonic_service import SonicService
@@ -45,6 +46,7 @@ class GpuFallback(Construct):
         root_volume_gib: int,
         instance_warmup: Duration,
         alerting: Alerting,
+        private_aws: PrivateAws | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.placement = SingleAzPlacement(
@@ -62,6 +64,7 @@ class GpuFallback(Construct):
             max_instances=max_instances,
             root_volume_gib=root_volume_gib,
             instance_warmup=instance_warmup,
+            private_aws=private_aws,
         )
         # Pages through CapacityAtRisk: callers are served, across AZs (slower), and the first AZ is short.
         self.in_use = alerting.alarm(

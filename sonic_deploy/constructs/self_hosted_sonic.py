@@ -13,6 +13,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.config.schema import NATS_ROUTE_PORT
+from sonic_deploy.constructs.egress import PrivateAws
 from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.registry import ImageRegistry
@@ -60,9 +61,11 @@ class SelfHostedSonic(Construct):
         worker_deployment_alarms: Sequence[cloudwatch.IAlarm],
         offline_licence: OfflineLicence | None = None,
         overflow: Overflow | None = None,
+        nats_private_aws: PrivateAws | None = None,
     ) -> None:
         """The GPU workers' and the overflow's counts are their scalable targets' (EcsStack, GpuFallback): no
-        desired count here."""
+        desired count here. `nats_private_aws`: NATS's
+        HTTPS to AWS only (no internet need is documented for it)."""
         super().__init__(scope, construct_id)
 
         def service(
@@ -77,6 +80,7 @@ class SelfHostedSonic(Construct):
             in_subnets: ec2.SubnetSelection = subnets,
             metrics_job: str | None = None,
             peer_urls: Mapping[str, str] | None = None,
+            private_aws: PrivateAws | None = None,
         ) -> SonicService:
             built = SonicService(
                 self,
@@ -93,11 +97,12 @@ class SelfHostedSonic(Construct):
                 deployment_alarms=deployment_alarms,
                 gpu_placement=placement,
                 peer_urls=peer_urls,
+                private_aws=private_aws,
             )
             registry.before_use(name, built.service)
             return built
 
-        self.nats = service("nats", "nats", nats_tasks)
+        self.nats = service("nats", "nats", nats_tasks, private_aws=nats_private_aws)
         if nats_tasks > 1:
             # The cluster's routes (nats-server's --cluster/--routes, in the container's command). A route
             # dials a random address of the DNS name and skips itself (nats-io/nats-server server.go,

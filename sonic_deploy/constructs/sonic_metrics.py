@@ -16,7 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.config.rules import HOST_AGENT_MEMORY_MIB
-from sonic_deploy.constructs.egress import https_only
+from sonic_deploy.constructs.egress import PrivateAws, https_only
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity
 from sonic_deploy.constructs.naming import physical_name
@@ -190,9 +190,10 @@ class SonicMetrics(Construct):
         worker_ttfa: WorkerTtfa,
         scraper_cpu: int = 256,
         scraper_memory_mib: int = 512,
+        private_aws: PrivateAws | None = None,
     ) -> None:
         """The scraper calls out on TCP 443 (ECS, CloudWatch Logs, its image) and to the metrics ports it is
-        allowed to scrape, nothing else, in either licence mode."""
+        allowed to scrape, nothing else, in either licence mode; to AWS only with `private_aws`."""
         super().__init__(scope, construct_id)
         self.cluster_name = cluster.cluster_name
         self.worker_ttfa = worker_ttfa
@@ -310,7 +311,7 @@ class SonicMetrics(Construct):
             description="Prometheus scraper: no ingress",
             allow_all_outbound=False,
         )
-        https_only(self.security_group)
+        https_only(self.security_group, private_aws)
         self.scraper = ecs.FargateService(
             self,
             "Scraper",

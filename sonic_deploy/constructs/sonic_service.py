@@ -14,7 +14,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from sonic_deploy.constructs.egress import https_only
+from sonic_deploy.constructs.egress import PrivateAws, https_only
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
 from sonic_deploy.constructs.naming import physical_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
@@ -99,12 +99,13 @@ class SonicService(Construct):
         volume: tuple[ecs.Volume, str] | None = None,
         metrics_job: str | None = None,
         peer_urls: Mapping[str, str] | None = None,
+        private_aws: PrivateAws | None = None,
     ) -> None:
         """`desired_count`: None when Application Auto Scaling owns the count (its scalable target keeps the
         floor): the template then leaves DesiredCount out, so that a deploy keeps the count it scaled to.
         `peer_urls`: peer -> its address, given to the container in the variables `peer_variables` names.
         `metrics_job`: the Prometheus job its metrics join (default: `discovery_name`; the overflow workers
-        join the workers'). Egress in either licence mode: TCP 443 (see `https_only`) and the ports of the
+        join the workers'). Egress in either licence mode: TCP 443 (see `https_only`; to AWS only with `private_aws`) and the ports of the
         peers it is wired to, nothing else."""
         super().__init__(scope, construct_id)
         self.discovery_name = discovery_name
@@ -117,7 +118,7 @@ class SonicService(Construct):
             description=f"{discovery_name}: ingress from named peers only",
             allow_all_outbound=False,
         )
-        https_only(self.security_group)
+        https_only(self.security_group, private_aws)
         self.log_group = logs.LogGroup(
             self, "Logs", encryption_key=log_key, retention=log_retention, removal_policy=KEEP_ONCE_CREATED
         )

@@ -17,6 +17,7 @@ from sonic_deploy.config.schema import SERVICE_NAMESPACE, EcsConfig
 from sonic_deploy.config.service_addresses import peer_variables
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
+from sonic_deploy.constructs.egress import PrivateAws, S3PrefixList
 from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.endpoint_policies import al2023_packages, ecr_image_layers
 from sonic_deploy.constructs.gpu_capacity import GpuCapacity, GpuSupply
@@ -49,6 +50,8 @@ ECS_ENDPOINTS = [
     ec2.InterfaceVpcEndpointAwsService.ECS,
     ec2.InterfaceVpcEndpointAwsService.ECS_AGENT,
     ec2.InterfaceVpcEndpointAwsService.ECS_TELEMETRY,
+    # The GPU agent resolves its Auto Scaling group's name (DescribeTags), the scraper its targets.
+    ec2.InterfaceVpcEndpointAwsService.EC2,
 ]
 
 
@@ -67,14 +70,8 @@ class EcsStack(SonicStack):
             "Network",
             key=key,
             flow_log_retention=log_retention(env.network.flow_log_retention_days),
-            # Without NAT, the GPU agent resolves its Auto Scaling group name (EC2 DescribeTags) here too, and
-            # the probe task calls the turn hops of `[probe] turn_hops` here (connected, through NAT).
-            interface_services=ECS_ENDPOINTS
-            + (
-                []
-                if connected
-                else [ec2.InterfaceVpcEndpointAwsService.EC2, *turn_hop_endpoints(env.probe.turn_hops)]
-            ),
+            # Without NAT, the probe task calls the turn hops of `[probe] turn_hops` here (connected, through NAT).
+            interface_services=ECS_ENDPOINTS + ([] if connected else turn_hop_endpoints(env.probe.turn_hops)),
             egress=connected,
             nat_gateways=cfg.nat_gateways,
             # The route's tasks and instances are in one AZ (endpoints elsewhere would be paid for idle); a
@@ -85,6 +82,15 @@ class EcsStack(SonicStack):
             # migrations, the workers' LoRAs), through NAT, not S3; this account's buckets are read by role.
             s3_reads=[ecr_image_layers(self), al2023_packages(self)],
             **network_props(self, settings, "ecs"),
+        )
+        # Connected, what has no documented internet need reaches AWS only (constructs/egress.py).
+        private_aws = (
+            PrivateAws(
+                network.endpoint_security_group,
+                S3PrefixList(self, "S3PrefixList", key=key, log_retention=retention).prefix_list_id,
+            )
+            if connected
+            else None
         )
         placement = SingleAzPlacement(
             self, "Placement", subnets=network.private_subnets, availability_zone=cfg.availability_zone
@@ -129,6 +135,7 @@ class EcsStack(SonicStack):
             max_instances=cfg.max_workers,
             root_volume_gib=cfg.root_volume_gib,
             instance_warmup=Duration.seconds(cfg.instance_warmup_s),
+            private_aws=private_aws,
         )
         alerting = Alerting(self, "Alerting", key=key, emails=cfg.alarms.email)
         fallback = (
@@ -144,6 +151,7 @@ class EcsStack(SonicStack):
                 root_volume_gib=cfg.root_volume_gib,
                 instance_warmup=Duration.seconds(cfg.instance_warmup_s),
                 alerting=alerting,
+                private_aws=private_aws,
             )
             if cfg.capacity.fallback is not None
             else None
@@ -163,6 +171,7 @@ class EcsStack(SonicStack):
             worker_ttfa=WorkerTtfa(form=cfg.worker_ttfa.form, unit=cfg.worker_ttfa.unit),
             scraper_cpu=cfg.services["cloudwatch_agent"].cpu,
             scraper_memory_mib=cfg.services["cloudwatch_agent"].memory_mib,
+            private_aws=private_aws,
         )
         registry.before_use("cloudwatch_agent", metrics.scraper)
         if fallback is not None:
@@ -210,6 +219,7 @@ class EcsStack(SonicStack):
             overflow=Overflow(GpuPlacement(fallback.capacity.capacity_provider), fallback.placement.subnets)
             if fallback is not None
             else None,
+            nats_private_aws=private_aws,
         )
         if offline_licence is not None:
             CfnOutput(self, "LicenceProxyService", value=sonic.licence_proxy.service.service_name)

@@ -227,11 +227,12 @@ def test_one_native_resource_policy_scoped_to_the_log_group_and_the_rules(ecs_te
         "ArnEquals": {"aws:SourceArn": [f"<{launch}.Arn>", f"<{placement}.Arn>"]},
         "StringEquals": {"aws:SourceAccount": "<AWS::AccountId>"},
     }
-    # Not CDK's default for a log group target: no custom resource and no Lambda (AwsCustomResource's
-    # singleton provider has this fixed ID).
+    # Not CDK's default for a log group target: no custom resource of its own (AwsCustomResource's one
+    # Lambda serves only the S3 prefix-list lookup, constructs/egress.py).
     resources = ecs_template.to_json()["Resources"]
     assert not [r for r in resources.values() if r["Type"] == "Custom::CloudwatchLogResourcePolicy"]
-    assert not [key for key in resources if key.startswith("AWS679f53fac002430cb0da5b7982bd2287")]
+    custom = [key for key, r in resources.items() if r["Type"] == "Custom::AWS"]
+    assert len(custom) == 1 and custom[0].startswith("S3PrefixListLookup")
 
 
 def test_the_log_group_is_encrypted_kept_and_expires(ecs_template: Template, dev_settings: Settings) -> None:

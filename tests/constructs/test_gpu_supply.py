@@ -358,3 +358,22 @@ def test_autoscaled_services_leave_desired_count_out(ecs_template: Template, res
         assert {prefix for prefix in scaled for name in owned if name.startswith(prefix)} == scaled
         for logical_id, service in resources_of(template, "AWS::ECS::Service").items():
             assert ("DesiredCount" in service["Properties"]) is (logical_id not in owned), logical_id
+
+
+def test_the_fallback_hosts_reach_aws_only_as_the_first_azs_do(reserved: Template) -> None:
+    """Connected: both AZs' GPU hosts call out on 443 to the endpoints' group and S3's prefix list only."""
+    hosts = {
+        k: g
+        for k, g in resources_of(reserved, "AWS::EC2::SecurityGroup").items()
+        if g["Properties"]["GroupDescription"].startswith("GPU instances")
+    }
+    assert len(hosts) == 2, sorted(hosts)
+    prefix_lists = {
+        rule["Properties"]["GroupId"]["Fn::GetAtt"][0]
+        for rule in resources_of(reserved, "AWS::EC2::SecurityGroupEgress").values()
+        if "DestinationPrefixListId" in rule["Properties"]
+    }
+    for name, group in hosts.items():
+        (rule,) = group["Properties"]["SecurityGroupEgress"]
+        assert "CidrIp" not in rule and rule["FromPort"] == 443, name
+        assert name in prefix_lists

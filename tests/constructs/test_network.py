@@ -213,7 +213,7 @@ def test_interface_endpoints_let_through_this_accounts_principals_only(
                     "StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}
                 }
                 assert "*" not in _actions(statement)
-    assert len(seen) == 7  # sagemaker.runtime; ecr.api, ecr.dkr, logs, monitoring, secretsmanager, ecs
+    assert len(seen) == 8  # sagemaker.runtime; ecr.api, ecr.dkr, logs, monitoring, secretsmanager, ecs, ec2
 
 
 def test_repositories_secrets_and_endpoints_of_this_account_only() -> None:

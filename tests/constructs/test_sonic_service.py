@@ -173,7 +173,8 @@ def test_logs_encrypted_with_retention_and_container_insights(ecs_template: Temp
     groups = _not_the_probes(ecs_template, "AWS::Logs::LogGroup").values()
     # The image-copy Lambda's own group is made by cdk-ecr-deployment; every service's group is ours.
     ours = [g for g in groups if "/aws/lambda/" not in json.dumps(g["Properties"].get("LogGroupName", ""))]
-    assert len(ours) == 8  # flow logs, 4 services, 2 agent groups, failed GPU launches and placements
+    # Flow logs, 4 services, 2 agent groups, failed GPU launches and placements, the S3 prefix-list lookup.
+    assert len(ours) == 9
     for group in ours:
         assert "KmsKeyId" in group["Properties"] and "RetentionInDays" in group["Properties"]
     ecs_template.has_resource_properties(
