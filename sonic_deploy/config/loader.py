@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from sonic_deploy.config.catalogue import CatalogueStreams, InstanceCatalogue, InstanceType, catalogue_streams
 from sonic_deploy.config.errors import MISSING, ConfigError
 from sonic_deploy.config.explain import explain, toml_path
 from sonic_deploy.config.placeholders import find_placeholders
@@ -23,15 +24,8 @@ from sonic_deploy.config.rules import (
     check_packages,
     route_cidrs,
 )
-from sonic_deploy.config.schema import (
-    CatalogueStreams,
-    EnvironmentConfig,
-    InstanceCatalogue,
-    InstanceType,
-    ModelPackages,
-    ServiceConfig,
-    catalogue_streams,
-)
+from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
+from sonic_deploy.routes.ecs.config import ServiceConfig
 
 ENVIRONMENTS_DIR = "environments"
 MODEL_PACKAGES_FILE = "model_packages.toml"

@@ -8,21 +8,14 @@ from pathlib import Path
 from typing import NoReturn, Protocol
 
 from sonic_deploy.config.aws_limits import check_aws_limits
+from sonic_deploy.config.catalogue import InstanceCatalogue
 from sonic_deploy.config.errors import MISSING, ConfigError
 from sonic_deploy.config.explain import toml_path
-from sonic_deploy.config.schema import (
-    LOG_RETENTION_DAYS,
-    NATS_ROUTE_PORT,
-    SERVICE_NAMESPACE,
-    CanaryConfig,
-    EcsConfig,
-    EnvironmentConfig,
-    InstanceCatalogue,
-    ModelPackages,
-)
+from sonic_deploy.config.schema import LOG_RETENTION_DAYS, CanaryConfig, EnvironmentConfig, ModelPackages
 from sonic_deploy.config.service_addresses import check_address_variables
 from sonic_deploy.config.tags import check_tags
 from sonic_deploy.config.zones import REFRESH_COMMAND, known_zones
+from sonic_deploy.routes.ecs.config import NATS_ROUTE_PORT, SERVICE_NAMESPACE, EcsConfig
 
 DEFAULT_ENVIRONMENT = "dev"
 # The canary's first-audio p95 alarm: its window, and the runs that must land in it (canary_alarms.py).

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sonic_deploy.config import ConfigError
-from sonic_deploy.config.schema import PublishedFigure
+from sonic_deploy.config.catalogue import PublishedFigure
 
 HOURS_PER_DAY = 24
 HOURS_PER_MONTH = 730  # AWS's monthly convention: 8,760 hours a year / 12

@@ -10,9 +10,9 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError
 
 from sonic_deploy.config import ConfigError
+from sonic_deploy.config.base import Strict
 from sonic_deploy.config.explain import toml_path
 from sonic_deploy.config.loader import read_toml
-from sonic_deploy.config.schema import Strict
 
 PRICES_FILE = "prices.toml"
 

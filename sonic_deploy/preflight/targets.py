@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from sonic_deploy.config import Settings
-from sonic_deploy.config.schema import DEFAULT_GPU_AMI
+from sonic_deploy.routes.ecs.config import DEFAULT_GPU_AMI
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sonic_deploy.config import ConfigError, load_settings
-from sonic_deploy.config.schema import PublishedFigure
+from sonic_deploy.config.catalogue import PublishedFigure
 from tests.conftest import CONFIG_DIR, EditConfig
 
 CATALOGUE = "instance_types.toml"

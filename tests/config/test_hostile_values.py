@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from sonic_deploy.config import ConfigError, load_settings
+from sonic_deploy.config.base import Strict
 from sonic_deploy.config.explain import toml_path
-from sonic_deploy.config.schema import Strict
 from tests.conftest import EditConfig
 
 DEV = "environments/dev.toml"

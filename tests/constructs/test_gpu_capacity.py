@@ -52,7 +52,7 @@ def test_launch_template_gpu_ami_imdsv2_encrypted_gp3(ecs_template: Template) ->
         }
     ]
     parameter = data["ImageId"]["Ref"]
-    # The release pinned in schema.DEFAULT_GPU_AMI, not AWS's newest ("recommended").
+    # The release pinned in routes/ecs/config.py's DEFAULT_GPU_AMI, not AWS's newest ("recommended").
     assert ecs_template.to_json()["Parameters"][parameter]["Default"] == (
         "/aws/service/ecs/optimized-ami/amazon-linux-2023/gpu/"
         "al2023-ami-ecs-gpu-hvm-2023.0.20260820-kernel-6.1-x86_64-ebs/image_id"

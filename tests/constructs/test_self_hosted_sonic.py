@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_cdk.assertions import Template
 
-from sonic_deploy.config.schema import NATS_ROUTE_PORT
+from sonic_deploy.routes.ecs.config import NATS_ROUTE_PORT
 from tests.conftest import resources_of
 
 

@@ -20,7 +20,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from sonic_deploy.config.schema import EnvironmentConfig, InstanceCatalogue, ModelPackages
+from sonic_deploy.config.catalogue import InstanceCatalogue
+from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / "config"

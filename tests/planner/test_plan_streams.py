@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sonic_deploy.config import ConfigError, Settings, load_settings
-from sonic_deploy.config.schema import PublishedFigure
+from sonic_deploy.config.catalogue import PublishedFigure
 from sonic_deploy.planner.capacity import Figure, StreamsPerInstance
 from sonic_deploy.planner.plan import streams_notes, streams_per_instance
 from sonic_deploy.planner.probe_summary import MeasuredConcurrency
