@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from sonic_deploy.config import ConfigError
 from sonic_deploy.config.errors import one_line, show
 from sonic_deploy.config.loader import ENVIRONMENT_NAME, ENVIRONMENTS_DIR
-from sonic_deploy.config.rules import check_region
+from sonic_deploy.config.regions import check_region
 from sonic_deploy.user_files import size_text
 
 # What one client host can drive, and what the probe therefore writes and reads back (probe compare,
@@ -172,7 +172,7 @@ ENDPOINT_NAME = name(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", "a SageMaker endpoint 
 
 
 def REGION_NAME(text: str) -> str:  # noqa: N802 (an argparse type, named like the others)
-    """An AWS Region that exists (config/rules.py `check_region`, the config's own rule)."""
+    """An AWS Region that exists (config/regions.py `check_region`, the config's own rule)."""
     found = check_region(text)
     if found is not None:
         problem, fix = found

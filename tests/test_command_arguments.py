@@ -270,7 +270,7 @@ PLAN = ["plan", "--config-dir", CONFIG]
             "--instance-types 'g6e.xlarge\\n': not an instance type",
         ),
         (["preflight", "--env", ""], "--env '': not an environment name"),
-        # One Region rule (config/rules.py check_region): the name's pattern and a Region AWS has.
+        # One Region rule (config/regions.py check_region): the name's pattern and a Region AWS has.
         ([*PLAN, "--region", "zz-fake-1"], "--region 'zz-fake-1': not a Region AWS has"),
         (["probe", "sagemaker", "--endpoint", "e", "--region", "zz-fake-1"], "not a Region AWS has"),
         ([*TURN, "--transcribe-region", "zz-fake-1"], "--transcribe-region 'zz-fake-1': not a Region AWS"),

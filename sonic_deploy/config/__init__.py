@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from sonic_deploy.config.errors import ConfigError
 
 if TYPE_CHECKING:
+    from sonic_deploy.config.base import DEFAULT_ENVIRONMENT
     from sonic_deploy.config.loader import (
         STACK_IDS,
         Settings,
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
         load_settings,
         require_config_dir,
     )
-    from sonic_deploy.config.rules import DEFAULT_ENVIRONMENT
 
 __all__ = [
     "DEFAULT_ENVIRONMENT",
@@ -35,7 +35,7 @@ __all__ = [
 
 # Name -> the module that defines it.
 _MODULES = {
-    "DEFAULT_ENVIRONMENT": "sonic_deploy.config.rules",
+    "DEFAULT_ENVIRONMENT": "sonic_deploy.config.base",
     "STACK_IDS": "sonic_deploy.config.loader",
     "Settings": "sonic_deploy.config.loader",
     "cloudformation_stack_name": "sonic_deploy.config.loader",

@@ -1,5 +1,6 @@
 """The base every config model derives from (`Strict`: no unknown keys, plain finite numbers, no control
-characters or CloudFormation syntax in text), and the value types the models of several routes share."""
+characters or CloudFormation syntax in text), the value types the models of several routes share, and the
+default environment."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
+
+# The environment when none is named: the only one that may leave the account out, where TLS, the canary and
+# deletion protection are off unless turned on, and Spot instances are allowed.
+DEFAULT_ENVIRONMENT = "dev"
 
 Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 Percent = Annotated[float, Field(gt=0, le=100)]

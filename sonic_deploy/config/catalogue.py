@@ -10,6 +10,8 @@ from pydantic import Field
 
 from sonic_deploy.config.base import Strict
 
+INSTANCE_TYPES_FILE = "instance_types.toml"
+
 
 class InstanceType(Strict):
     """One row of config/instance_types.toml."""

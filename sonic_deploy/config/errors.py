@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import reprlib
 from pathlib import Path
+from typing import NoReturn, Protocol
 
 
 # A value is shown, not dumped: a 5,000-character string or a table nested 3,000 deep is cut short (and a
@@ -74,3 +75,10 @@ class _Missing:
 _MISSING = _Missing()
 MISSING: object = _MISSING
 """Marker for a value the file does not have."""
+
+
+class Fail(Protocol):
+    """How a rule reports what is wrong: the field, its value, the problem and the fix (the caller adds
+    the file and raises the ConfigError)."""
+
+    def __call__(self, field: str, value: object, problem: str, fix: str) -> NoReturn: ...

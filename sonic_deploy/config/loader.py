@@ -12,18 +12,19 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from sonic_deploy.config.catalogue import CatalogueStreams, InstanceCatalogue, InstanceType, catalogue_streams
+from sonic_deploy.config.base import DEFAULT_ENVIRONMENT
+from sonic_deploy.config.catalogue import (
+    INSTANCE_TYPES_FILE,
+    CatalogueStreams,
+    InstanceCatalogue,
+    InstanceType,
+    catalogue_streams,
+)
 from sonic_deploy.config.errors import MISSING, ConfigError
 from sonic_deploy.config.explain import explain, toml_path
+from sonic_deploy.config.network import route_cidrs
 from sonic_deploy.config.placeholders import find_placeholders
-from sonic_deploy.config.rules import (
-    DEFAULT_ENVIRONMENT,
-    INSTANCE_TYPES_FILE,
-    check_catalogue,
-    check_environment,
-    check_packages,
-    route_cidrs,
-)
+from sonic_deploy.config.rules import check_catalogue, check_environment, check_packages
 from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
 from sonic_deploy.routes.ecs.config import ServiceConfig
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from sonic_deploy.config.errors import ConfigError
 from sonic_deploy.config.explain import toml_path
 from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
-from sonic_deploy.config.service_addresses import ADDRESS_FIELDS, SHOWN
+from sonic_deploy.routes.ecs.service_addresses import ADDRESS_FIELDS, SHOWN
 
 PLACEHOLDER_MARK = "REPLACE-ME"
 # AWS's own documentation account; a deploy with it fails with the wrong credentials, or not at all.

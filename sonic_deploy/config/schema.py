@@ -3,8 +3,8 @@ tables are the routes' own models, `sonic_deploy/routes/<route>/config.py`) and 
 instance catalogue's are in `catalogue.py`, the base they all derive from in `base.py`.
 
 Structure (types, ranges, unknown keys) is checked here; rules that need more than one field or more than
-one file (an ARN for the Region, min <= max, a GPU instance type) are checked in `loader.py`, where the
-error can name the exact field and file.
+one file (an ARN for the Region, min <= max, a GPU instance type) are checked in `rules.py` and the routes'
+`rules.py`, where the error can name the exact field and file.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class ProbeTaskConfig(Strict):
     """The probe's Fargate task in each stack: `sonic-deploy probe ... --in-vpc ENV` starts several, and the
     canary one on a schedule."""
 
-    # One of Fargate's CPU and memory pairs: the loader checks the pair (rules.FARGATE_SIZES).
+    # One of Fargate's CPU and memory pairs: the loader checks the pair (fargate.FARGATE_SIZES).
     cpu: Annotated[int, Field(ge=256, le=16384)] = 1024
     memory_mib: Annotated[int, Field(ge=512, le=122_880)] = 2048
     streams_per_task: Annotated[int, Field(ge=1, le=4096)] = Field(

@@ -13,7 +13,6 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 
 from sonic_deploy.config import Settings
-from sonic_deploy.config.service_addresses import peer_variables
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.constructs.egress import PrivateAws, S3PrefixList
@@ -38,6 +37,7 @@ from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, S
 from sonic_deploy.constructs.worker_alarms import WorkerAlarms
 from sonic_deploy.constructs.worker_ttfa import WorkerTtfa
 from sonic_deploy.routes.ecs.config import SERVICE_NAMESPACE, EcsConfig
+from sonic_deploy.routes.ecs.service_addresses import peer_variables
 from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
 
 # AWS service endpoints the tasks need without internet (and, in air-gapped mode, with no egress at all).

@@ -1,5 +1,5 @@
-"""The config and the routes' config modules import in any order, and without aws_cdk: a route's model
-imports the config's base modules, and the config's loader imports the routes' models (docs/architecture.md,
+"""The config and the routes' config modules import in any order, and without aws_cdk: a route's model and
+rules import the config's base modules, and the config's loader imports the routes' (docs/architecture.md,
 "Import rules")."""
 
 from __future__ import annotations
@@ -14,8 +14,14 @@ FIRST = (
     "sonic_deploy.config.loader",
     "sonic_deploy.config.schema",
     "sonic_deploy.config.rules",
+    "sonic_deploy.config.network",
     "sonic_deploy.routes.ecs.config",
+    "sonic_deploy.routes.ecs.rules",
+    "sonic_deploy.routes.ecs.capacity_rules",
+    "sonic_deploy.routes.ecs.api_rules",
+    "sonic_deploy.routes.ecs.service_addresses",
     "sonic_deploy.routes.sagemaker.config",
+    "sonic_deploy.routes.sagemaker.rules",
 )
 
 
