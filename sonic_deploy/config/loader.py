@@ -26,6 +26,7 @@ from sonic_deploy.config.network import route_cidrs
 from sonic_deploy.config.placeholders import find_placeholders
 from sonic_deploy.config.rules import check_catalogue, check_environment, check_packages
 from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
+from sonic_deploy.routes import ROUTES
 from sonic_deploy.routes.ecs.config import ServiceConfig
 
 ENVIRONMENTS_DIR = "environments"
@@ -36,7 +37,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 ENVIRONMENT_NAME = re.compile(r"[a-z][a-z0-9-]{0,19}")
-STACK_IDS: dict[str, str] = {"sagemaker": "SonicSageMaker", "ecs": "SonicEcs"}
+STACK_IDS: dict[str, str] = {name: route.stack_id for name, route in ROUTES.items()}
 """Route -> its stack's construct ID: what `cdk deploy` selects and `cdk.out/<id>.template.json` is named."""
 
 

@@ -16,6 +16,7 @@ from sonic_deploy.config import load_settings, require_config_dir
 from sonic_deploy.connect.deployment import ConnectError, EcsApi, connection
 from sonic_deploy.connect.snippets import FRAMEWORKS
 from sonic_deploy.connect.text import as_text
+from sonic_deploy.routes import ROUTES, Wire
 from sonic_deploy.stack_outputs import describe_stack
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def add_parser(subparsers: Any) -> None:
         "secret, never read.",
     )
     parser.add_argument("--env", required=True, type=ENVIRONMENT, help="environment in config/environments/")
-    parser.add_argument("--route", required=True, choices=("sagemaker", "ecs"), help="the deployed route")
+    parser.add_argument("--route", required=True, choices=tuple(ROUTES), help="the deployed route")
     parser.add_argument(
         "--framework", choices=FRAMEWORKS, help="only this framework's snippet (default: all)"
     )
@@ -77,7 +78,7 @@ def run_connect_command(args: argparse.Namespace) -> int:
             f"--route {' or '.join(routes)}, or add {json.dumps(args.route)} to its routes and deploy it",
             code=2,
         )
-    if args.ca_bundle and args.route == "sagemaker":
+    if args.ca_bundle and ROUTES[args.route].wire is not Wire.CARTESIA:
         return _fail(
             "--ca-bundle is for the ECS route's TLS: the SageMaker runtime presents AWS's certificates (boto3 "
             "reads AWS_CA_BUNDLE should a proxy re-sign them). Fix: drop --ca-bundle",

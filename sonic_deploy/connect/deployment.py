@@ -8,11 +8,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from sonic_deploy.config import STACK_IDS
+from sonic_deploy.routes import ROUTES, Wire
+from sonic_deploy.routes.ecs import outputs as ecs_outputs
+from sonic_deploy.routes.sagemaker import outputs as sagemaker_outputs
 from sonic_deploy.stack_outputs import DeployedStack
 
-ECS_OUTPUTS = ("ApiUrl", "ModelId", "CartesiaVersion", "ApiKeySecret", "Region")
-SAGEMAKER_OUTPUTS = ("EndpointName", "Region", "RuntimeVpcEndpointDns")
 API_KEY_ENV = "CARTESIA_API_KEY"
 INVOKE_ACTION = "sagemaker:InvokeEndpointWithResponseStream"
 WEBSOCKET_PATH = "/tts/websocket"
@@ -95,9 +95,7 @@ def connection(
 ) -> Connection:
     """The route's settings from the deployed stack (None: not deployed), or ConnectError naming what is
     wrong and the fix."""
-    deploy = (
-        f"cdk deploy {STACK_IDS[route]} -c env={environment} (make deploy ENV={environment} ROUTE={route})"
-    )
+    deploy = f"cdk deploy {ROUTES[route].stack_id} -c env={environment} (make deploy ENV={environment} ROUTE={route})"
     if stack is None:
         raise ConnectError(
             f"{stack_name} is not deployed in {region}: CloudFormation has no stack of that name there. "
@@ -109,23 +107,25 @@ def connection(
             f"read its events in the CloudFormation console; once it is deleted or deployed again ({deploy}), "
             "run connect again"
         )
-    missing = stack.missing(ECS_OUTPUTS if route == "ecs" else SAGEMAKER_OUTPUTS)
+    missing = stack.missing(ROUTES[route].connect_outputs)
     if missing:
         raise ConnectError(
             f"stack {stack.name} has no output {', '.join(missing)}: it was deployed by an older sonic-deploy. "
             f"Fix: deploy it again with this one: {deploy}"
         )
     outputs = stack.outputs
-    region = outputs["Region"]  # where it was deployed, as the stack says (the config's, unless edited since)
+    region = outputs[
+        ecs_outputs.REGION
+    ]  # where it was deployed, as the stack says (the config's, unless edited since)
     target: EcsApi | SageMakerEndpoint
-    if route == "ecs":
-        websocket_url, http_base_url = api_urls(outputs["ApiUrl"], stack.name)
-        secret = outputs["ApiKeySecret"]
+    if ROUTES[route].wire is Wire.CARTESIA:
+        websocket_url, http_base_url = api_urls(outputs[ecs_outputs.API_URL], stack.name)
+        secret = outputs[ecs_outputs.API_KEY_SECRET]
         target = EcsApi(
             websocket_url=websocket_url,
             http_base_url=http_base_url,
-            model_id=outputs["ModelId"],
-            cartesia_version=outputs["CartesiaVersion"],
+            model_id=outputs[ecs_outputs.MODEL_ID],
+            cartesia_version=outputs[ecs_outputs.CARTESIA_VERSION],
             api_key_secret=secret,
             api_key_env=API_KEY_ENV,
             api_key_command=api_key_command(secret, region),
@@ -133,11 +133,11 @@ def connection(
             ca_bundle=ca_bundle,
         )
     else:
-        name = outputs["EndpointName"]
+        name = outputs[sagemaker_outputs.ENDPOINT_NAME]
         target = SageMakerEndpoint(
             endpoint_name=name,
             endpoint_arn=_endpoint_arn(stack, region, name),
-            runtime_vpc_endpoint_dns=outputs["RuntimeVpcEndpointDns"],
+            runtime_vpc_endpoint_dns=outputs[sagemaker_outputs.RUNTIME_VPC_ENDPOINT_DNS],
             iam_action=INVOKE_ACTION,
         )
     return Connection(environment, route, stack.name, region, target)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from sonic_deploy.arguments import ENVIRONMENT, config_folder, input_file, real
 from sonic_deploy.config import Settings, load_settings, require_config_dir
+from sonic_deploy.routes import ROUTES
+from sonic_deploy.routes.ecs import outputs as ecs_outputs
 from sonic_deploy.stack_outputs import describe_stack
 from sonic_deploy.user_files import RefusedFileError, check_regular, read_regular
 
@@ -31,7 +34,6 @@ if TYPE_CHECKING:
 
 # Secrets Manager holds at most 65,536 bytes of SecretString; base64 makes 3 bytes into 4.
 MAX_LICENCE_BYTES = 65536 // 4 * 3
-OUTPUTS = ("ClusterName", "LicenceProxyService")
 LOADER = "licence-loader"
 POLL_S = 10
 
@@ -141,13 +143,22 @@ def read_licence(path: Path) -> bytes:
     return licence
 
 
-def check_air_gapped(settings: Settings) -> None:
-    env = settings.environment
-    if "ecs" not in env.routes or env.ecs is None:
+def licence_route(settings: Settings) -> str:
+    """The environment's route that runs Cartesia's licence proxy, or LicenceError."""
+    proxies = [name for name, route in ROUTES.items() if route.runs_licence_proxy]
+    deployed = [route for route in settings.environment.routes if route in proxies]
+    if not deployed:
         raise LicenceError(
-            f"environment {settings.environment_name} does not deploy the ecs route. Fix: pick an environment "
-            'whose routes include "ecs"'
+            f"environment {settings.environment_name} does not deploy the {' or '.join(proxies)} route. Fix: "
+            f"pick an environment whose routes include {' or '.join(json.dumps(name) for name in proxies)}"
         )
+    return deployed[0]
+
+
+def check_air_gapped(settings: Settings) -> None:
+    licence_route(settings)
+    env = settings.environment
+    assert env.ecs is not None, "the loader gives the route its config"
     if env.ecs.licence_mode != "air-gapped":
         raise LicenceError(
             f'environment {settings.environment_name} runs in licence_mode = "{env.ecs.licence_mode}": its '
@@ -161,7 +172,7 @@ def stack_outputs(cloudformation: CloudFormationClient, stack_name: str) -> dict
     stack = describe_stack(cloudformation, stack_name)
     if stack is None:
         return None
-    missing = stack.missing(OUTPUTS)
+    missing = stack.missing(ecs_outputs.FOR_LICENCE)
     if missing:
         raise LicenceError(
             f"stack {stack_name} has no output {', '.join(missing)}: it was deployed without the licence "
@@ -197,14 +208,14 @@ def upload_licence(
     secret = settings.licence_secret_name
     store_licence(clients.secretsmanager, secret, licence)
     say(f"licence stored in the secret {secret}")
-    stack_name = settings.stack_name("ecs")
+    stack_name = settings.stack_name(licence_route(settings))
     outputs = stack_outputs(clients.cloudformation, stack_name)
     if outputs is None:
         say(
             f"{stack_name} is not deployed yet: deploy it now; the licence proxy loads the licence when it starts"
         )
         return
-    cluster, service = outputs["ClusterName"], outputs["LicenceProxyService"]
+    cluster, service = outputs[ecs_outputs.CLUSTER_NAME], outputs[ecs_outputs.LICENCE_PROXY_SERVICE]
     clients.ecs.update_service(cluster=cluster, service=service, forceNewDeployment=True)
     say(f"new deployment of {service} started: its loader uploads the licence when the task starts")
     if not wait:

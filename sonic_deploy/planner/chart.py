@@ -7,6 +7,10 @@ from pathlib import Path
 from sonic_deploy.arguments import write_output
 from sonic_deploy.config import ConfigError
 from sonic_deploy.planner.plan import Plan
+from sonic_deploy.routes import ROUTES
+
+# One colour per route, in the registry's order.
+COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
 
 
 def write_chart(plan: Plan, path: Path) -> None:
@@ -35,7 +39,7 @@ def write_chart(plan: Plan, path: Path) -> None:
     rows = [row for row in plan.rows if row.usd_per_month is not None]
     labels = [f"{row.route}\n{row.instance_type}\n{row.pricing}" for row in rows]
     values = [row.usd_per_month or 0.0 for row in rows]
-    colours = ["tab:blue" if row.route == "sagemaker" else "tab:orange" for row in rows]
+    colours = [COLOURS[list(ROUTES).index(row.route) % len(COLOURS)] for row in rows]
     figure, axes = pyplot.subplots(figsize=(max(6.0, 1.3 * len(rows)), 4.5))
     bars = axes.bar(range(len(rows)), values, color=colours)
     for bar, row in zip(bars, rows, strict=True):

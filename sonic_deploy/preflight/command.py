@@ -15,6 +15,7 @@ from sonic_deploy.config.placeholders import refusal
 from sonic_deploy.preflight.before_deploy import before_deploy
 from sonic_deploy.preflight.results import CheckResult
 from sonic_deploy.preflight.runner import AwsClients, run_preflight
+from sonic_deploy.routes import ROUTES
 
 MARKS = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP"}
 
@@ -33,7 +34,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--before-deploy",
         metavar="ROUTE",
-        choices=("sagemaker", "ecs"),
+        choices=tuple(ROUTES),
         help="only what a deploy of ROUTE fails on minutes in (Docker; the ECS secrets): `make deploy` runs it",
     )
     parser.set_defaults(func=run_preflight_command)

@@ -15,7 +15,8 @@ import pytest
 from aws_cdk.assertions import Template
 
 from sonic_deploy.cli import main
-from sonic_deploy.connect.deployment import ECS_OUTPUTS, SAGEMAKER_OUTPUTS, api_urls
+from sonic_deploy.connect.deployment import api_urls
+from sonic_deploy.routes import ROUTES
 from tests.cdk_context import ROOT
 from tests.conftest import CONFIG_DIR
 
@@ -55,8 +56,8 @@ def one_line_error(err: str, code: int, expected_code: int = 1) -> str:
 def test_every_output_connect_reads_is_one_the_stacks_make(
     ecs_template: Template, sagemaker_template: Template
 ) -> None:
-    assert set(ECS_OUTPUTS) <= set(ecs_template.to_json()["Outputs"])
-    assert set(SAGEMAKER_OUTPUTS) <= set(sagemaker_template.to_json()["Outputs"])
+    assert set(ROUTES["ecs"].connect_outputs) <= set(ecs_template.to_json()["Outputs"])
+    assert set(ROUTES["sagemaker"].connect_outputs) <= set(sagemaker_template.to_json()["Outputs"])
 
 
 def test_connect_never_imports_aws_cdk() -> None:
