@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from sonic_deploy.probe.event_loop import precise_loop
+from sonic_deploy.event_loop import precise_loop
 
 DELAY_S = 0.090
 

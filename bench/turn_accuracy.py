@@ -25,10 +25,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sonic_deploy.probe.audio import AudibleDetector, tone
-from sonic_deploy.probe.llm_standin import reply_tokens
-from sonic_deploy.probe.requests import AudioFormat
+from sonic_deploy.audio import AudibleDetector, AudioFormat, tone
 from sonic_deploy.probe.turn.speakers import Sentences
+from sonic_deploy.standins.llm import reply_tokens
 
 GOAL_P50_MS, GOAL_P99_MS = 2.0, 10.0
 HOPS = ("stt", "llm", "aggregate", "tts", "audible")

@@ -252,7 +252,7 @@ async def run_slots(plan: Plan, conversation: Conversation, figures: Figures) ->
 
 def run_phase(way: str, plan: Plan) -> Figures:
     """One way at one level, on a fresh loop the way the turn probe runs its own."""
-    from sonic_deploy.probe.event_loop import precise_loop, steady_collector
+    from sonic_deploy.event_loop import precise_loop, steady_collector
 
     figures = Figures()
     phase = lean_phase if way == "lean" else pipecat_phase

@@ -11,7 +11,7 @@ from loguru import logger
 from pipecat.frames.frames import Frame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from tests.probe.real_clients import TIMEOUT_S
+from tests.standins.real_clients import TIMEOUT_S
 
 
 @pytest.fixture

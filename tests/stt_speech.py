@@ -8,8 +8,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from sonic_deploy.audio import nearest_code
 from sonic_deploy.client.turn_hops import SpeechSession, Transcript
-from sonic_deploy.probe.audio import nearest_code
 
 CHUNK_MS = 20
 SPEECH_MS, SILENCE_MS = 600, 200

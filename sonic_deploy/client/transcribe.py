@@ -97,7 +97,7 @@ class TranscribeClient:
         if encoding != "pcm_s16le":
             raise ValueError(
                 f"Amazon Transcribe takes 16-bit PCM (pcm_s16le), not {encoding}. Fix: decode the audio "
-                "first (mu-law: sonic_deploy.probe.audio.MULAW_TABLE, or audioop.ulaw2lin) and open the "
+                "first (mu-law: sonic_deploy.audio.MULAW_TABLE, or audioop.ulaw2lin) and open the "
                 "session with encoding='pcm_s16le'"
             )
         params = {

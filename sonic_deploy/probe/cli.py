@@ -33,6 +33,7 @@ from sonic_deploy.arguments import (
     url,
     whole,
 )
+from sonic_deploy.audio import ENCODINGS, SAMPLE_RATES, AudioFormat
 from sonic_deploy.client.cartesia_api import DEFAULT_BUFFER_DELAY_MS, MAX_BUFFER_DELAY_MS
 from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.config.errors import one_line
@@ -43,12 +44,9 @@ from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
     DEFAULT_MODEL_ID,
     DEFAULT_VOICE_ID,
-    ENCODINGS,
     PRESETS,
-    SAMPLE_RATES,
     SPLITS,
     AgentTraffic,
-    AudioFormat,
     RequestTemplate,
     load_transcripts,
 )
@@ -98,7 +96,7 @@ def _transcript_file(text: str) -> tuple[str, ...]:
 
 def _fault(text: str) -> tuple[str, int]:
     """`KIND:EVERY` (EVERY defaults to 1), with KIND one the reference server injects."""
-    from sonic_deploy.probe.reference_stream import FAULTS
+    from sonic_deploy.standins.reference_stream import FAULTS
 
     kind, _, every = text.partition(":")
     if kind not in FAULTS:
@@ -817,8 +815,8 @@ def check_serve(args: argparse.Namespace) -> str | None:
 
 def run_serve(args: argparse.Namespace) -> int:
     try:
-        from sonic_deploy.probe.reference_stream import ServerConfig
-        from sonic_deploy.probe.server import serve, tls_context
+        from sonic_deploy.standins.reference_stream import ServerConfig
+        from sonic_deploy.standins.server import serve, tls_context
     except ImportError as error:
         return _missing_extra(error)
 
@@ -857,7 +855,7 @@ def run_serve(args: argparse.Namespace) -> int:
             f"--tls-cert {args.tls_cert} --tls-key {args.tls_key}: cannot load them ({error}). Fix: give a PEM "
             "certificate chain and its unencrypted private key"
         )
-    from sonic_deploy.probe.event_loop import precise_loop, steady_collector
+    from sonic_deploy.event_loop import precise_loop, steady_collector
 
     # The standard loop on a selector whose timers fire when due (uvloop's, like epoll's, have millisecond
     # steps, and uvloop's cached clock can fire a delay early): the server's delays are the reference.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sonic_deploy.client.trust import ca_context
-from sonic_deploy.probe.event_loop import steady_collector
+from sonic_deploy.event_loop import steady_collector
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,

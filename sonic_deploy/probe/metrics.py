@@ -8,8 +8,7 @@ from typing import Any
 
 import pybase64
 
-from sonic_deploy.probe.audio import AudibleDetector
-from sonic_deploy.probe.requests import BYTES_PER_SAMPLE, AudioFormat
+from sonic_deploy.audio import BYTES_PER_SAMPLE, AudibleDetector, AudioFormat
 
 _WAV_HEADER_BYTES = 12  # "RIFF", the file's length, "WAVE"
 

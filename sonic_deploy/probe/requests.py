@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sonic_deploy.audio import AudioFormat
 from sonic_deploy.client import cartesia_api
 
 DEFAULT_VOICE_ID = "6ccbfb76-1fc6-48f7-b71d-91ac6298247b"
@@ -18,35 +19,12 @@ DEFAULT_CARTESIA_VERSION = cartesia_api.CURRENT_API_VERSION
 DEFAULT_TRANSCRIPT = (
     "Thanks for calling. Your appointment is confirmed for Tuesday at three in the afternoon."
 )
-ENCODINGS = cartesia_api.ENCODINGS
-SAMPLE_RATES = cartesia_api.SAMPLE_RATES
-BYTES_PER_SAMPLE = {"pcm_s16le": 2, "pcm_f32le": 4, "pcm_mulaw": 1, "pcm_alaw": 1}
 
 # Named output formats: `telephony` is what a phone line carries (8 kHz mu-law).
 PRESETS: dict[str, tuple[str, int]] = {
     "studio": ("pcm_s16le", 44100),
     "telephony": ("pcm_mulaw", 8000),
 }
-
-
-@dataclass(frozen=True)
-class AudioFormat:
-    encoding: str = "pcm_s16le"
-    sample_rate: int = 44100
-
-    def __post_init__(self) -> None:
-        if self.encoding not in BYTES_PER_SAMPLE:
-            raise ValueError(f"unknown encoding {self.encoding!r}: use one of {', '.join(ENCODINGS)}")
-        if self.sample_rate not in SAMPLE_RATES:
-            rates = ", ".join(map(str, SAMPLE_RATES))
-            raise ValueError(f"sample rate {self.sample_rate} is not one the API accepts: {rates}")
-
-    @property
-    def bytes_per_second(self) -> int:
-        return BYTES_PER_SAMPLE[self.encoding] * self.sample_rate
-
-    def as_output_format(self) -> dict[str, Any]:
-        return {"container": "raw", "encoding": self.encoding, "sample_rate": self.sample_rate}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, Protocol
 
-from sonic_deploy.probe import event_loop
+from sonic_deploy import event_loop
 from sonic_deploy.probe.load import Level, ProbeSettings, run_level
 from sonic_deploy.probe.stats import LevelStats
 

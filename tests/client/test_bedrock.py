@@ -30,9 +30,9 @@ from sonic_deploy.client import (
     ThrottledError,
 )
 from sonic_deploy.client.turn_hops import LanguageModel, Message, Token
-from sonic_deploy.probe.bedrock_standin import event, stream_exception
-from sonic_deploy.probe.llm_standin import REPLY, reply_tokens
-from tests.probe.harness import ReferenceServer, ServerFactory
+from sonic_deploy.standins.bedrock import event, stream_exception
+from sonic_deploy.standins.llm import REPLY, reply_tokens
+from tests.standins.harness import ReferenceServer, ServerFactory
 
 FIRST_TOKEN_MS, TOKENS_PER_S = 200.0, 200.0
 MODEL = "us.anthropic.claude-3-5-haiku-20241022-v1:0"

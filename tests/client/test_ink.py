@@ -16,8 +16,8 @@ from sonic_deploy.client.errors import (
     StreamError,
 )
 from sonic_deploy.client.turn_hops import SpeechToText, Transcript
-from sonic_deploy.probe.stt_standin import TRANSCRIPT
-from tests.probe.harness import ReferenceServer, ServerFactory
+from sonic_deploy.standins.stt import TRANSCRIPT
+from tests.standins.harness import ReferenceServer, ServerFactory
 from tests.stt_speech import CHUNK_MS, FINAL_MS, TIMEOUT_S, speak, turn
 
 KEY = "sk_test_ink"
@@ -150,7 +150,7 @@ def test_voice_again_before_the_final_is_due_continues_the_turn(shared_server: S
                 )
                 await speak(session.send, "pcm_s16le", 16000, speech_ms=300)
                 await reader
-        # The speech's end on the stream's own timeline, as the server places it (stt_standin's docstring):
+        # The speech's end on the stream's own timeline, as the server places it (standins/stt.py's docstring):
         # from the first audio on (whole chunks of it), not from when the second speak() began, which a busy
         # machine delays.
         silence_ms = FINAL_MS // 2 // CHUNK_MS * CHUNK_MS

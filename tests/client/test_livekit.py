@@ -22,8 +22,8 @@ from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT
 from sonic_deploy.client import SageMakerClient
 from sonic_deploy.client.livekit import SonicSageMakerTTS
 from tests.client.refreshing import Clock, refreshing_session
-from tests.probe.harness import ReferenceServer, ServerFactory
-from tests.probe.real_clients import FAST, PACED, RATE, TIMEOUT_S, counted, stream_bytes, wait_for_stats
+from tests.standins.harness import ReferenceServer, ServerFactory
+from tests.standins.real_clients import FAST, PACED, RATE, TIMEOUT_S, counted, stream_bytes, wait_for_stats
 
 VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
 # No retries unless a test asks for them: LiveKit waits 2 s before each retry after the first.

@@ -23,8 +23,8 @@ from sonic_deploy.client.errors import (
 )
 from sonic_deploy.client.openai_chat import OpenAIChatClient
 from sonic_deploy.client.turn_hops import Message, Token
-from sonic_deploy.probe.llm_standin import REPLY
-from tests.probe.harness import ServerFactory
+from sonic_deploy.standins.llm import REPLY
+from tests.standins.harness import ServerFactory
 
 ASK = [Message("user", "A table for two tonight?")]
 

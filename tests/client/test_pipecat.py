@@ -40,8 +40,8 @@ from sonic_deploy.client import SageMakerClient
 from sonic_deploy.client.pipecat import SonicSageMakerTTSService
 from tests.client.refreshing import Clock, refreshing_session
 from tests.pipecat_frames import FrameRecorder
-from tests.probe.harness import ReferenceServer, ServerFactory
-from tests.probe.real_clients import FAST, PACED, TIMEOUT_S, counted, stream_bytes, wait_for_stats
+from tests.standins.harness import ReferenceServer, ServerFactory
+from tests.standins.real_clients import FAST, PACED, TIMEOUT_S, counted, stream_bytes, wait_for_stats
 
 pytestmark = pytest.mark.usefixtures("quiet_pipecat")
 

@@ -25,9 +25,9 @@ from sonic_deploy.client import (
 from sonic_deploy.client.eventstream import payload_part
 from sonic_deploy.client.sagemaker import request_body
 from tests.client.refreshing import Clock, refreshing_session
-from tests.probe.harness import ReferenceServer, ServerFactory
 from tests.probe.private_ca import make_private_ca
-from tests.probe.real_clients import FAST, PACED, counted, stream_bytes, wait_for_stats
+from tests.standins.harness import ReferenceServer, ServerFactory
+from tests.standins.real_clients import FAST, PACED, counted, stream_bytes, wait_for_stats
 
 VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
 # Seconds of audio in real time (PACED): long enough to act on mid-way whatever the machine's load.

@@ -20,8 +20,8 @@ from sonic_deploy.client.errors import InvalidRequestError, SonicError, StreamEr
 from sonic_deploy.client.sigv4 import SigningKey, presign_url
 from sonic_deploy.client.transcribe import TranscribeSession
 from sonic_deploy.client.turn_hops import SpeechToText
-from sonic_deploy.probe.stt_standin import TRANSCRIPT, transcribe_exception
-from tests.probe.harness import ReferenceServer, ServerFactory
+from sonic_deploy.standins.stt import TRANSCRIPT, transcribe_exception
+from tests.standins.harness import ReferenceServer, ServerFactory
 from tests.stt_speech import FINAL_MS, TIMEOUT_S, turn
 
 OPTIONS = ("--stt-final-ms", str(FINAL_MS))

@@ -20,9 +20,9 @@ from sonic_deploy.client import (
     WebSocketClient,
 )
 from tests.probe.fault_server import CONTEXTS, PCM, fault_server
-from tests.probe.harness import ReferenceServer, ServerFactory
 from tests.probe.private_ca import make_private_ca
-from tests.probe.real_clients import FAST, KEY, PACED, stream_bytes, wait_for_stats
+from tests.standins.harness import ReferenceServer, ServerFactory
+from tests.standins.real_clients import FAST, KEY, PACED, stream_bytes, wait_for_stats
 
 VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
 # Seconds of audio in real time (PACED): long enough to act on mid-way whatever the machine's load.

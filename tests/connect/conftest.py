@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import Stubber
 
 from sonic_deploy.connect import command
-from tests.probe.conftest import reference_server
+from tests.standins.conftest import reference_server
 
 __all__ = ["reference_server"]
 

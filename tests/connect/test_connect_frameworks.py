@@ -31,9 +31,9 @@ from pipecat.workers.runner import WorkerRunner
 from sonic_deploy.cli import main
 from tests.conftest import CONFIG_DIR
 from tests.pipecat_frames import FrameRecorder
-from tests.probe.harness import ReferenceServer, ServerFactory
 from tests.probe.private_ca import PrivateCa, make_private_ca
-from tests.probe.real_clients import FAST, KEY, RATE, TIMEOUT_S, counted, stream_bytes, wait_for_stats
+from tests.standins.harness import ReferenceServer, ServerFactory
+from tests.standins.real_clients import FAST, KEY, RATE, TIMEOUT_S, counted, stream_bytes, wait_for_stats
 
 from .conftest import DEPLOYED_ECS_OUTPUTS, StubbedCloudFormation
 

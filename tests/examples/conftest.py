@@ -1,5 +1,5 @@
 """The probe's fixtures: a reference server in another process, and dummy AWS credentials."""
 
-from tests.probe.conftest import _dummy_aws, reference_server, shared_server
+from tests.standins.conftest import _dummy_aws, reference_server, shared_server
 
 __all__ = ["_dummy_aws", "reference_server", "shared_server"]

@@ -13,8 +13,8 @@ from types import ModuleType
 
 import pytest
 
-from tests.probe.harness import ServerFactory
-from tests.probe.real_clients import FAST, KEY, RATE, stream_bytes
+from tests.standins.harness import ServerFactory
+from tests.standins.real_clients import FAST, KEY, RATE, stream_bytes
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TEXT = "Hello from Sonic, spoken through LiveKit Agents."

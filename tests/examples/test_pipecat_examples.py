@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.cdk_context import ROOT
-from tests.probe.harness import ServerFactory
-from tests.probe.real_clients import FAST, KEY, stream_bytes
+from tests.standins.harness import ServerFactory
+from tests.standins.real_clients import FAST, KEY, stream_bytes
 
 TEXT = "Your table is booked for eight."
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
+from sonic_deploy.audio import AudioFormat
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
-from sonic_deploy.probe.requests import AudioFormat
 from sonic_deploy.probe.stats import LevelStats
 from sonic_deploy.probe.targets.sagemaker import PartReader
 from tests.fuzz import examples

@@ -7,8 +7,9 @@ from collections.abc import Callable
 import pytest
 
 from sonic_deploy.cli import main
+from tests.standins.harness import ServerFactory
 
-from .harness import ProbeRun, ServerFactory
+from .harness import ProbeRun
 
 Run = Callable[..., ProbeRun]
 # Two sentences of two and three words; 40 ms of audio per piece of text the server speaks (two chunks).

@@ -11,8 +11,9 @@ import pytest
 
 from sonic_deploy.cli import main
 from sonic_deploy.client.trust import CaBundleError, ca_context
+from tests.standins.harness import ServerFactory
 
-from .harness import ProbeRun, ServerFactory
+from .harness import ProbeRun
 from .private_ca import make_private_ca
 
 Run = Callable[..., ProbeRun]

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from sonic_deploy.audio import AudioFormat
 from sonic_deploy.probe.metrics import StreamRecorder
-from sonic_deploy.probe.requests import AgentTraffic, AudioFormat, RequestTemplate, new_context_id
+from sonic_deploy.probe.requests import AgentTraffic, RequestTemplate, new_context_id
 from sonic_deploy.probe.stats import LevelStats
 from sonic_deploy.probe.targets import Target
 from sonic_deploy.probe.targets.http import HttpBytesTarget

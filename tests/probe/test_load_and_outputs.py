@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from sonic_deploy import event_loop
 from sonic_deploy.cli import main
-from sonic_deploy.probe import event_loop
 from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec, run_level
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.output import Progress, RunOutput, read_samples, read_summary
@@ -21,8 +21,9 @@ from sonic_deploy.probe.report import compare, write_report
 from sonic_deploy.probe.requests import RequestTemplate
 from sonic_deploy.probe.stats import LevelStats
 from sonic_deploy.probe.summary_file import read_run
+from tests.standins.harness import ServerFactory
 
-from .harness import ProbeRun, ServerFactory
+from .harness import ProbeRun
 
 Run = Callable[..., ProbeRun]
 LEVEL_KEYS = {"concurrency", "rate", "requests", "ok", "errors", "ttfa_ms", "total_ms", "rtf", "underruns"}
@@ -212,7 +213,7 @@ def test_the_probe_never_imports_aws_cdk() -> None:
         "sonic_deploy.probe.workers",
         "sonic_deploy.probe.slo",
         "sonic_deploy.probe.capacity_search",
-        "sonic_deploy.probe.server",
+        "sonic_deploy.standins.server",
         "sonic_deploy.probe.report",
         "sonic_deploy.probe.targets.ws",
         "sonic_deploy.probe.targets.http",

@@ -6,9 +6,8 @@ import base64
 
 import pytest
 
-from sonic_deploy.probe.audio import ALAW_TABLE, MULAW_TABLE, AudibleDetector, tone
+from sonic_deploy.audio import ALAW_TABLE, MULAW_TABLE, AudibleDetector, AudioFormat, tone
 from sonic_deploy.probe.metrics import MalformedEventError, StreamRecorder
-from sonic_deploy.probe.requests import AudioFormat
 
 S16 = AudioFormat("pcm_s16le", 8000)  # 16 bytes per millisecond
 

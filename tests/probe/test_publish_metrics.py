@@ -14,8 +14,7 @@ from botocore.stub import Stubber
 from sonic_deploy.cli import main
 from sonic_deploy.probe import canary_metrics, publish_metrics
 from sonic_deploy.probe.publish_metrics import PublishError, metric_data, publish, throttled
-
-from .harness import ServerFactory
+from tests.standins.harness import ServerFactory
 
 AT = datetime.datetime(2026, 12, 2, 1, 5, tzinfo=datetime.UTC)
 DIMENSIONS = [{"Name": "Environment", "Value": "staging"}, {"Name": "Route", "Value": "ecs"}]

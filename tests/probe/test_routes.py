@@ -9,9 +9,10 @@ from collections.abc import Callable
 
 import pytest
 
-from sonic_deploy.probe.reference_stream import FAULTS
+from sonic_deploy.standins.reference_stream import FAULTS
+from tests.standins.harness import ReferenceServer, ServerFactory
 
-from .harness import ProbeRun, ReferenceServer, ServerFactory
+from .harness import ProbeRun
 
 Run = Callable[..., ProbeRun]
 # SageMaker twice: the default client (aiohttp on the event loop) and boto3's own, which must agree.

@@ -15,10 +15,10 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.exceptions import ClientError
 
+from sonic_deploy.audio import AudioFormat
 from sonic_deploy.client.eventstream import payload_part
 from sonic_deploy.client.sagemaker import SageMakerClient
 from sonic_deploy.probe.metrics import StreamRecorder
-from sonic_deploy.probe.requests import AudioFormat
 from sonic_deploy.probe.targets.sagemaker import SageMakerTarget, classify_client_error
 
 ENDPOINT, REGION = "sonic-dev", "us-east-2"

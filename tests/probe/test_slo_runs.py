@@ -19,8 +19,9 @@ import pytest
 from sonic_deploy.cli import main
 from sonic_deploy.probe.report import compare, write_report
 from sonic_deploy.probe.summary_file import read_run
+from tests.standins.harness import ServerFactory
 
-from .harness import ProbeRun, ServerFactory
+from .harness import ProbeRun
 
 Run = Callable[..., ProbeRun]
 # Slots refused by the server retry soon, so that a level over capacity keeps asking.

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
+from sonic_deploy.audio import AudioFormat
 from sonic_deploy.client.cartesia_ws import CartesiaSocket, SocketClosedError, UnattributableMessageError
 from sonic_deploy.client.websocket import closed_kind
 from sonic_deploy.probe.metrics import StreamRecorder
-from sonic_deploy.probe.requests import AgentTraffic, AudioFormat, RequestTemplate
+from sonic_deploy.probe.requests import AgentTraffic, RequestTemplate
 from sonic_deploy.probe.targets.ws import WebSocketTarget
 
 Handler = Callable[[ServerConnection], Awaitable[None]]

@@ -218,7 +218,7 @@ def level_runner(
 ) -> RunCommand:
     """Each level command: this task's share of it, from the runner's start time. `permitted`: why the
     task's own options would not make this level (None: they would), so that a forged command is refused."""
-    from sonic_deploy.probe import event_loop
+    from sonic_deploy import event_loop
     from sonic_deploy.probe.load import run_level
 
     def run_command(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
-from sonic_deploy.probe.audio import FULL_SCALE, MULAW_TABLE, SPEECH_THRESHOLD_DB, decode_samples
+from sonic_deploy.audio import FULL_SCALE, MULAW_TABLE, SPEECH_THRESHOLD_DB, decode_samples
 from sonic_deploy.user_files import RefusedFileError, read_regular
 
 # A caller utterance is seconds long (48 kHz 16-bit mono is 96 kB a second): 64 MiB is over ten minutes.

@@ -27,15 +27,11 @@ from sonic_deploy.arguments import (
     url,
     whole,
 )
+from sonic_deploy.audio import AudioFormat
 from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.client.turn_hops import LanguageModel, SpeechToText
 from sonic_deploy.probe.in_vpc import session as in_vpc
-from sonic_deploy.probe.requests import (
-    DEFAULT_CARTESIA_VERSION,
-    DEFAULT_MODEL_ID,
-    DEFAULT_VOICE_ID,
-    AudioFormat,
-)
+from sonic_deploy.probe.requests import DEFAULT_CARTESIA_VERSION, DEFAULT_MODEL_ID, DEFAULT_VOICE_ID
 from sonic_deploy.probe.turn.budget import DEFAULT_BUDGET, Budget, BudgetError, load_budget
 from sonic_deploy.probe.turn.call import CallPlan, Hops
 from sonic_deploy.probe.turn.caller_audio import (
@@ -518,7 +514,7 @@ def run_turn(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from sonic_deploy.probe.event_loop import precise_loop, steady_collector
+    from sonic_deploy.event_loop import precise_loop, steady_collector
     from sonic_deploy.probe.turn.run import TurnOutput, run, summarize, summary_text, write_summary
 
     plan, load = _plan_and_load(args, utterances)
@@ -611,7 +607,7 @@ def _run_turn_task(args: argparse.Namespace, utterances: tuple[CallerAudio, ...]
     import threading
     import time
 
-    from sonic_deploy.probe.event_loop import precise_loop, steady_collector
+    from sonic_deploy.event_loop import precise_loop, steady_collector
     from sonic_deploy.probe.in_vpc.task import command_start, serve
     from sonic_deploy.probe.turn.run import TurnOutput, run
 

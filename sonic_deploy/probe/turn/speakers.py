@@ -19,10 +19,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from sonic_deploy.audio import BYTES_PER_SAMPLE, AudibleDetector, AudioFormat
 from sonic_deploy.client.errors import AudioChunk
 from sonic_deploy.client.turn_hops import Token
-from sonic_deploy.probe.audio import AudibleDetector
-from sonic_deploy.probe.requests import BYTES_PER_SAMPLE, AudioFormat
 
 if TYPE_CHECKING:  # the clients' libraries (aiohttp, websockets) load when a speaker is made, not before
     from sonic_deploy.client.sagemaker import SageMakerClient

@@ -16,8 +16,8 @@ from sonic_deploy.cli import main, parse
 from sonic_deploy.probe.load import Level
 from sonic_deploy.probe.stats import LevelStats
 from tests.conftest import EditConfig
-from tests.probe.harness import ServerFactory
 from tests.probe.turn.test_command import STANDINS
+from tests.standins.harness import ServerFactory
 
 from .conftest import CONFIG, ROOT, LocalAws
 from .fakes import task_arn

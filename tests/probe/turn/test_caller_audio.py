@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sonic_deploy.probe.audio import MULAW_TABLE
+from sonic_deploy.audio import MULAW_TABLE
 from sonic_deploy.probe.turn.caller_audio import CallerAudioError, read_wav, shipped
 
 

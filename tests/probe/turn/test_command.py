@@ -13,7 +13,7 @@ import pytest
 
 from sonic_deploy.cli import main
 from sonic_deploy.probe.turn.call import HOPS
-from tests.probe.harness import ReferenceServer, ServerFactory
+from tests.standins.harness import ReferenceServer, ServerFactory
 
 ROOT = Path(__file__).resolve().parents[3]
 # Short delays and short replies: each hop's delay is still one the stand-in sets, and never beats.

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from sonic_deploy.audio import AudioFormat, tone
 from sonic_deploy.client.errors import AudioChunk
-from sonic_deploy.probe.audio import tone
-from sonic_deploy.probe.llm_standin import REPLY, reply_tokens
-from sonic_deploy.probe.requests import AudioFormat
 from sonic_deploy.probe.turn.speakers import Listener, Reply, Sentences
+from sonic_deploy.standins.llm import REPLY, reply_tokens
 
 
 def _cut(pieces: list[str]) -> list[tuple[int, str]]:

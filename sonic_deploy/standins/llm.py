@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sonic_deploy.probe.event_loop import sleep_until
+from sonic_deploy.event_loop import sleep_until
 
 REPLY = "Sure, your table for two is booked for eight tonight. Is there anything else I can help you with?"
 

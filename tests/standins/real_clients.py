@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from sonic_deploy.probe.reference_stream import ReferenceBehaviour, ServerConfig
-from sonic_deploy.probe.requests import AudioFormat
+from sonic_deploy.audio import AudioFormat
+from sonic_deploy.standins.reference_stream import ReferenceBehaviour, ServerConfig
 
 from .harness import ReferenceServer
 

@@ -15,9 +15,9 @@ import pytest
 from websockets.asyncio.client import connect
 
 from sonic_deploy.cli import main
+from tests.probe.private_ca import make_private_ca
 
 from .harness import ServerFactory
-from .private_ca import make_private_ca
 from .real_clients import FAST, KEY, RATE, stream_bytes
 
 VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"

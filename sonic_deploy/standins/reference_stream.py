@@ -14,10 +14,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sonic_deploy.audio import AudioFormat, tone
 from sonic_deploy.client import cartesia_api
-from sonic_deploy.probe.audio import tone
-from sonic_deploy.probe.event_loop import sleep_until
-from sonic_deploy.probe.requests import AudioFormat
+from sonic_deploy.event_loop import sleep_until
 
 # Faults, checked in this order; `every` N-th admitted stream (counted from 1 across all protocols) gets one.
 FAULTS = ("reset", "stall", "malformed", "error", "stream_error", "status500", "status422")
@@ -48,11 +47,11 @@ class ServerConfig:
     # HTTPS and wss:// with this certificate chain and its private key (PEM), both or neither.
     tls_cert: str | None = None
     tls_key: str | None = None
-    # The language-model stand-in (llm_standin.py): its first token this long after a request, then this pace.
+    # The language-model stand-in (llm.py): its first token this long after a request, then this pace.
     llm_first_token_ms: float = 400.0
     llm_tokens_per_s: float = 50.0
-    # The speech-to-text stand-ins (stt_standin.py): the final transcript this long after the speech ends,
-    # and its text (None: stt_standin.TRANSCRIPT).
+    # The speech-to-text stand-ins (stt.py): the final transcript this long after the speech ends,
+    # and its text (None: stt.TRANSCRIPT).
     stt_final_ms: float = 300.0
     stt_transcript: str | None = None
 

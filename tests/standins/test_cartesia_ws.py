@@ -9,8 +9,8 @@ from typing import Any, cast
 import pytest
 from aiohttp import web
 
-from sonic_deploy.probe.reference_stream import ReferenceBehaviour, ServerConfig
-from sonic_deploy.probe.server import _Socket
+from sonic_deploy.standins.cartesia_ws import _Socket
+from sonic_deploy.standins.reference_stream import ReferenceBehaviour, ServerConfig
 
 REQUEST = {
     "model_id": "sonic-3",

@@ -26,7 +26,8 @@ from cartesia.resources.tts import AsyncWebSocketContext
 from cartesia.types import RawOutputFormatParam, WAVOutputFormatParam, WebsocketResponse
 from websockets.exceptions import InvalidStatus
 
-from .fault_server import fault_server
+from tests.probe.fault_server import fault_server
+
 from .harness import ReferenceServer, ServerFactory
 from .real_clients import FAST, KEY, PACED, RATE, TIMEOUT_S, counted, stream_bytes, wait_for_stats
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from sonic_deploy.cli import main
-from sonic_deploy.probe import server
-from sonic_deploy.probe.event_loop import PreciseEpollSelector, steady_collector
+from sonic_deploy.event_loop import PreciseEpollSelector, steady_collector
+from sonic_deploy.standins import server
 
 
 class _Node:

@@ -1,4 +1,5 @@
-"""Just enough audio: G.711 tables, a detector for the first audible sample, a test tone for the server."""
+"""Just enough audio: the output formats the API takes, G.711 tables, a detector for the first audible sample,
+a test tone for the stand-in server."""
 
 from __future__ import annotations
 
@@ -7,9 +8,36 @@ import math
 import struct
 import sys
 from array import array
+from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
-from sonic_deploy.probe.requests import BYTES_PER_SAMPLE, AudioFormat
+from sonic_deploy.client import cartesia_api
+
+ENCODINGS = cartesia_api.ENCODINGS
+SAMPLE_RATES = cartesia_api.SAMPLE_RATES
+BYTES_PER_SAMPLE = {"pcm_s16le": 2, "pcm_f32le": 4, "pcm_mulaw": 1, "pcm_alaw": 1}
+
+
+@dataclass(frozen=True)
+class AudioFormat:
+    encoding: str = "pcm_s16le"
+    sample_rate: int = 44100
+
+    def __post_init__(self) -> None:
+        if self.encoding not in BYTES_PER_SAMPLE:
+            raise ValueError(f"unknown encoding {self.encoding!r}: use one of {', '.join(ENCODINGS)}")
+        if self.sample_rate not in SAMPLE_RATES:
+            rates = ", ".join(map(str, SAMPLE_RATES))
+            raise ValueError(f"sample rate {self.sample_rate} is not one the API accepts: {rates}")
+
+    @property
+    def bytes_per_second(self) -> int:
+        return BYTES_PER_SAMPLE[self.encoding] * self.sample_rate
+
+    def as_output_format(self) -> dict[str, Any]:
+        return {"container": "raw", "encoding": self.encoding, "sample_rate": self.sample_rate}
+
 
 FULL_SCALE = 32768.0
 # Speech, for the turn's caller audio and the speech-to-text stand-ins alike: a sample this loud or louder.

@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from sonic_deploy.probe.llm_standin import REPLY, reply_tokens
+from sonic_deploy.standins.llm import REPLY, reply_tokens
 
 from .harness import ReferenceServer, ServerFactory
 

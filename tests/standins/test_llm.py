@@ -9,7 +9,7 @@ import time
 import openai
 import pytest
 
-from sonic_deploy.probe.llm_standin import REPLY, reply_tokens
+from sonic_deploy.standins.llm import REPLY, reply_tokens
 
 from .harness import ReferenceServer, ServerFactory
 

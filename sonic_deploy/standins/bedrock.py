@@ -4,7 +4,7 @@
 service model: AWS event-stream frames (`messageStart`, then a `contentBlockDelta` for each token,
 `contentBlockStop`, `messageStop`, `metadata`), read by boto3's own `converse_stream` in the tests.
 `POST /model/{modelId}/converse` answers the whole reply at once. The reply and its pace are the OpenAI
-stand-in's (`llm_standin`: the same `LlmConfig` and `reply_tokens()`, each token due on its schedule
+stand-in's (`llm`: the same `LlmConfig` and `reply_tokens()`, each token due on its schedule
 from the request's arrival, so a busy server is late, never early), so that the two language-model
 routes measure alike. A request without an Authorization header is refused (403), but its signature is
 not checked (any keys sign); a bad body is a 400 ValidationException naming the field, as botocore
@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from sonic_deploy.client import eventstream
-from sonic_deploy.probe.llm_standin import LLM, due_at, prompt_tokens, reply_tokens, until_due
+from sonic_deploy.standins.llm import LLM, due_at, prompt_tokens, reply_tokens, until_due
 
 _ROLES = ("user", "assistant")
 

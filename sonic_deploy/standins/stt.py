@@ -40,9 +40,9 @@ from typing import Literal
 
 from aiohttp import WSMsgType, web
 
+from sonic_deploy.audio import FULL_SCALE, SPEECH_THRESHOLD_DB, decode_samples
 from sonic_deploy.client import cartesia_api, eventstream
-from sonic_deploy.probe.audio import FULL_SCALE, SPEECH_THRESHOLD_DB, decode_samples
-from sonic_deploy.probe.event_loop import call_precisely_at
+from sonic_deploy.event_loop import call_precisely_at
 
 TRANSCRIPT = "I'd like to book a table for two tonight."
 VOICED_DBFS = SPEECH_THRESHOLD_DB  # as the turn probe finds the end of speech in a file

@@ -37,7 +37,7 @@ from websockets.exceptions import InvalidStatus
 
 from sonic_deploy.client import eventstream
 from sonic_deploy.client.transcribe import audio_event
-from sonic_deploy.probe.stt_standin import TRANSCRIPT
+from sonic_deploy.standins.stt import TRANSCRIPT
 from tests.pipecat_frames import FrameRecorder
 from tests.stt_speech import FINAL_MS, TIMEOUT_S, chunk, speak
 

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from sonic_deploy.probe.event_loop import SPIN_S
-from sonic_deploy.probe.reference_stream import ReferenceBehaviour, ServerConfig
-from sonic_deploy.probe.requests import AudioFormat
+from sonic_deploy.audio import AudioFormat
+from sonic_deploy.event_loop import SPIN_S
+from sonic_deploy.standins.reference_stream import ReferenceBehaviour, ServerConfig
 
 
 def test_the_first_byte_delay_counts_from_arrival_not_from_when_the_stream_starts(
