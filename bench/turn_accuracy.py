@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from sonic_deploy.audio import AudibleDetector, AudioFormat, tone
-from sonic_deploy.probe.turn.speakers import Sentences
 from sonic_deploy.standins.llm import reply_tokens
+from sonic_deploy.turn.speakers import Sentences
 
 GOAL_P50_MS, GOAL_P99_MS = 2.0, 10.0
 HOPS = ("stt", "llm", "aggregate", "tts", "audible")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How the caller utterances shipped with `sonic-deploy probe turn` were made (sonic_deploy/probe/turn/utterances/).
+# How the caller utterances shipped with `sonic-deploy probe turn` were made (sonic_deploy/turn/utterances/).
 # Not run by the build: the WAV files are committed. Rerun it to change them (needs Debian's espeak-ng and sox).
 #
 # Each utterance is spoken by eSpeak NG (voice en-us, 165 words a minute), then given 250 ms of silence before
@@ -8,7 +8,7 @@
 # Two forms of each: telephony (8 kHz G.711 mu-law, as Twilio, Amazon Connect and SIP trunks send it) and
 # wideband (16 kHz 16-bit PCM, as a WebRTC agent resamples it for speech to text).
 set -euo pipefail
-out="$(cd "$(dirname "$0")/.." && pwd)/sonic_deploy/probe/turn/utterances"
+out="$(cd "$(dirname "$0")/.." && pwd)/sonic_deploy/turn/utterances"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 while IFS='|' read -r name text; do

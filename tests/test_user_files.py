@@ -11,7 +11,7 @@ import pytest
 
 from sonic_deploy.cli import main
 from sonic_deploy.licence.command import LicenceError, read_licence
-from sonic_deploy.probe.turn.caller_audio import MAX_WAV_BYTES, CallerAudioError, read_wav
+from sonic_deploy.turn.caller_audio import MAX_WAV_BYTES, CallerAudioError, read_wav
 from sonic_deploy.user_files import RefusedFileError, check_regular, read_regular
 
 EIGHT_GIB = 8 * 2**30

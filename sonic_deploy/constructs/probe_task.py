@@ -27,8 +27,8 @@ from sonic_deploy.constructs.naming import physical_name
 from sonic_deploy.constructs.network import TRANSCRIBE_STREAMING_PORT, Network
 from sonic_deploy.constructs.probe_image import ProbeImage
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
+from sonic_deploy.in_vpc.protocol import RUNNER_KEYS, TASK_KEYS
 from sonic_deploy.probe.canary_metrics import NAMESPACE as CANARY_NAMESPACE
-from sonic_deploy.probe.in_vpc.protocol import RUNNER_KEYS, TASK_KEYS
 
 CONTAINER_NAME = "probe"  # the contract's ProbeContainer: the runner and the canary override its command
 # The stack outputs the in-VPC runner reads (the contract of issue 17), in both stacks.
@@ -357,7 +357,7 @@ class ProbeTask(Construct):
             self.task_role,
             *(f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/{pattern}]" for pattern in TASK_WRITES),
             reason="WriteItsResults: what a task writes in a run of its own bucket (ready/, results/, failed/ "
-            "of sonic_deploy/probe/in_vpc/protocol.py), one object per task, command and file",
+            "of sonic_deploy/in_vpc/protocol.py), one object per task, command and file",
         )
         acknowledge(
             self.execution_role,

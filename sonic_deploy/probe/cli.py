@@ -37,9 +37,10 @@ from sonic_deploy.audio import ENCODINGS, SAMPLE_RATES, AudioFormat
 from sonic_deploy.client.cartesia_api import DEFAULT_BUFFER_DELAY_MS, MAX_BUFFER_DELAY_MS
 from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.config.errors import one_line
+from sonic_deploy.in_vpc import arguments as in_vpc_arguments
+from sonic_deploy.in_vpc import session as in_vpc
 from sonic_deploy.probe.canary_metrics import NAMESPACE
 from sonic_deploy.probe.capacity_search import DEFAULT_MAXIMUM, DEFAULT_START
-from sonic_deploy.probe.in_vpc import session as in_vpc
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
     DEFAULT_MODEL_ID,
@@ -52,7 +53,7 @@ from sonic_deploy.probe.requests import (
 )
 from sonic_deploy.probe.slo import EXAMPLE, Slo, SloError, parse_slo
 from sonic_deploy.probe.summary_file import SAMPLES, SUMMARY, read_run
-from sonic_deploy.probe.turn.command import add_turn_parser
+from sonic_deploy.turn.arguments import add_turn_parser
 
 _HELP = argparse.ArgumentDefaultsHelpFormatter
 
@@ -352,7 +353,7 @@ def add_parser(subparsers: Any) -> None:
     for route in (ws, http, sagemaker):
         _load_options(route)
         _slo_options(route)
-        in_vpc.add_options(route, "--concurrency 64 at 32 streams a task: 2 tasks")
+        in_vpc_arguments.add_options(route, "--concurrency 64 at 32 streams a task: 2 tasks")
         route.add_argument_group("canary").add_argument(
             "--publish-metrics",
             type=ENVIRONMENT,
@@ -554,7 +555,7 @@ def _agent_problem(args: argparse.Namespace) -> str | None:
 
 def check_probe(args: argparse.Namespace) -> str | None:
     """What makes a probe run's options wrong together, found before any request (None: nothing)."""
-    problem = in_vpc.check(args)
+    problem = in_vpc_arguments.check(args)
     if problem is not None:
         return problem
     if args.in_vpc is None:  # in the VPC, the stack's outputs give them
@@ -666,7 +667,7 @@ def _run_probe(args: argparse.Namespace) -> int:
             )
             return 2
     if store is not None:
-        from sonic_deploy.probe.in_vpc.task import level_runner, serve
+        from sonic_deploy.in_vpc.task import level_runner, serve
 
         def permitted(level: Level) -> str | None:
             """Why this task's own options would not make `level` (None: they would): a sweep's levels are
@@ -710,7 +711,7 @@ def _run_probe(args: argparse.Namespace) -> int:
     failed = False
     try:
         if session is not None:
-            from sonic_deploy.probe.in_vpc.runner import run_schedule_in_vpc
+            from sonic_deploy.in_vpc.runner import run_schedule_in_vpc
             from sonic_deploy.probe.workers import fixed
 
             schedule = fixed(levels) if search is None else search.levels()

@@ -15,7 +15,7 @@ from aws_cdk.assertions import Match, Template
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.endpoint_policies import NO_ENDPOINT_POLICY, interface_endpoint_policy
 from sonic_deploy.constructs.network import Network, import_vpc
-from sonic_deploy.probe.in_vpc import protocol
+from sonic_deploy.in_vpc import protocol
 from tests.conftest import resources_of
 
 

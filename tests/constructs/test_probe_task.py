@@ -31,8 +31,8 @@ from sonic_deploy.constructs.probe_image import (
     ProbeImage,
 )
 from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS, RUNNER_WRITES, TASK_WRITES
+from sonic_deploy.in_vpc import protocol
 from sonic_deploy.probe.canary_metrics import NAMESPACE
-from sonic_deploy.probe.in_vpc import protocol
 from tests.cdk_context import cli_context
 from tests.conftest import CONFIG_DIR, EditConfig, resources_of, synthesize_from
 
@@ -390,7 +390,7 @@ def test_the_docker_context_holds_the_package_and_its_metadata_only(tmp_path: Pa
     (staged,) = (p for p in assembly.glob("asset.*") if (p / "docker").is_dir())
     listed = {str(p.relative_to(staged)) for p in staged.rglob("*")}
     assert {"pyproject.toml", "README.md", "docker/probe/Dockerfile", "sonic_deploy/cli.py"} <= listed
-    assert "sonic_deploy/probe/turn/utterances" in listed  # the package data `pip install` ships
+    assert "sonic_deploy/turn/utterances" in listed  # the package data `pip install` ships
     tops = {name.split("/")[0] for name in listed}
     assert tops == {"pyproject.toml", "README.md", "docker", "sonic_deploy"}
     assert not [name for name in listed if "__pycache__" in name or name.endswith(".pyc")]
@@ -404,7 +404,7 @@ def test_the_docker_context_holds_the_package_and_its_metadata_only(tmp_path: Pa
     ("path", "staged"),
     [
         ("sonic_deploy/cli.py", True),
-        ("sonic_deploy/probe/turn/utterances/book-16k.wav", True),
+        ("sonic_deploy/turn/utterances/book-16k.wav", True),
         ("pyproject.toml", True),
         ("docker/probe/Dockerfile", True),
         ("sonic_deploy/probe/__pycache__/cli.cpython-311.pyc", False),

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sonic_deploy.probe.load import Level
-from sonic_deploy.probe.turn.run import Load
+from sonic_deploy.turn.run import Load
 from tests.fuzz import examples
 
 

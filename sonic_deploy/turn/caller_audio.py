@@ -140,7 +140,7 @@ def read_wav(path: Path) -> CallerAudio:
 def shipped(kind: str) -> list[CallerAudio]:
     """The shipped utterances of one form (`telephony` or `wideband`), in conversation order."""
     suffix = SHIPPED[kind]
-    folder = resources.files("sonic_deploy.probe.turn") / "utterances"
+    folder = resources.files("sonic_deploy.turn") / "utterances"
     order = ("book", "time", "thanks")
     with resources.as_file(folder) as path:
         return [read_wav(path / f"{name}-{suffix}.wav") for name in order]

@@ -13,14 +13,17 @@ import pytest
 from botocore.stub import Stubber
 
 from sonic_deploy.config import cloudformation_stack_name
-from sonic_deploy.probe.in_vpc import session
-from sonic_deploy.probe.in_vpc.protocol import DirectoryStore
-from sonic_deploy.probe.in_vpc.runner import Timing
+from sonic_deploy.in_vpc import session
+from sonic_deploy.in_vpc.protocol import DirectoryStore
+from sonic_deploy.in_vpc.runner import Timing
 from tests.connect.conftest import REGION, stack_description
+from tests.standins.conftest import _dummy_aws, reference_server, shared_server
 
 from .fakes import ECS_OUTPUTS, SAGEMAKER_OUTPUTS, ProcessEcs
 
-ROOT = Path(__file__).resolve().parents[3]
+__all__ = ["_dummy_aws", "reference_server", "shared_server"]
+
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = str(ROOT / "config")
 # Short waits, so that a test takes seconds: what each waits for is the same.
 FAST = Timing(

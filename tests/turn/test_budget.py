@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from sonic_deploy.probe.turn.budget import DEFAULT_BUDGET, BudgetError, judge, load_budget
-from sonic_deploy.probe.turn.run import percentiles, summarize
+from sonic_deploy.turn.budget import DEFAULT_BUDGET, BudgetError, judge, load_budget
+from sonic_deploy.turn.run import percentiles, summarize
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _hops(**p50: float) -> dict[str, dict[str, float | None]]:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from sonic_deploy.cli import main
-from sonic_deploy.probe.turn.call import HOPS
+from sonic_deploy.turn.call import HOPS
 from tests.standins.harness import ReferenceServer, ServerFactory
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 # Short delays and short replies: each hop's delay is still one the stand-in sets, and never beats.
 STANDINS = (
     "--first-byte-ms", "30", "--jitter-ms", "0", "--chunk-ms", "20", "--pace", "0.5", "--ms-per-char", "2",

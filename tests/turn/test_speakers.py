@@ -6,8 +6,8 @@ import pytest
 
 from sonic_deploy.audio import AudioFormat, tone
 from sonic_deploy.client.errors import AudioChunk
-from sonic_deploy.probe.turn.speakers import Listener, Reply, Sentences
 from sonic_deploy.standins.llm import REPLY, reply_tokens
+from sonic_deploy.turn.speakers import Listener, Reply, Sentences
 
 
 def _cut(pieces: list[str]) -> list[tuple[int, str]]:

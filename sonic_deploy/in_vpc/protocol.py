@@ -46,7 +46,7 @@ RUNS_PREFIX = "runs/"
 # The keys each side writes, relative to runs/<run-id>/, as glob patterns whose `*` matches '/' too, as an
 # IAM resource ARN's does (IAM User Guide, "IAM JSON policy elements: Resource") and fnmatch.fnmatchcase's.
 # Every key builder below makes a key that matches exactly one pattern of its side and none of the other's
-# (tests/probe/in_vpc/test_protocol.py): the task role may write only TASK_KEYS, and a task that could write
+# (tests/in_vpc/test_protocol.py): the task role may write only TASK_KEYS, and a task that could write
 # commands/ could send the others commands.
 TASK_KEYS = ("ready/*", "results/*", "failed/*")
 RUNNER_KEYS = (RUN, "commands/*", STOP, TRANSCRIPTS)

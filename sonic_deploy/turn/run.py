@@ -17,8 +17,8 @@ from typing import Any, TextIO
 
 from sonic_deploy.probe.load import evenly, proportional
 from sonic_deploy.probe.output import client_facts
-from sonic_deploy.probe.turn.budget import PERCENTILES, Budget, judge
-from sonic_deploy.probe.turn.call import HOPS, CallPlan, Hops, run_call
+from sonic_deploy.turn.budget import PERCENTILES, Budget, judge
+from sonic_deploy.turn.call import HOPS, CallPlan, Hops, run_call
 
 SAMPLES, SUMMARY, WATERFALL = "samples.jsonl", "summary.json", "waterfall.png"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sonic_deploy.audio import MULAW_TABLE
-from sonic_deploy.probe.turn.caller_audio import CallerAudioError, read_wav, shipped
+from sonic_deploy.turn.caller_audio import CallerAudioError, read_wav, shipped
 
 
 def _pcm_wav(path: Path, rate: int, samples: list[int], channels: int = 1, width: int = 2) -> Path:

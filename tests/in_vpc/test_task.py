@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sonic_deploy.probe.in_vpc.protocol import (
+from sonic_deploy.in_vpc.protocol import (
     RUN,
     STOP,
     DirectoryStore,
@@ -23,7 +23,7 @@ from sonic_deploy.probe.in_vpc.protocol import (
     put_json,
     ready_key,
 )
-from sonic_deploy.probe.in_vpc.task import serve
+from sonic_deploy.in_vpc.task import serve
 from sonic_deploy.probe.load import Level
 
 
@@ -53,7 +53,7 @@ def test_a_level_that_raises_is_reported_with_its_error(tmp_path: Path) -> None:
 
 def _level_task(store: DirectoryStore, count: int = 2) -> int:
     """Task 1 of `count` of `probe ws ... --concurrency 2,4 --requests 10`, whose levels never run here."""
-    from sonic_deploy.probe.in_vpc.task import level_runner
+    from sonic_deploy.in_vpc.task import level_runner
 
     levels = [Level(0, concurrency=2, requests=10, warmup=2), Level(1, concurrency=4, requests=10, warmup=4)]
 
@@ -135,8 +135,8 @@ def test_stop_json_ends_a_level_between_two_requests(tmp_path: Path, monkeypatch
             stop.wait(0.05)
         return {"requests": len(ran)}
 
-    from sonic_deploy.probe.in_vpc import task
-    from sonic_deploy.probe.in_vpc.runner import InVpcRun, Timing
+    from sonic_deploy.in_vpc import task
+    from sonic_deploy.in_vpc.runner import InVpcRun, Timing
 
     monkeypatch.setattr(task, "PART_EVERY_S", 0.0)  # a part at every poll
     assert serve(store, 0, 1, endless) == 0
@@ -175,7 +175,7 @@ def test_sigterm_ends_a_level_and_the_task_uploads_what_it_ran(
             stop.wait(0.05)
         return {"requests": len(ran)}
 
-    from sonic_deploy.probe.in_vpc import task
+    from sonic_deploy.in_vpc import task
 
     monkeypatch.setattr(task, "PART_EVERY_S", 3600.0)  # the part is the one uploaded on the signal
     own = signal.signal(signal.SIGTERM, lambda signum, frame: caught.append(signum))  # never pytest's death

@@ -18,8 +18,17 @@ import pytest
 from botocore.stub import Stubber
 
 from sonic_deploy.cli import main
-from sonic_deploy.probe.in_vpc import session as in_vpc
-from sonic_deploy.probe.in_vpc.protocol import (
+from sonic_deploy.in_vpc import session as in_vpc
+from sonic_deploy.in_vpc.arguments import LOCAL_OPTIONS, task_argv
+from sonic_deploy.in_vpc.fleet import (
+    Fleet,
+    InVpcError,
+    ProbeDeployment,
+    choose_tasks,
+    find_deployment,
+    tasks_needed,
+)
+from sonic_deploy.in_vpc.protocol import (
     STOP,
     DirectoryStore,
     command_key,
@@ -28,19 +37,8 @@ from sonic_deploy.probe.in_vpc.protocol import (
     put_json,
     ready_key,
 )
-from sonic_deploy.probe.in_vpc.runner import (
-    Fleet,
-    InVpcError,
-    ProbeDeployment,
-    Terminated,
-    Timing,
-    choose_tasks,
-    find_deployment,
-    run_schedule_in_vpc,
-    task_argv,
-    tasks_needed,
-)
-from sonic_deploy.probe.in_vpc.task import serve
+from sonic_deploy.in_vpc.runner import Terminated, Timing, run_schedule_in_vpc
+from sonic_deploy.in_vpc.task import serve
 from sonic_deploy.probe.load import Level
 from sonic_deploy.probe.stats import LevelStats
 from sonic_deploy.probe.workers import fixed
@@ -513,7 +511,7 @@ def test_the_task_command_drops_local_options_in_every_spelling() -> None:
         "--prof",
         "p",
     ]
-    kept = task_argv(parser, argv, in_vpc.LOCAL_OPTIONS, ["--task-index", "0"])
+    kept = task_argv(parser, argv, LOCAL_OPTIONS, ["--task-index", "0"])
     assert kept == ["--concurrency", "4", "--quiet", "--task-index", "0"]
 
 

@@ -14,8 +14,8 @@ from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 
-from sonic_deploy.probe.in_vpc import protocol
-from sonic_deploy.probe.in_vpc.protocol import (
+from sonic_deploy.in_vpc import protocol
+from sonic_deploy.in_vpc.protocol import (
     RUN,
     RUNNER_KEYS,
     STOP,

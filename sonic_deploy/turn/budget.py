@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sonic_deploy.probe.turn.call import HOPS
+from sonic_deploy.turn.call import HOPS
 from sonic_deploy.user_files import RefusedFileError, read_regular
 
 DEFAULT_BUDGET = Path("config/turn_budget.toml")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sonic_deploy.probe.turn.call import HOPS, STAMPS, CallPlan, Hops, run_call
-from sonic_deploy.probe.turn.caller_audio import CallerAudio, shipped
+from sonic_deploy.turn.call import HOPS, STAMPS, CallPlan, Hops, run_call
+from sonic_deploy.turn.caller_audio import CallerAudio, shipped
 
 from .fakes import FakeLlm, FakeSpeaker, FakeStt
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sonic_deploy.probe.in_vpc.protocol import (
+from sonic_deploy.in_vpc.protocol import (
     RUN,
     STOP,
     CommandError,

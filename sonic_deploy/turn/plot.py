@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sonic_deploy.probe.turn.call import HOPS
+from sonic_deploy.turn.call import HOPS
 
 COLOURS = {"stt": "#4C72B0", "llm": "#DD8452", "aggregate": "#937860", "tts": "#55A868", "audible": "#8172B3"}
 LABELS = {

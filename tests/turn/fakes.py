@@ -13,8 +13,8 @@ from typing import Self
 
 from sonic_deploy.client.errors import SonicError
 from sonic_deploy.client.turn_hops import Message, Token, Trace, Transcript
-from sonic_deploy.probe.turn.caller_audio import speech_end_s
-from sonic_deploy.probe.turn.speakers import Reply
+from sonic_deploy.turn.caller_audio import speech_end_s
+from sonic_deploy.turn.speakers import Reply
 
 
 class FakeSession:

@@ -1,6 +1,5 @@
-"""`--in-vpc ENV` and the hidden task options on the command line: the options, what they refuse together,
-and a run's set-up from the environment's config and its stack (shared by `probe ws|http|sagemaker` and
-`probe turn`)."""
+"""An `--in-vpc ENV` run's set-up from the environment's config and its stack, and the run itself (shared by
+`probe ws|http|sagemaker` and `probe turn`); inside a task, the run's store."""
 
 from __future__ import annotations
 
@@ -8,11 +7,19 @@ import argparse
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from sonic_deploy.arguments import ENVIRONMENT, config_folder, name, whole
-from sonic_deploy.probe.in_vpc.protocol import (
+from sonic_deploy.in_vpc.arguments import LOCAL_OPTIONS, given, task_argv
+from sonic_deploy.in_vpc.fleet import (
+    Fleet,
+    InVpcError,
+    ProbeDeployment,
+    choose_tasks,
+    find_deployment,
+    new_run_id,
+    tasks_needed,
+)
+from sonic_deploy.in_vpc.protocol import (
     TRANSCRIPTS,
     DirectoryStore,
     ObjectStore,
@@ -20,38 +27,7 @@ from sonic_deploy.probe.in_vpc.protocol import (
     open_store,
     run_prefix,
 )
-from sonic_deploy.probe.in_vpc.runner import (
-    Fleet,
-    InVpcError,
-    InVpcRun,
-    ProbeDeployment,
-    Terminated,
-    Timing,
-    choose_tasks,
-    find_deployment,
-    given,
-    new_run_id,
-    stderr_say,
-    stop_signals,
-    task_argv,
-    tasks_needed,
-)
-
-_STORE_URL = name(
-    r"(s3://[a-z0-9.-]{3,63}|file://)/[!-~]{1,1000}", "an s3:// or file:// URL", "s3://BUCKET/runs/RUN"
-)
-# Options of this machine: never sent to a task. --budget: the turn's budget is judged here, on the merged
-# turns (its file need not be in the image).
-LOCAL_OPTIONS = {
-    "--budget",
-    "--in-vpc",
-    "--tasks",
-    "--config-dir",
-    "--profile",
-    "--out",
-    "--api-key",
-    "--publish-metrics",
-}
+from sonic_deploy.in_vpc.runner import InVpcRun, Terminated, Timing, stderr_say, stop_signals
 
 # Tests replace these: the runner's timings, and the AWS clients and the run's store.
 TIMING = Timing()
@@ -67,63 +43,6 @@ def aws_clients(profile: str | None, region: str) -> tuple[Any, Any, Any]:
 
 def run_store(s3: Any, bucket: str, run_id: str) -> ObjectStore:
     return S3Store(s3, bucket, run_prefix(run_id))
-
-
-def add_options(parser: argparse.ArgumentParser, example_load: str) -> None:
-    group = parser.add_argument_group(
-        "from inside the VPC",
-        "--in-vpc ENV runs this probe on Fargate tasks in the stack's VPC (the callers' network path), started "
-        "with ECS RunTask and stopped when the run ends; outputs are written here (see docs/probe.md)",
-    )
-    group.add_argument(
-        "--in-vpc", type=ENVIRONMENT, metavar="ENV", help="the deployed environment to probe from"
-    )
-    group.add_argument(
-        "--tasks",
-        type=whole(1, 100, "Fargate tasks"),
-        metavar="N",
-        help=f"tasks to start; unset: from the load and [probe] in the config, e.g. {example_load}",
-    )
-    group.add_argument(
-        "--config-dir", type=config_folder, default=Path("config"), help="the config/ folder (--in-vpc)"
-    )
-    group.add_argument("--profile", help="AWS profile for --in-vpc; unset: the usual credential chain")
-    # Inside a task: where the run's objects are, and which task this is (the runner sets them).
-    group.add_argument("--in-vpc-task", type=_STORE_URL, help=argparse.SUPPRESS)
-    group.add_argument("--task-index", type=whole(0, 99, "a task index"), help=argparse.SUPPRESS)
-    group.add_argument("--task-count", type=whole(1, 100, "a task count"), help=argparse.SUPPRESS)
-
-
-def check(args: argparse.Namespace) -> str | None:
-    """What the in-VPC options refuse together (None: nothing)."""
-    if args.in_vpc_task is not None or args.task_index is not None or args.task_count is not None:
-        if None in (args.in_vpc_task, args.task_index, args.task_count):
-            return "--in-vpc-task, --task-index and --task-count go together (the runner sets them). Fix: give all three"
-        if args.task_index >= args.task_count:
-            return f"--task-index {args.task_index} is not below --task-count {args.task_count}. Fix: 0 to {args.task_count - 1}"
-        if args.in_vpc is not None:
-            return "--in-vpc starts tasks; --in-vpc-task is one of them. Fix: drop --in-vpc-task"
-        return None
-    if args.in_vpc is None:
-        for option in ("tasks", "profile"):
-            if getattr(args, option) is not None:
-                return f"--{option} is for --in-vpc ENV. Fix: add --in-vpc ENV, or drop --{option}"
-        return None
-    if getattr(args, "api_key", None) is not None:
-        return (
-            "--api-key is not sent to the tasks: in the VPC they read CARTESIA_API_KEY from Secrets Manager. "
-            "Fix: drop --api-key"
-        )
-    if getattr(args, "ca_bundle", None) is not None:
-        return (
-            "--ca-bundle names a file on this machine, which a task cannot read. Fix: drop --ca-bundle (a task "
-            "trusts the CAs in its image)"
-        )
-    if getattr(args, "workers", 1) != 1:
-        return "--workers splits a run on this machine; in the VPC each task is a worker. Fix: drop --workers (size with --tasks)"
-    if getattr(args, "wav", None):
-        return "--wav names files on this machine, which a task cannot read. Fix: drop --wav (use --audio)"
-    return None
 
 
 @dataclass
@@ -167,7 +86,7 @@ class Session:
         or one whose RunTask answer was lost, stops itself), then StopTask, ListTasks twice."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        from sonic_deploy.probe.in_vpc.runner import _aws_failure
+        from sonic_deploy.in_vpc.fleet import aws_failure
 
         conversation = InVpcRun(self.fleet, self.store, self.count, self.timing, self.say)
         conversation.facts = self.facts
@@ -180,7 +99,7 @@ class Session:
                     work(conversation)
                     conversation.finish()
                 except (BotoCoreError, ClientError) as error:  # the bucket's (ECS's are InVpcError already)
-                    raise _aws_failure(f"the run's objects in {self.store.where()}", error) from None
+                    raise aws_failure(f"the run's objects in {self.store.where()}", error) from None
             except BaseException as error:
                 reason = f"sonic-deploy probe --in-vpc: {type(error).__name__}"
                 raise
@@ -208,7 +127,7 @@ def prepare(
     from botocore.exceptions import BotoCoreError, ClientError
 
     from sonic_deploy.config import load_settings, require_config_dir
-    from sonic_deploy.probe.in_vpc.runner import _aws_failure
+    from sonic_deploy.in_vpc.fleet import aws_failure
 
     require_config_dir(args.config_dir)
     settings = load_settings(args.config_dir, args.in_vpc)
@@ -229,7 +148,7 @@ def prepare(
     try:
         cloudformation, ecs, s3 = aws_clients(args.profile, region)
     except BotoCoreError as error:
-        raise _aws_failure(f"--profile {args.profile}", error) from None
+        raise aws_failure(f"--profile {args.profile}", error) from None
     deployment = find_deployment(cloudformation, settings.environment_name, stack_route, stack_name)
     run_id = new_run_id(stack_route)
     store = run_store(s3, deployment.bucket, run_id)
@@ -243,7 +162,7 @@ def prepare(
         try:
             store.put(TRANSCRIPTS, "".join(line + "\n" for line in args.transcripts).encode())
         except (BotoCoreError, ClientError) as error:
-            raise _aws_failure(f"s3:PutObject to {store.where()}", error) from None
+            raise aws_failure(f"s3:PutObject to {store.where()}", error) from None
         drop.add("--transcripts")
 
     def command(index: int) -> list[str]:
@@ -274,8 +193,6 @@ __all__ = [
     "ProbeDeployment",
     "Session",
     "Terminated",
-    "add_options",
-    "check",
     "prepare",
     "task_store",
 ]

@@ -37,8 +37,8 @@ from sonic_deploy.client.turn_hops import (
     Token,
     Transcript,
 )
-from sonic_deploy.probe.turn.caller_audio import CallerAudio, silence
-from sonic_deploy.probe.turn.speakers import Reply, Speaker
+from sonic_deploy.turn.caller_audio import CallerAudio, silence
+from sonic_deploy.turn.speakers import Reply, Speaker
 
 HOPS = ("stt", "llm", "aggregate", "tts", "audible")
 # The stamps of a turn, in the order they happen, each as ms from the end of the caller's speech.

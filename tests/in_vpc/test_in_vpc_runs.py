@@ -16,8 +16,8 @@ from sonic_deploy.cli import main, parse
 from sonic_deploy.probe.load import Level
 from sonic_deploy.probe.stats import LevelStats
 from tests.conftest import EditConfig
-from tests.probe.turn.test_command import STANDINS
 from tests.standins.harness import ServerFactory
+from tests.turn.test_command import STANDINS
 
 from .conftest import CONFIG, ROOT, LocalAws
 from .fakes import task_arn
@@ -345,8 +345,8 @@ def test_turn_in_the_vpc_interrupted_exits_as_a_probe_does(
 ) -> None:
     import signal
 
-    from sonic_deploy.probe.in_vpc import session
-    from sonic_deploy.probe.in_vpc.runner import Terminated
+    from sonic_deploy.in_vpc import session
+    from sonic_deploy.in_vpc.runner import Terminated
 
     local_aws("ecs")
     raised = stop if isinstance(stop, BaseException) else Terminated(getattr(signal, str(stop)))
@@ -367,7 +367,7 @@ def test_turn_open_loop_tasks_follow_the_calls_at_once_not_the_rate(
 ) -> None:
     """--rate 5 calls a second of 3 turns is ~100 calls at once: sized by streams_per_task (32), not by
     rate_per_task (20 TTS requests a second, which would say 1 task); and 40/s is more than max_tasks."""
-    from sonic_deploy.probe.in_vpc import session
+    from sonic_deploy.in_vpc import session
 
     monkeypatch.setattr(session, "aws_clients", lambda *a: pytest.fail("called AWS"))
     argv = [
@@ -397,8 +397,8 @@ def test_a_turn_task_uploads_its_turns_as_they_finish_for_an_interrupted_run(
     import threading
     import time
 
-    from sonic_deploy.probe.in_vpc import task
-    from sonic_deploy.probe.in_vpc.protocol import (
+    from sonic_deploy.in_vpc import task
+    from sonic_deploy.in_vpc.protocol import (
         RUN,
         STOP,
         DirectoryStore,
@@ -410,7 +410,7 @@ def test_a_turn_task_uploads_its_turns_as_they_finish_for_an_interrupted_run(
         stats_key,
         turn_command,
     )
-    from sonic_deploy.probe.in_vpc.runner import InVpcRun, Timing
+    from sonic_deploy.in_vpc.runner import InVpcRun, Timing
 
     server = reference_server(*STANDINS)
     ws = server.base.replace("http://", "ws://")

@@ -1,3 +1,0 @@
-"""`sonic-deploy probe ... --in-vpc ENV`: the probe run from Fargate tasks inside the stack's VPC, coordinated
-through the stack's probe bucket (protocol.py), started and stopped from the operator's machine (runner.py),
-and run inside each task (task.py)."""
