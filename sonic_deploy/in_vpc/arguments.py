@@ -1,5 +1,6 @@
 """`--in-vpc ENV` and the hidden task options on the command line (shared by `probe ws|http|sagemaker` and
-`probe turn`): the options, what they refuse together, and a task's own command line made from this one's."""
+`probe turn`): the options, what they refuse together, their typed form, and a task's own command line made
+from this one's."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sonic_deploy.arguments import ENVIRONMENT, config_folder, name, whole
+from sonic_deploy.in_vpc.options import InVpcOptions, InVpcTask
 
 _STORE_URL = name(
     r"(s3://[a-z0-9.-]{3,63}|file://)/[!-~]{1,1000}", "an s3:// or file:// URL", "s3://BUCKET/runs/RUN"
@@ -81,6 +83,14 @@ def check(args: argparse.Namespace) -> str | None:
     if getattr(args, "wav", None):
         return "--wav names files on this machine, which a task cannot read. Fix: drop --wav (use --audio)"
     return None
+
+
+def options(args: argparse.Namespace) -> InVpcOptions:
+    """The in-VPC options of a checked command line (`check` holds the three hidden ones together)."""
+    task = None
+    if args.in_vpc_task is not None:
+        task = InVpcTask(args.in_vpc_task, args.task_index, args.task_count)
+    return InVpcOptions(args.in_vpc, args.tasks, args.config_dir, args.profile, task)
 
 
 def _canonical(parser: argparse.ArgumentParser, token: str) -> tuple[str | None, bool]:

@@ -19,6 +19,7 @@ from sonic_deploy.in_vpc.fleet import (
     new_run_id,
     tasks_needed,
 )
+from sonic_deploy.in_vpc.options import InVpcOptions, InVpcTask
 from sonic_deploy.in_vpc.protocol import (
     TRANSCRIPTS,
     DirectoryStore,
@@ -60,6 +61,8 @@ class Session:
     # in_vpc.commands, since `describe()`'s dict is written at the end.
     facts: list[dict[str, Any]] = field(default_factory=list)
     conversation: InVpcRun | None = None
+    # The options the stack's outputs gave (by dest), those the command line did not: the command uses them.
+    filled: dict[str, str] = field(default_factory=dict)
 
     def partial(self) -> list[dict[str, Any]]:
         """After an interruption: what the tasks uploaded of the command under way (InVpcRun.partial)."""
@@ -112,7 +115,8 @@ class Session:
 
 
 def prepare(
-    args: argparse.Namespace,
+    options: InVpcOptions,
+    transcripts: tuple[str, ...] | None,
     parser: argparse.ArgumentParser,
     argv: Sequence[str],
     prefix: Sequence[str],
@@ -122,45 +126,51 @@ def prepare(
     load_label: str | None = None,
 ) -> Session:
     """The run's set-up: the environment's config, its stack (its outputs fill what `defaults` returns, for
-    each option not given, on `args` and in the tasks' command), the task count, the tasks' command.
-    `argv`: this command's own tokens after `prefix` (`probe ROUTE`), which begins each task's command."""
+    each option not given, in `Session.filled` and in the tasks' command), the task count, the tasks' command.
+    `argv`: this command's own tokens after `prefix` (`probe ROUTE`), which begins each task's command;
+    `transcripts`, the --transcripts the tasks read from the run's store."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from sonic_deploy.config import load_settings, require_config_dir
     from sonic_deploy.in_vpc.fleet import aws_failure
 
-    require_config_dir(args.config_dir)
-    settings = load_settings(args.config_dir, args.in_vpc)
-    config_file = str(args.config_dir / "environments" / f"{args.in_vpc}.toml")
+    environment = options.environment
+    assert environment is not None, "prepare() is for --in-vpc ENV"
+    require_config_dir(options.config_dir)
+    settings = load_settings(options.config_dir, environment)
+    config_file = str(options.config_dir / "environments" / f"{environment}.toml")
     routes = [str(route) for route in settings.environment.routes]
     if stack_route not in routes:
         raise InVpcError(
-            f"--in-vpc {args.in_vpc}: the environment does not deploy the {stack_route} route (routes = "
+            f"--in-vpc {environment}: the environment does not deploy the {stack_route} route (routes = "
             f"{json.dumps(routes)} in {config_file}). Fix: probe the route it deploys, or another environment"
         )
     probe = settings.environment.probe
     concurrency, rate = load
     needed = tasks_needed(concurrency, rate, probe.streams_per_task, probe.rate_per_task)
     described = load_label or (f"concurrency {concurrency}" if concurrency else f"rate {rate:g}/s")
-    count = choose_tasks(needed, args.tasks, probe.max_tasks, described, config_file)  # before any AWS call
+    count = choose_tasks(
+        needed, options.tasks, probe.max_tasks, described, config_file
+    )  # before any AWS call
     region = settings.environment.region
     stack_name = settings.stack_name(stack_route)
     try:
-        cloudformation, ecs, s3 = aws_clients(args.profile, region)
+        cloudformation, ecs, s3 = aws_clients(options.profile, region)
     except BotoCoreError as error:
-        raise aws_failure(f"--profile {args.profile}", error) from None
+        raise aws_failure(f"--profile {options.profile}", error) from None
     deployment = find_deployment(cloudformation, settings.environment_name, stack_route, stack_name)
     run_id = new_run_id(stack_route)
     store = run_store(s3, deployment.bucket, run_id)
     added: list[str] = []
+    filled: dict[str, str] = {}
     for option, value in defaults(deployment).items():
         if not given(parser, argv, option):
-            setattr(args, option.removeprefix("--").replace("-", "_"), value)
+            filled[option.removeprefix("--").replace("-", "_")] = value
             added += [option, value]
     drop = set(LOCAL_OPTIONS)
-    if getattr(args, "transcripts", None):
+    if transcripts:
         try:
-            store.put(TRANSCRIPTS, "".join(line + "\n" for line in args.transcripts).encode())
+            store.put(TRANSCRIPTS, "".join(line + "\n" for line in transcripts).encode())
         except (BotoCoreError, ClientError) as error:
             raise aws_failure(f"s3:PutObject to {store.where()}", error) from None
         drop.add("--transcripts")
@@ -174,16 +184,16 @@ def prepare(
         f"{count} task(s) in {deployment.stack_name} ({region}), run {run_id}: needed {needed} for {described} "
         f"at [probe] streams_per_task {probe.streams_per_task}, rate_per_task {probe.rate_per_task:g}"
     )
-    return Session(deployment, fleet, store, count, command, TIMING)
+    return Session(deployment, fleet, store, count, command, TIMING, filled=filled)
 
 
-def task_store(args: argparse.Namespace) -> ObjectStore:
+def task_store(task: InVpcTask) -> tuple[ObjectStore, tuple[str, ...] | None]:
     """Inside a task: the run's store (the task role's S3 access), and its transcripts if the runner put some."""
-    store = open_store(args.in_vpc_task)
+    store = open_store(task.store_url)
     body = store.get(TRANSCRIPTS)
-    if body is not None:
-        args.transcripts = tuple(line for line in body.decode().splitlines() if line.strip())
-    return store
+    if body is None:
+        return store, None
+    return store, tuple(line for line in body.decode().splitlines() if line.strip())
 
 
 __all__ = [

@@ -23,7 +23,7 @@ FAULTS = ("reset", "stall", "malformed", "error", "stream_error", "status500", "
 PART_LAYOUTS = ("aligned", "split", "packed", "mixed")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 0

@@ -1,4 +1,5 @@
-"""`sonic-deploy probe turn`'s options, and what they refuse together."""
+"""`sonic-deploy probe turn`'s options, what they refuse together, and the edge where a checked command line
+becomes a typed `TurnOptions` (options.py) for the run (command.py)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ from sonic_deploy.arguments import (
 from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.in_vpc import arguments as in_vpc_arguments
 from sonic_deploy.probe.requests import DEFAULT_CARTESIA_VERSION, DEFAULT_MODEL_ID, DEFAULT_VOICE_ID
+from sonic_deploy.turn import command
 from sonic_deploy.turn.budget import DEFAULT_BUDGET
 from sonic_deploy.turn.caller_audio import MAX_WAV_BYTES, SHIPPED
-from sonic_deploy.turn.command import run_turn
+from sonic_deploy.turn.options import TurnOptions
 
 SYSTEM_PROMPT = (
     "You are the phone agent of a restaurant. Answer in one or two short sentences, as spoken English: "
@@ -322,3 +324,57 @@ def _problem(args: argparse.Namespace) -> str | None:
             f"more than {MAX_REQUESTS}. Fix: a lower --rate or a shorter --duration"
         )
     return None
+
+
+def turn_options(args: argparse.Namespace) -> TurnOptions:
+    """A checked command line of `probe turn`, typed."""
+    return TurnOptions(
+        argv=tuple(getattr(args, "argv", ())),
+        stt=args.stt,
+        stt_url=args.stt_url,
+        stt_model=args.stt_model,
+        transcribe_region=args.transcribe_region,
+        transcribe_endpoint_url=args.transcribe_endpoint_url,
+        language_code=args.language_code,
+        llm=args.llm,
+        llm_url=args.llm_url,
+        llm_model=args.llm_model,
+        bedrock_region=args.bedrock_region,
+        bedrock_endpoint_url=args.bedrock_endpoint_url,
+        max_tokens=args.max_tokens,
+        system=args.system,
+        route=args.route,
+        tts_url=args.tts_url,
+        model_id=args.model_id,
+        cartesia_version=args.cartesia_version,
+        ca_bundle=args.ca_bundle,
+        endpoint=args.endpoint,
+        region=args.region,
+        endpoint_url=args.endpoint_url,
+        voice_id=args.voice_id,
+        audio=args.audio,
+        wav=None if args.wav is None else tuple(args.wav),
+        frame_ms=args.frame_ms,
+        concurrency=args.concurrency,
+        calls=args.calls,
+        rate=args.rate,
+        ramp_up=args.ramp_up,
+        duration=args.duration,
+        turns=args.turns,
+        warmup_turns=args.warmup_turns,
+        gap_ms=args.gap_ms,
+        seed=args.seed,
+        stt_timeout=args.stt_timeout,
+        reply_timeout=args.reply_timeout,
+        audible_threshold_db=args.audible_threshold_db,
+        budget=args.budget,
+        out=args.out,
+        no_plot=args.no_plot,
+        quiet=args.quiet,
+        in_vpc=in_vpc_arguments.options(args),
+    )
+
+
+def run_turn(args: argparse.Namespace) -> int:
+    """`probe turn`: the options typed here, at the edge, then the run (command.py)."""
+    return command.run_turn(turn_options(args), args.turn_parser)

@@ -209,6 +209,7 @@ def test_the_probe_never_imports_aws_cdk() -> None:
     modules = [
         "sonic_deploy.cli",
         "sonic_deploy.probe.cli",
+        "sonic_deploy.probe.run",
         "sonic_deploy.probe.load",
         "sonic_deploy.probe.workers",
         "sonic_deploy.probe.slo",
