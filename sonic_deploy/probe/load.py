@@ -25,6 +25,8 @@ from sonic_deploy.probe.requests import (
 )
 from sonic_deploy.probe.stats import LevelStats
 from sonic_deploy.probe.targets import Target
+from sonic_deploy.probe.wires import WIRES
+from sonic_deploy.routes import Wire
 
 Emit = Callable[[dict[str, Any]], None]
 # The automatic ramp-up follows one request's duration, up to this.
@@ -88,7 +90,7 @@ class TargetSpec:
             **where,
             "multiplex": self.multiplex,
             "timeout_s": self.timeout_s,
-            "cartesia_version": self.cartesia_version if self.route != "sagemaker" else None,
+            "cartesia_version": self.cartesia_version if WIRES[self.route] is Wire.CARTESIA else None,
             **workload,
         }
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from sonic_deploy.audio import AudioFormat
 from sonic_deploy.client import cartesia_api
+from sonic_deploy.probe.wires import WIRES
+from sonic_deploy.routes import Wire
 
 DEFAULT_VOICE_ID = "6ccbfb76-1fc6-48f7-b71d-91ac6298247b"
 DEFAULT_MODEL_ID = "sonic-3"
@@ -45,7 +47,7 @@ class RequestTemplate:
             "output_format": self.audio.as_output_format(),
             "language": self.language,
         }
-        if route == "sagemaker":
+        if WIRES[route] is Wire.SAGEMAKER:
             body["context_id"] = context_id
         elif route == "ws":
             body.update(model_id=self.model_id, context_id=context_id, **{"continue": False})

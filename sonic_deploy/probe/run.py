@@ -16,6 +16,10 @@ from sonic_deploy.in_vpc import session as in_vpc
 from sonic_deploy.probe.canary_metrics import NAMESPACE
 from sonic_deploy.probe.options import ProbeOptions
 from sonic_deploy.probe.slo import Slo
+from sonic_deploy.probe.wires import WIRES
+from sonic_deploy.routes import Wire, speaking
+from sonic_deploy.routes.ecs import outputs as ecs_outputs
+from sonic_deploy.routes.sagemaker import outputs as sagemaker_outputs
 
 
 def run(options: ProbeOptions, parser: argparse.ArgumentParser) -> int:
@@ -95,7 +99,7 @@ def run(options: ProbeOptions, parser: argparse.ArgumentParser) -> int:
         ]
     else:
         levels = [closed_loop(i, int(c)) for i, c in enumerate(options.concurrency)]
-    if route == "sagemaker":
+    if WIRES[route] is Wire.SAGEMAKER:
         from sonic_deploy.probe.targets.sagemaker import setup_problem
 
         problem = setup_problem(target.region, target.endpoint_url)
@@ -210,22 +214,27 @@ def _slo_warning(slo: Slo, requests: int) -> str | None:
 
 
 def _in_vpc_session(options: ProbeOptions, parser: argparse.ArgumentParser) -> in_vpc.Session:
-    """The in-VPC run of `probe ws|http|sagemaker`: the ECS stack for ws and http, the SageMaker one for
-    sagemaker; the target's options default to the stack's outputs."""
+    """The in-VPC run of `probe ws|http|sagemaker`: the stack of the route that speaks the target's wire (the
+    ECS route's for ws and http, the SageMaker route's for sagemaker); the target's options default to the
+    stack's outputs."""
     from sonic_deploy.connect.deployment import api_urls
 
     route = options.route
-    stack_route = "sagemaker" if route == "sagemaker" else "ecs"
+    wire = WIRES[route]
+    stack_route = speaking(wire).name
 
     def defaults(deployment: in_vpc.ProbeDeployment) -> dict[str, str]:
         out = deployment.outputs
-        if route == "sagemaker":
-            return {"--endpoint": out["EndpointName"], "--region": out["Region"]}
-        websocket, base = api_urls(out["ApiUrl"], deployment.stack_name)
+        if wire is Wire.SAGEMAKER:
+            return {
+                "--endpoint": out[sagemaker_outputs.ENDPOINT_NAME],
+                "--region": out[sagemaker_outputs.REGION],
+            }
+        websocket, base = api_urls(out[ecs_outputs.API_URL], deployment.stack_name)
         return {
             "--url": websocket if route == "ws" else f"{base}/tts/bytes",
-            "--model-id": out["ModelId"],
-            "--cartesia-version": out["CartesiaVersion"],
+            "--model-id": out[ecs_outputs.MODEL_ID],
+            "--cartesia-version": out[ecs_outputs.CARTESIA_VERSION],
         }
 
     label = None

@@ -11,4 +11,10 @@ from sonic_deploy.routes.route import Route, Wire
 ROUTES: dict[str, Route] = {route.name: route for route in (sagemaker.ROUTE, ecs.ROUTE)}
 """Every route, by name, in the order the tools list them."""
 
-__all__ = ["ROUTES", "Route", "Wire"]
+
+def speaking(wire: Wire) -> Route:
+    """The route whose callers speak `wire` (the first registered, should two)."""
+    return next(route for route in ROUTES.values() if route.wire is wire)
+
+
+__all__ = ["ROUTES", "Route", "Wire", "speaking"]

@@ -25,6 +25,7 @@ from sonic_deploy.arguments import (
 from sonic_deploy.client.trust import ca_bundle_argument
 from sonic_deploy.in_vpc import arguments as in_vpc_arguments
 from sonic_deploy.probe.requests import DEFAULT_CARTESIA_VERSION, DEFAULT_MODEL_ID, DEFAULT_VOICE_ID
+from sonic_deploy.routes import ROUTES, Wire
 from sonic_deploy.turn import command
 from sonic_deploy.turn.budget import DEFAULT_BUDGET
 from sonic_deploy.turn.caller_audio import MAX_WAV_BYTES, SHIPPED
@@ -96,7 +97,7 @@ def add_turn_parser(routes: Any) -> None:
     )
     llm.add_argument("--system", default=SYSTEM_PROMPT, help="the system prompt")
     tts = turn.add_argument_group("text to speech (Sonic)")
-    tts.add_argument("--route", choices=("ecs", "sagemaker"), required=True)
+    tts.add_argument("--route", choices=sorted(ROUTES), required=True)
     tts.add_argument(
         "--tts-url",
         type=url("ws", "wss", example="ws://HOST:PORT/tts/websocket"),
@@ -304,10 +305,11 @@ def _problem(args: argparse.Namespace) -> str | None:
         return in_vpc_hops
     if args.warmup_turns < 0 or args.warmup_turns >= args.turns:
         return f"--warmup-turns {args.warmup_turns} leaves no turn to time of --turns {args.turns}: give 0 to {args.turns - 1}"
-    if args.route == "ecs" and not args.tts_url and args.in_vpc is None:
-        return "--route ecs needs --tts-url ws(s)://HOST:PORT/tts/websocket (sonic-deploy connect prints it)"
-    if args.route == "sagemaker" and not args.endpoint and args.in_vpc is None:
-        return "--route sagemaker needs --endpoint NAME (sonic-deploy connect prints it)"
+    wire = ROUTES[args.route].wire
+    if wire is Wire.CARTESIA and not args.tts_url and args.in_vpc is None:
+        return f"--route {args.route} needs --tts-url ws(s)://HOST:PORT/tts/websocket (sonic-deploy connect prints it)"
+    if wire is Wire.SAGEMAKER and not args.endpoint and args.in_vpc is None:
+        return f"--route {args.route} needs --endpoint NAME (sonic-deploy connect prints it)"
     if args.llm == "openai" and not args.llm_url:
         return (
             "--llm openai needs --llm-url, e.g. https://api.openai.com/v1 (probe serve: http://HOST:PORT/v1)"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from sonic_deploy.audio import AudioFormat
 from sonic_deploy.client.turn_hops import LanguageModel, SpeechToText
+from sonic_deploy.routes import ROUTES, Wire
 from sonic_deploy.turn.budget import DEFAULT_BUDGET, Budget, load_budget
 from sonic_deploy.turn.call import CallPlan
 from sonic_deploy.turn.caller_audio import CallerAudio, CallerAudioError, read_wav, shipped
@@ -82,7 +83,7 @@ def speaker(options: TurnOptions, line: CallerAudio) -> Speaker:
         AudioFormat(line.encoding, line.sample_rate),
         options.audible_threshold_db,
     )
-    if options.route == "ecs":
+    if ROUTES[options.route].wire is Wire.CARTESIA:
         from sonic_deploy.client.trust import ca_context
         from sonic_deploy.client.websocket import WebSocketClient
 

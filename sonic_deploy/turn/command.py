@@ -14,6 +14,9 @@ from typing import Any
 
 from sonic_deploy.in_vpc import session as in_vpc
 from sonic_deploy.in_vpc.options import InVpcTask
+from sonic_deploy.routes import ROUTES, Wire
+from sonic_deploy.routes.ecs import outputs as ecs_outputs
+from sonic_deploy.routes.sagemaker import outputs as sagemaker_outputs
 from sonic_deploy.turn import build
 from sonic_deploy.turn.budget import BudgetError
 from sonic_deploy.turn.call import Hops
@@ -27,12 +30,15 @@ def _in_vpc_session(options: TurnOptions, parser: argparse.ArgumentParser) -> in
 
     def defaults(deployment: in_vpc.ProbeDeployment) -> dict[str, str]:
         out = deployment.outputs
-        if options.route == "sagemaker":
-            return {"--endpoint": out["EndpointName"], "--region": out["Region"]}
+        if ROUTES[options.route].wire is Wire.SAGEMAKER:
+            return {
+                "--endpoint": out[sagemaker_outputs.ENDPOINT_NAME],
+                "--region": out[sagemaker_outputs.REGION],
+            }
         return {
-            "--tts-url": api_urls(out["ApiUrl"], deployment.stack_name)[0],
-            "--model-id": out["ModelId"],
-            "--cartesia-version": out["CartesiaVersion"],
+            "--tts-url": api_urls(out[ecs_outputs.API_URL], deployment.stack_name)[0],
+            "--model-id": out[ecs_outputs.MODEL_ID],
+            "--cartesia-version": out[ecs_outputs.CARTESIA_VERSION],
         }
 
     label = None

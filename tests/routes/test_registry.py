@@ -20,16 +20,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "sonic_deploy"
 COMPARISON = re.compile(
     rf"""(==|!=)\s*["']({"|".join(ROUTES)})["']|["']({"|".join(ROUTES)})["']\s+(not\s+)?in\b"""
 )
-# Where comparing is the point (a route's own folder, the config that reads `routes`) and, until the probe
-# asks the registry too, the modules that still compare: this list may only shrink.
+# Where comparing is the point (a route's own folder, the config that reads `routes`) and, until preflight
+# and add_stacks ask the registry too, the modules that still compare: this list may only shrink.
 ALLOWED = ("routes/", "config/")
 STILL_COMPARING = {
-    "probe/run.py",
-    "probe/requests.py",
-    "probe/load.py",
-    "turn/arguments.py",
-    "turn/build.py",
-    "turn/command.py",
     "preflight/before_deploy.py",
     "preflight/runner.py",
     "preflight/command.py",
