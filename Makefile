@@ -28,7 +28,7 @@ STAMP_CHECKOV := $(CHECKOV_VENV)/.installed
 help:
 	@echo "make synth   set up (virtualenv, Node, pinned CDK CLI) and synthesize every stack into cdk.out/"
 	@echo "make test    set up and run ruff, mypy --strict and pytest"
-	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov, cfn-lint and the invariants: the table"
+	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov, cfn-lint and the invariants; fails on a finding or stale docs"
 	@echo "make regenerate  refresh every generated artefact: baselines, snapshots, compliance docs"
 	@echo "make clean   remove cdk.out/ (keeps .venv and node_modules)"
 
@@ -72,9 +72,10 @@ unit: setup checkov
 
 test: lint typecheck unit
 
-# The same gate tests/compliance/ runs in `make test`, as one table for every environment.
+# The full scan (cdk-nag's packs, checkov, cfn-lint, the invariants) of every variant, and the docs it writes
+# checked current; .ci/run runs it after `make test`, whose tests/compliance/ runs the invariants only.
 compliance: setup checkov
-	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --write-docs
+	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --check-docs
 
 # After an intended template change: the baselines, the syrupy snapshots and the compliance docs in one
 # step, to commit with the change itself. The dashboard picture is redrawn by hand (docs/operate.md).

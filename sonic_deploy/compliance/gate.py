@@ -23,7 +23,7 @@ from sonic_deploy.config import load_settings
 
 SECURITY_DOC = ROOT / "docs" / "security.md"
 ACKNOWLEDGED_DOC = ROOT / "docs" / "compliance-acknowledged.md"
-TABLE_START = "<!-- compliance table: make compliance writes it -->"
+TABLE_START = "<!-- compliance table: make regenerate writes it -->"
 TABLE_END = "<!-- end of compliance table -->"
 
 ROWS = {
@@ -102,6 +102,42 @@ def acknowledged_list(results: list[VariantResult]) -> str:
     return "\n".join(lines)
 
 
+# An acknowledgement's reason says why the finding does not apply: a word or two does not.
+SHORTEST_REASON = 30
+
+
+def problems_of(results: list[VariantResult]) -> list[str]:
+    """What fails the gate: a finding left, a finding of a tool the table has no row for, an acknowledgement
+    without a real reason."""
+    found = []
+    for result in results:
+        name = result.variant.name
+        found += [f"{name}: {finding}" for finding in result.findings]
+        found += [
+            f"{name}: {finding.tool} has no row in the table (gate.ROWS): {finding}"
+            for finding in result.findings
+            if finding.tool not in ROWS
+        ]
+        found += [
+            f"{name}: {ack.tool} {ack.rule} at {ack.where} is acknowledged without a reason (under "
+            f"{SHORTEST_REASON} characters): {ack.reason!r}"
+            for ack in result.acknowledged
+            if len(ack.reason) < SHORTEST_REASON
+        ]
+    return found
+
+
+def stale_docs(results: list[VariantResult]) -> list[str]:
+    """The generated docs that differ from what these results write."""
+    stale = []
+    page = SECURITY_DOC.read_text(encoding="utf-8")
+    if with_table(page, table(results)) != page:
+        stale.append(f"docs/{SECURITY_DOC.name}'s table")
+    if ACKNOWLEDGED_DOC.read_text(encoding="utf-8") != acknowledged_doc(results):
+        stale.append(f"docs/{ACKNOWLEDGED_DOC.name}")
+    return stale
+
+
 def with_table(page: str, new_table: str) -> str:
     """docs/security.md with the table between its markers replaced."""
     start, end = page.index(TABLE_START) + len(TABLE_START), page.index(TABLE_END)
@@ -111,7 +147,7 @@ def with_table(page: str, new_table: str) -> str:
 def acknowledged_doc(results: list[VariantResult]) -> str:
     return (
         "# Acknowledged findings\n\n"
-        "Written by `make compliance` (a test fails when it is stale). Every finding of cdk-nag's packs, CDK's "
+        "Written by `make regenerate` (`make compliance` fails when it is stale). Every finding of cdk-nag's packs, CDK's "
         "template validation, checkov and cfn-lint that is not fixed is here, with the reason given beside the "
         "resource in the code. The table of what is left is in [security.md](security.md).\n\n"
         f"{acknowledged_list(results)}\n"
@@ -124,7 +160,9 @@ __all__ = [
     "acknowledged_doc",
     "acknowledged_list",
     "invariant_findings",
+    "problems_of",
     "scan",
+    "stale_docs",
     "table",
     "with_table",
 ]

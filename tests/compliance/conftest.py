@@ -1,5 +1,6 @@
-"""One scan of each variant per test session, shared by the gate and the invariants; one plain synth of the
-branches variant (not scanned: the bootstrap policy test reads its templates)."""
+"""One plain synth of each variant per test session, shared by the invariants and the bootstrap policy test.
+The full scan (cdk-nag's packs, checkov, cfn-lint) is `make compliance`'s, which .ci/run runs after the
+tests."""
 
 from __future__ import annotations
 
@@ -11,9 +12,7 @@ from typing import Any
 
 from aws_cdk import App
 
-from sonic_deploy.compliance.__main__ import DEFAULT_CHECKOV
 from sonic_deploy.compliance.context import cli_context
-from sonic_deploy.compliance.gate import VariantResult, scan
 from sonic_deploy.compliance.variants import Variant, config_for, variants
 from sonic_deploy.config import load_settings
 from sonic_deploy.stacks import add_stacks
@@ -21,14 +20,6 @@ from tests.conftest import CONFIG_DIR
 
 VARIANTS = variants(CONFIG_DIR)
 _WORKDIR = Path(tempfile.mkdtemp(prefix="sonic-compliance-tests-"))
-
-
-@cache
-def scanned(variant: Variant) -> VariantResult:
-    assert DEFAULT_CHECKOV.is_file(), (
-        f"{DEFAULT_CHECKOV} is missing: `make checkov` installs it (make test does)"
-    )
-    return scan(variant, CONFIG_DIR, _WORKDIR, DEFAULT_CHECKOV)
 
 
 @cache
@@ -41,10 +32,7 @@ def _synthesized(variant: Variant) -> None:
 
 def templates(variant: Variant) -> dict[str, dict[str, Any]]:
     """The variant's synthesized templates by stack id."""
-    if variant.branches:
-        _synthesized(variant)
-    else:
-        scanned(variant)
+    _synthesized(variant)
     assembly = _WORKDIR / f"cdk.out-{variant.slug}"
     return {
         path.name.split(".")[0]: json.loads(path.read_text()) for path in assembly.glob("*.template.json")
