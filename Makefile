@@ -17,27 +17,33 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export AWS_EC2_METADATA_DISABLED := true
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
+# What a synth and a deploy need (the `cdk` extra, Node, cfn-lint for `make diff`), then what the tests need.
+STAMP_SYNTH := $(VENV)/.installed-synth
 STAMP_PY := $(VENV)/.installed
 STAMP_NODE := node_modules/.installed
 # checkov pins dependencies older than the project's: it gets a virtualenv of its own.
 CHECKOV_VENV := .venv-checkov
 STAMP_CHECKOV := $(CHECKOV_VENV)/.installed
 
-.PHONY: help setup synth test lint typecheck unit compliance checkov clean regenerate
+.PHONY: help setup setup-synth synth test lint typecheck unit compliance checkov clean regenerate
 
 help:
-	@echo "make synth   set up (virtualenv, Node, pinned CDK CLI) and synthesize every stack into cdk.out/"
+	@echo "make synth   set up what a synth needs (the cdk extra, Node, the pinned CDK CLI) and synthesize every stack into cdk.out/"
 	@echo "make test    set up and run ruff, mypy --strict and pytest"
 	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov, cfn-lint and the invariants; fails on a finding or stale docs"
 	@echo "make regenerate  refresh every generated artefact: baselines, snapshots, compliance docs"
 	@echo "make clean   remove cdk.out/ (keeps .venv and node_modules)"
 
-$(STAMP_PY): pyproject.toml
+$(STAMP_SYNTH): pyproject.toml requirements/deploy.in
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[cdk]' -r requirements/deploy.in
+	touch $@
+
+$(STAMP_PY): pyproject.toml $(STAMP_SYNTH)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $@
 
-$(STAMP_NODE): package.json package-lock.json $(STAMP_PY)
+$(STAMP_NODE): package.json package-lock.json $(STAMP_SYNTH)
 	PATH="$(NODE_HOME)/bin:$$PATH" node "$(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js" ci --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -46,7 +52,8 @@ $(STAMP_CHECKOV): requirements/checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/checkov.txt
 	touch $@
 
-setup: $(STAMP_PY) $(STAMP_NODE)
+setup-synth: $(STAMP_SYNTH) $(STAMP_NODE)
+setup: setup-synth $(STAMP_PY)
 
 checkov: $(STAMP_CHECKOV)
 
@@ -56,7 +63,7 @@ CDK = PATH="$(NODE_HOME)/bin:$$PATH" node node_modules/aws-cdk/bin/cdk
 SYNTH = $(PY) -m sonic_deploy.changes.synth --config "$(CONFIG)" --cdk '$(CDK)'
 SYNTH_OUT ?= cdk.out
 
-synth: setup
+synth: setup-synth
 	@$(SYNTH) $(if $(ENV),--env "$(ENV)") --output "$(SYNTH_OUT)"
 	@ls "$(SYNTH_OUT)"/*.template.json
 

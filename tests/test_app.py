@@ -219,3 +219,37 @@ def test_a_synth_with_validation_errors_is_published_but_never_stamped(tmp_path:
     assert (out / "validation-report.json").is_file() and not (out / "sonic-synth.json").exists()
     with pytest.raises(TemplateError, match="holds no finished synth"):
         check_assembly(out, environment="dev", config_dir=CONFIG_DIR)
+
+
+# What only the test, probe and framework extras install: `make synth` installs the `cdk` extra alone, so a
+# synth that loaded one of these would fail on a fresh machine (docs/architecture.md, "Import rules").
+NOT_IN_A_SYNTH_INSTALL = (
+    "aiohttp",
+    "cartesia",
+    "hdrh",
+    "hypothesis",
+    "livekit",
+    "matplotlib",
+    "moto",
+    "orjson",
+    "pipecat",
+    "pybase64",
+    "websockets",
+)
+
+
+def test_the_app_imports_only_what_make_synth_installs() -> None:
+    """app.py and every module of the packages a stack is built from, in a fresh interpreter."""
+    code = (
+        "import importlib, json, pkgutil, sys\n"
+        "import app, sonic_deploy.constructs, sonic_deploy.routes, sonic_deploy.stacks\n"
+        "for package in (sonic_deploy.constructs, sonic_deploy.routes, sonic_deploy.stacks):\n"
+        "    for module in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
+        "        importlib.import_module(module.name)\n"
+        f"print(json.dumps(sorted(m for m in {NOT_IN_A_SYNTH_INSTALL!r} if m in sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == []

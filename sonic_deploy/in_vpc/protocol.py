@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.level import Level
 
 RUN = "run.json"
 STOP = "stop.json"

@@ -35,7 +35,7 @@ from sonic_deploy.in_vpc.protocol import (
     stats_key,
     turn_command,
 )
-from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.level import Level
 from sonic_deploy.probe.stats import LevelStats
 
 

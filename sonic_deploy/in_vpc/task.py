@@ -35,7 +35,8 @@ from sonic_deploy.in_vpc.protocol import (
     start_of,
     stats_key,
 )
-from sonic_deploy.probe.load import Level, ProbeSettings
+from sonic_deploy.probe.level import Level
+from sonic_deploy.probe.load import ProbeSettings
 
 # What a task does with one command: run it, emitting each sample, and return what goes in stats.json. The
 # event is set when the runner puts stop.json: the command ends between two requests (or calls).

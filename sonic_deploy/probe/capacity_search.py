@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sonic_deploy.probe.slo import Slo
 
 if TYPE_CHECKING:
-    from sonic_deploy.probe.load import Level
+    from sonic_deploy.probe.level import Level
     from sonic_deploy.probe.stats import LevelStats
 
 DEFAULT_START = 1

@@ -11,11 +11,12 @@ import itertools
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from sonic_deploy.client.trust import ca_context
 from sonic_deploy.event_loop import steady_collector
+from sonic_deploy.probe.level import Level
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.requests import (
     DEFAULT_CARTESIA_VERSION,
@@ -93,55 +94,6 @@ class TargetSpec:
             "cartesia_version": self.cartesia_version if WIRES[self.route] is Wire.CARTESIA else None,
             **workload,
         }
-
-
-@dataclass(frozen=True)
-class Level:
-    index: int
-    concurrency: int | None = None
-    rate: float | None = None
-    requests: int = 0
-    duration_s: float = 0.0
-    warmup: int = 0
-    arrivals: str = "poisson"
-
-    def share(self, worker: int, workers: int) -> Level:
-        """This worker's part of the level (a local worker process, or an in-VPC task); the parts add up to
-        the whole. A closed loop's slots split as evenly as they go, and its requests and warm-ups in
-        proportion to each worker's slots, so that every worker runs for about as long and the level holds
-        its concurrency to its end (an even split of requests would leave a worker with 1 slot of 3 running
-        alone at concurrency 1 for the second half). An open loop: 1/workers of the rate and of the warm-ups."""
-        if self.concurrency is None:
-            weights = [1] * workers
-        else:
-            weights = [evenly(self.concurrency, w, workers) for w in range(workers)]
-            if not any(weights):  # concurrency 0: nothing to run, the requests go nowhere
-                weights = [1] * workers
-        return replace(
-            self,
-            concurrency=None if self.concurrency is None else weights[worker],
-            rate=None if self.rate is None else self.rate / workers,
-            requests=proportional(self.requests, weights, worker),
-            warmup=proportional(self.warmup, weights, worker),
-        )
-
-
-def evenly(total: int, index: int, count: int) -> int:
-    """Part `index` of `total` split in `count` parts as evenly as they go (the first ones one more)."""
-    return total // count + (1 if index < total % count else 0)
-
-
-def proportional(total: int, weights: list[int], index: int) -> int:
-    """Part `index` of `total` in proportion to `weights` (total x w_i // sum, then the remainder one each
-    to the first parts with a weight): the parts add up to `total`, each within 1 of its exact share, and
-    a part of weight 0 gets nothing."""
-    whole = sum(weights)
-    if whole <= 0 or weights[index] <= 0:
-        return 0
-    floors = [total * w // whole for w in weights]
-    left = total - sum(floors)
-    holders = [i for i, w in enumerate(weights) if w > 0]
-    return floors[index] + (1 if index in holders[:left] else 0)
 
 
 @dataclass(frozen=True)

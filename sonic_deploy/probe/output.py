@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sonic_deploy import __version__
-from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.level import Level
 from sonic_deploy.probe.stats import LevelStats
 
 if TYPE_CHECKING:

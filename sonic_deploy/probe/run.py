@@ -25,7 +25,8 @@ from sonic_deploy.routes.sagemaker import outputs as sagemaker_outputs
 def run(options: ProbeOptions, parser: argparse.ArgumentParser) -> int:
     """`parser`: the route's, whose options an in-VPC run passes on to its tasks."""
     from sonic_deploy.probe.capacity_search import SearchRange, SloSearch
-    from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec
+    from sonic_deploy.probe.level import Level
+    from sonic_deploy.probe.load import ProbeSettings, TargetSpec
     from sonic_deploy.probe.output import Progress, RunOutput, default_out_dir, stderr_or_none
     from sonic_deploy.probe.workers import run_levels, run_schedule
 

@@ -12,7 +12,8 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, Protocol
 
 from sonic_deploy import event_loop
-from sonic_deploy.probe.load import Level, ProbeSettings, run_level
+from sonic_deploy.probe.level import Level
+from sonic_deploy.probe.load import ProbeSettings, run_level
 from sonic_deploy.probe.stats import LevelStats
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from sonic_deploy.probe.load import evenly, proportional
+from sonic_deploy.probe.level import evenly, proportional
 from sonic_deploy.probe.output import client_facts
 from sonic_deploy.turn.budget import PERCENTILES, Budget, judge
 from sonic_deploy.turn.call import HOPS, CallPlan, Hops, run_call

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sonic_deploy.cli import main, parse
-from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.level import Level
 from sonic_deploy.probe.stats import LevelStats
 from tests.conftest import EditConfig
 from tests.standins.harness import ServerFactory

@@ -39,7 +39,7 @@ from sonic_deploy.in_vpc.protocol import (
 )
 from sonic_deploy.in_vpc.runner import Terminated, Timing, run_schedule_in_vpc
 from sonic_deploy.in_vpc.task import serve
-from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.level import Level
 from sonic_deploy.probe.stats import LevelStats
 from sonic_deploy.probe.workers import fixed
 from tests.connect.conftest import REGION, stack_description

@@ -24,7 +24,7 @@ from sonic_deploy.in_vpc.protocol import (
     ready_key,
 )
 from sonic_deploy.in_vpc.task import serve
-from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.level import Level
 
 
 def _never(command: dict[str, Any], emit: Any, stop: Any) -> dict[str, Any]:

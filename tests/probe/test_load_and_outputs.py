@@ -14,7 +14,8 @@ import pytest
 
 from sonic_deploy import event_loop
 from sonic_deploy.cli import main
-from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec, run_level
+from sonic_deploy.probe.level import Level
+from sonic_deploy.probe.load import ProbeSettings, TargetSpec, run_level
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.output import Progress, RunOutput, read_samples, read_summary
 from sonic_deploy.probe.report import compare, write_report

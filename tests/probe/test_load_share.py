@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.level import Level
 from sonic_deploy.turn.run import Load
 from tests.fuzz import examples
 

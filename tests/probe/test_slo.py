@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from sonic_deploy.probe.capacity_search import SearchRange, SearchResult, SloSearch, search
-from sonic_deploy.probe.load import Level, ProbeSettings, TargetSpec
+from sonic_deploy.probe.level import Level
+from sonic_deploy.probe.load import ProbeSettings, TargetSpec
 from sonic_deploy.probe.metrics import StreamRecorder
 from sonic_deploy.probe.output import Progress, RunOutput, read_summary
 from sonic_deploy.probe.requests import RequestTemplate

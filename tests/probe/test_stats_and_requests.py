@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sonic_deploy.audio import AudioFormat
-from sonic_deploy.probe.load import Level
+from sonic_deploy.probe.level import Level
 from sonic_deploy.probe.requests import PRESETS, RequestTemplate, load_transcripts
 from sonic_deploy.probe.stats import LevelStats
 
