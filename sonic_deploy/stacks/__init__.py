@@ -1,4 +1,5 @@
-"""Stacks compose constructs; `add_stacks` is what app.py and the tests call."""
+"""What both routes' stacks share (`common.py`, `boundary.py`); `add_stacks` is what app.py and the tests
+call. Each route's stack is its package's (`sonic_deploy/routes/<route>/stack.py`)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,15 @@ from aws_cdk import Annotations, App, Environment, Stack, Tags
 
 from sonic_deploy.config import STACK_IDS, Settings
 from sonic_deploy.stacks.boundary import apply_permissions_boundary
-from sonic_deploy.stacks.ecs import EcsStack
-from sonic_deploy.stacks.sagemaker import SageMakerStack
 
 
 def add_stacks(app: App, settings: Settings, *, default_account: str | None = None) -> dict[str, Stack]:
     """One stack per route the environment deploys. `default_account` is the CLI's account, used only
     when the environment does not name one."""
+    # Here, not at the top: the route stacks import stacks.common, so either side may be imported first.
+    from sonic_deploy.routes.ecs.stack import EcsStack
+    from sonic_deploy.routes.sagemaker.stack import SageMakerStack
+
     env = settings.environment
     where = Environment(account=env.account or default_account, region=env.region)
     stacks: dict[str, Stack] = {}
