@@ -17,7 +17,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from sonic_deploy.config import Settings
-from sonic_deploy.constructs.licence_store import loader_script
+from sonic_deploy.routes.ecs.constructs.licence_store import loader_script
 from tests.conftest import EditConfig, rendered, resources_of, synthesize_from
 from tests.snapshot import scrubbed
 
@@ -87,7 +87,7 @@ def test_air_gapped_has_no_egress_and_keeps_the_licence(air_gapped: Template) ->
     efs_volume = licence["Volumes"][0]["EFSVolumeConfiguration"]
     assert efs_volume["TransitEncryption"] == "ENABLED"
     assert efs_volume["AuthorizationConfig"] == {"IAM": "ENABLED"}  # the file system refuses anonymous mounts
-    # Only the proxy's role may write (the file system's policy: tests/constructs/test_licence_store.py).
+    # Only the proxy's role may write (the file system's policy: tests/routes/ecs/constructs/test_licence_store.py).
     (file_system,) = resources_of(template, "AWS::EFS::FileSystem").values()
     assert "elasticfilesystem:ClientWrite" in str(file_system["Properties"]["FileSystemPolicy"])
     assert licence["ContainerDefinitions"][0]["MountPoints"] == [

@@ -14,29 +14,29 @@ from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.alerting import Alerting
-from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.constructs.egress import PrivateAws, S3PrefixList
 from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.endpoint_policies import al2023_packages, ecr_image_layers
-from sonic_deploy.constructs.gpu_capacity import GpuCapacity, GpuSupply
-from sonic_deploy.constructs.gpu_fallback import GpuFallback
-from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.network import Network
-from sonic_deploy.constructs.operations import EcsOperations
-from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.probe_canary import canary_for
 from sonic_deploy.constructs.probe_task import ProbeTask, turn_hop_endpoints
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
-from sonic_deploy.constructs.resilience import ResilienceExperiments
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
-from sonic_deploy.constructs.self_hosted_sonic import OfflineLicence, Overflow, SelfHostedSonic
-from sonic_deploy.constructs.sonic_metrics import SonicMetrics
-from sonic_deploy.constructs.sonic_secrets import SonicSecrets
-from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
-from sonic_deploy.constructs.worker_alarms import WorkerAlarms
-from sonic_deploy.constructs.worker_ttfa import WorkerTtfa
 from sonic_deploy.routes.ecs.config import SERVICE_NAMESPACE, EcsConfig
+from sonic_deploy.routes.ecs.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
+from sonic_deploy.routes.ecs.constructs.gpu_capacity import GpuCapacity, GpuSupply
+from sonic_deploy.routes.ecs.constructs.gpu_fallback import GpuFallback
+from sonic_deploy.routes.ecs.constructs.licence_store import LicenceStore
+from sonic_deploy.routes.ecs.constructs.operations import EcsOperations
+from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
+from sonic_deploy.routes.ecs.constructs.resilience import ResilienceExperiments
+from sonic_deploy.routes.ecs.constructs.self_hosted_sonic import OfflineLicence, Overflow, SelfHostedSonic
+from sonic_deploy.routes.ecs.constructs.sonic_metrics import SonicMetrics
+from sonic_deploy.routes.ecs.constructs.sonic_secrets import SonicSecrets
+from sonic_deploy.routes.ecs.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
+from sonic_deploy.routes.ecs.constructs.worker_alarms import WorkerAlarms
+from sonic_deploy.routes.ecs.constructs.worker_ttfa import WorkerTtfa
 from sonic_deploy.routes.ecs.service_addresses import peer_variables
 from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
 

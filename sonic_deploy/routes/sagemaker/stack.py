@@ -12,13 +12,13 @@ from constructs import Construct
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.encryption import EncryptionKey
-from sonic_deploy.constructs.endpoint_alarms import EndpointAlarms
 from sonic_deploy.constructs.network import Network
-from sonic_deploy.constructs.operations import SageMakerOperations
 from sonic_deploy.constructs.probe_canary import canary_for
 from sonic_deploy.constructs.probe_task import TASK_ENDPOINTS, ProbeTask, invoke_endpoint, turn_hop_endpoints
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
-from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
+from sonic_deploy.routes.sagemaker.constructs.endpoint_alarms import EndpointAlarms
+from sonic_deploy.routes.sagemaker.constructs.operations import SageMakerOperations
+from sonic_deploy.routes.sagemaker.constructs.sonic_endpoint import SonicEndpoint
 from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
 
 # Includes queued requests; a streaming request counts until its last byte. High resolution (10 s).

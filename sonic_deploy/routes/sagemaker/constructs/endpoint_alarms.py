@@ -7,7 +7,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from sonic_deploy.constructs.alerting import Alerting
-from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
+from sonic_deploy.routes.sagemaker.constructs.sonic_endpoint import SonicEndpoint
 
 FIVE_MINUTES = Duration.minutes(5)
 

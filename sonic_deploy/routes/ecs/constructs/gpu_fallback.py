@@ -24,9 +24,9 @@ from constructs import Construct
 
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.egress import PrivateAws
-from sonic_deploy.constructs.gpu_capacity import GpuCapacity, GpuSupply
-from sonic_deploy.constructs.placement import SingleAzPlacement
-from sonic_deploy.constructs.sonic_service import SonicService
+from sonic_deploy.routes.ecs.constructs.gpu_capacity import GpuCapacity, GpuSupply
+from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
+from sonic_deploy.routes.ecs.constructs.sonic_service import SonicService
 
 
 class GpuFallback(Construct):

@@ -20,8 +20,8 @@ from aws_cdk.assertions import Template
 
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.alerting import Alerting
-from sonic_deploy.constructs.capacity_events import WIDGET_TITLE, CapacityEvents
 from sonic_deploy.dashboard_render import resolve
+from sonic_deploy.routes.ecs.constructs.capacity_events import WIDGET_TITLE, CapacityEvents
 from tests.conftest import resources_of
 
 PREFIX = "OperationsCapacityEvents"

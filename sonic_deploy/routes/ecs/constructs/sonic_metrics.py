@@ -17,11 +17,11 @@ from constructs import Construct
 
 from sonic_deploy.constructs.egress import PrivateAws, https_only
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
-from sonic_deploy.constructs.gpu_capacity import GpuCapacity
 from sonic_deploy.constructs.naming import physical_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
-from sonic_deploy.constructs.sonic_service import PROMETHEUS_JOB_LABEL, PROMETHEUS_PORT_LABEL
-from sonic_deploy.constructs.worker_ttfa import WorkerTtfa
+from sonic_deploy.routes.ecs.constructs.gpu_capacity import GpuCapacity
+from sonic_deploy.routes.ecs.constructs.sonic_service import PROMETHEUS_JOB_LABEL, PROMETHEUS_PORT_LABEL
+from sonic_deploy.routes.ecs.constructs.worker_ttfa import WorkerTtfa
 from sonic_deploy.routes.ecs.rules import HOST_AGENT_MEMORY_MIB
 
 GPU_NAMESPACE = "CWAgent"

@@ -9,14 +9,14 @@ from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
-from sonic_deploy.constructs.sonic_metrics import (
+from sonic_deploy.routes.ecs.constructs.sonic_metrics import (
     HOST_AGENT_CONFIG,
     HOST_SCRIPT,
     gpu_agent_config,
     prometheus_config,
     scraper_agent_config,
 )
-from sonic_deploy.constructs.worker_ttfa import WorkerTtfa
+from sonic_deploy.routes.ecs.constructs.worker_ttfa import WorkerTtfa
 from tests.conftest import rendered, resources_of
 
 

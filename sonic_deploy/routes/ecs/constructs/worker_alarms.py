@@ -7,7 +7,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from sonic_deploy.constructs.alerting import Alerting
-from sonic_deploy.constructs.sonic_metrics import SonicMetrics
+from sonic_deploy.routes.ecs.constructs.sonic_metrics import SonicMetrics
 
 ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
 # A new GPU host boots, installs the agent and reports within a few minutes.

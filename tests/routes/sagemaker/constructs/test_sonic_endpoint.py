@@ -14,7 +14,7 @@ from aws_cdk.assertions import Capture, Match, Template
 from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from sonic_deploy.config import Settings
-from sonic_deploy.constructs.sonic_endpoint import SonicEndpoint
+from sonic_deploy.routes.sagemaker.constructs.sonic_endpoint import SonicEndpoint
 from tests.conftest import resources_of
 
 ARN = "arn:aws:sagemaker:us-east-2:570011132906:model-package/Sonic3-Sagemaker-V5"

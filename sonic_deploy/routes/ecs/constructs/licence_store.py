@@ -16,10 +16,10 @@ from constructs import Construct
 
 from sonic_deploy.constructs.encryption import allow_use_through
 from sonic_deploy.constructs.findings import acknowledge_compliance
-from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
-from sonic_deploy.constructs.sonic_metrics import SONIC_NAMESPACE
-from sonic_deploy.constructs.sonic_service import SonicService
+from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
+from sonic_deploy.routes.ecs.constructs.sonic_metrics import SONIC_NAMESPACE
+from sonic_deploy.routes.ecs.constructs.sonic_service import SonicService
 
 LOADER_TRIES, LOADER_PAUSE_S = 60, 5
 # One try's limit: a proxy that accepts and never answers would hold wget (which has no timeout of its own)

@@ -13,7 +13,7 @@ from constructs import IConstruct
 from sonic_deploy.config import ConfigError, load_settings
 from sonic_deploy.constructs.probe_image import COPY_MEMORY_MIB as PROBE_COPY_MEMORY_MIB
 from sonic_deploy.constructs.registry import COPY_SINGLETON_UUID
-from sonic_deploy.constructs.sonic_service import plain_variables_reason
+from sonic_deploy.routes.ecs.constructs.sonic_service import plain_variables_reason
 from tests.conftest import EditConfig, resources_of, synthesize_from
 
 

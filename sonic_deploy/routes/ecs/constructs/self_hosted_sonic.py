@@ -13,11 +13,11 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.constructs.egress import PrivateAws
-from sonic_deploy.constructs.licence_store import LicenceStore
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.registry import ImageRegistry
-from sonic_deploy.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
 from sonic_deploy.routes.ecs.config import NATS_ROUTE_PORT
+from sonic_deploy.routes.ecs.constructs.licence_store import LicenceStore
+from sonic_deploy.routes.ecs.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from constructs import Construct
 
 from sonic_deploy.constructs.encryption import encrypted_bucket
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance, skip_checkov
-from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
-from sonic_deploy.constructs.sonic_service import SonicService
+from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
+from sonic_deploy.routes.ecs.constructs.sonic_service import SonicService
 
 # AWS's recommendation for new TLS listeners ("Security policies for your Network Load Balancer"): TLS 1.3
 # and 1.2 with forward-secret AEAD ciphers only, and hybrid post-quantum key exchange (ML-KEM) for clients

@@ -1,0 +1,2 @@
+"""The ECS route's own constructs, used by EcsStack alone; what both routes use is in
+sonic_deploy/constructs/. The package imports no aws_cdk itself (its modules do), like the route package."""
