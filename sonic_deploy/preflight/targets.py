@@ -79,7 +79,7 @@ def ecs_targets(settings: Settings) -> EcsTargets | None:
         more_instance_types=first[1][1:],
         fallback_zone=fallback_zone[0][0] if fallback_zone else None,
         fallback_instance_types=fallback_zone[0][1] if fallback_zone else [],
-        # The fallback's GPU group has the first's maximum (routes/ecs/stack.py: both max_workers), with the same
+        # The fallback's GPU group has the first's maximum (routes/ecs/fleet.py: both max_workers), with the same
         # spare instance for a rolling deploy; both can run at once, so the quota counts both at their most.
         fallback_max_instances=ecs.max_workers + 1 if fallback_zone else 0,
         reservations=[

@@ -1,17 +1,25 @@
-"""Translations from validated config to construct arguments, shared by both stacks."""
+"""What both stacks share: their base class, the translations from validated config to construct arguments,
+and the probe task with its canary."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.config.schema import LOG_RETENTION_DAYS
 from sonic_deploy.constructs.findings import ignore_cfn_lint
-from sonic_deploy.constructs.network import import_vpc
+from sonic_deploy.constructs.network import Network, import_vpc
+from sonic_deploy.constructs.probe_canary import ProbeCanary, canary_for
+from sonic_deploy.constructs.probe_task import ProbeTask
 
 _RETENTION = dict(
     zip(
@@ -70,3 +78,39 @@ def network_props(scope: Construct, settings: Settings, route: str) -> dict[str,
         private_route_table_ids=existing.private_route_table_ids,
     )
     return {"availability_zones": existing.availability_zones, "cidr": existing.vpc_cidr, "existing_vpc": vpc}
+
+
+def probe_and_canary(
+    stack: Stack,
+    settings: Settings,
+    route: str,
+    *,
+    network: Network,
+    subnets: ec2.SubnetSelection,
+    key: kms.IKey,
+    target: Sequence[str],
+    cluster: ecs.ICluster | None = None,
+    calls_in_vpc: Sequence[ec2.Port] = (),
+    task_statements: Sequence[iam.PolicyStatement] = (),
+    secrets: Mapping[str, ecs.Secret] | None = None,
+) -> ProbeCanary | None:
+    """The route's probe task ("Probe", in the VPC, calling as the route's callers do: docs/deploy.md) and its
+    canary ("Canary", calling `target`; None when `[canary]` is off), both straight under the stack. The
+    keyword arguments after `target` are ProbeTask's."""
+    env = settings.environment
+    probe = ProbeTask(
+        stack,
+        "Probe",
+        network=network,
+        vpc_cidr=settings.route_cidr(route),
+        subnets=subnets,
+        key=key,
+        log_retention=log_retention(env.log_retention_days),
+        log_retention_days=env.log_retention_days,
+        config=env.probe,
+        cluster=cluster,
+        calls_in_vpc=calls_in_vpc,
+        task_statements=task_statements,
+        secrets=secrets,
+    )
+    return canary_for(stack, probe, target, settings)
