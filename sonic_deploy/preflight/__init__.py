@@ -2,6 +2,5 @@
 
 from sonic_deploy.preflight.results import CheckResult, Status
 from sonic_deploy.preflight.runner import AwsClients, run_preflight
-from sonic_deploy.preflight.targets import EcsTargets
 
-__all__ = ["AwsClients", "CheckResult", "EcsTargets", "Status", "run_preflight"]
+__all__ = ["AwsClients", "CheckResult", "Status", "run_preflight"]

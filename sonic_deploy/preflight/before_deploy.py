@@ -16,9 +16,8 @@ import subprocess
 from typing import TYPE_CHECKING
 
 from sonic_deploy.config import Settings
-from sonic_deploy.preflight.ecs_checks import check_secrets
-from sonic_deploy.preflight.results import CheckResult, failed, passed, skipped
-from sonic_deploy.preflight.targets import ecs_targets
+from sonic_deploy.preflight.results import CheckResult, failed, passed
+from sonic_deploy.routes import ROUTES
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
@@ -46,17 +45,7 @@ def check_docker(docker: str) -> CheckResult:
 
 
 def before_deploy(
-    settings: Settings, route: str, *, docker: str, secretsmanager: SecretsManagerClient | None
+    settings: Settings, route: str, *, docker: str, secretsmanager: SecretsManagerClient
 ) -> list[CheckResult]:
-    """Docker for either route; for ECS, every secret the stack imports (`secretsmanager` is None only when
-    the route needs no AWS call)."""
-    results = [check_docker(docker)]
-    ecs = ecs_targets(settings) if route == "ecs" else None
-    if ecs is None:
-        return results
-    if ecs.secrets_created_at_deploy:
-        results.append(skipped("secrets", "secrets.create = true: the stack creates them"))
-    if ecs.secret_names:
-        assert secretsmanager is not None, "the ECS route's secrets need a Secrets Manager client"
-        results.extend(check_secrets(secretsmanager, ecs))
-    return results
+    """Docker for every route, then the route's own (its preflight module's `before_deploy`)."""
+    return [check_docker(docker), *ROUTES[route].preflight_module().before_deploy(settings, secretsmanager)]

@@ -60,9 +60,7 @@ def run_preflight_command(args: argparse.Namespace) -> int:
                 settings,
                 args.before_deploy,
                 docker=os.environ.get("CDK_DOCKER") or "docker",
-                secretsmanager=session.client("secretsmanager", region_name=region)
-                if args.before_deploy == "ecs"
-                else None,
+                secretsmanager=session.client("secretsmanager", region_name=region),
             )
         else:
             results = run_preflight(AwsClients.from_session(session, region), settings)

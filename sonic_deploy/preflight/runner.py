@@ -7,21 +7,8 @@ from typing import TYPE_CHECKING
 
 from sonic_deploy.config import Settings
 from sonic_deploy.preflight.account_checks import check_bootstrap, check_client_rules_quota, check_identity
-from sonic_deploy.preflight.capacity_checks import check_gpu_ami, check_reservations
-from sonic_deploy.preflight.ecs_checks import (
-    check_gpu_vcpu_quota,
-    check_images,
-    check_instance_offered,
-    check_secrets,
-)
 from sonic_deploy.preflight.results import CheckResult, skipped
-from sonic_deploy.preflight.sagemaker_checks import (
-    check_endpoint_log_group,
-    check_endpoint_quota,
-    check_model_package,
-    check_zones_offer_hardware,
-)
-from sonic_deploy.preflight.targets import EcsTargets, ecs_targets
+from sonic_deploy.routes import ROUTES
 
 if TYPE_CHECKING:
     from boto3 import Session
@@ -65,43 +52,19 @@ class AwsClients:
         )
 
 
-def run_preflight(
-    clients: AwsClients, settings: Settings, ecs: EcsTargets | None = None
-) -> list[CheckResult]:
+def run_preflight(clients: AwsClients, settings: Settings) -> list[CheckResult]:
     identity, account = check_identity(clients.sts, settings)
     results = [identity]
     if account is None:
         return [*results, skipped("all other checks", "they need working credentials for the right account")]
-    region = settings.environment.region
-    routes = settings.environment.routes
-
-    if "sagemaker" in routes:
-        results.append(check_model_package(clients.sagemaker, settings, account))
-        results.append(check_endpoint_quota(clients.service_quotas, clients.sagemaker, settings))
-        results.append(check_zones_offer_hardware(clients.ec2, settings))
-        results.append(check_endpoint_log_group(clients.logs, clients.cloudformation, settings))
-    else:
-        results.append(skipped("SageMaker checks", f"route not in {settings.environment_name}'s routes"))
-
-    ecs = ecs if ecs is not None else ecs_targets(settings)
-    if ecs is not None:
-        results.append(check_gpu_vcpu_quota(clients.service_quotas, clients.ec2, settings, ecs))
-        results.extend(check_instance_offered(clients.ec2, ecs))
-        results.append(check_gpu_ami(clients.ssm, settings, ecs))
-        results.extend(check_reservations(clients.ec2, clients.cloudformation, settings, ecs))
-        if ecs.images_copied_at_deploy:
+    deployed = settings.environment.routes
+    for name, route in ROUTES.items():
+        if name in deployed:
+            results.extend(route.preflight_module().checks(clients, settings, account))
+        else:
             results.append(
-                skipped("ECR images", "copy_images = true: the deploy copies them from Cartesia's registry")
+                skipped(f"{route.title} checks", f"route not in {settings.environment_name}'s routes")
             )
-        results.extend(check_images(clients.ecr, ecs))
-        if ecs.secrets_created_at_deploy:
-            results.append(
-                skipped("secrets", "secrets.create = true: the stack creates them (replace the placeholders)")
-            )
-        results.extend(check_secrets(clients.secretsmanager, ecs))
-    else:
-        results.append(skipped("ECS checks", f"route not in {settings.environment_name}'s routes"))
-
-    results.append(check_bootstrap(clients.cloudformation, account, region))
+    results.append(check_bootstrap(clients.cloudformation, account, settings.environment.region))
     results.append(check_client_rules_quota(clients.service_quotas, settings))
     return results

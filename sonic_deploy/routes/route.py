@@ -10,6 +10,8 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from aws_cdk import Stack
 
 
@@ -37,8 +39,14 @@ class Route:
     """The stack outputs `connect` reads."""
     probe_outputs: tuple[str, ...]
     """The stack outputs the in-VPC probe reads besides the probe task's own."""
+    preflight: str
+    """Its preflight module: `checks(clients, settings, account)`, everything `sonic-deploy preflight` asks
+    of AWS for it, and `before_deploy(settings, secretsmanager)`, what a deploy would fail on minutes in."""
     runs_licence_proxy: bool = False
     """It runs Cartesia's licence proxy, which `licence upload` feeds (air-gapped)."""
+
+    def preflight_module(self) -> ModuleType:
+        return importlib.import_module(self.preflight)
 
     def stack_class(self) -> type[Stack]:
         """The CDK stack class (imports aws_cdk: the app's business, never an operator tool's)."""

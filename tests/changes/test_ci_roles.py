@@ -14,7 +14,7 @@ import pytest
 from cfnlint.api import lint_file  # type: ignore[import-untyped]
 
 from sonic_deploy.config import load_settings
-from sonic_deploy.preflight.targets import ecs_targets
+from sonic_deploy.routes.ecs.preflight_targets import ecs_targets
 
 REPO = Path(__file__).resolve().parents[2]
 PATH = REPO / "config/bootstrap/ci-roles.json"

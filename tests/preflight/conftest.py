@@ -16,7 +16,8 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from sonic_deploy.config import Settings, load_settings
-from sonic_deploy.preflight import AwsClients, EcsTargets
+from sonic_deploy.preflight import AwsClients
+from sonic_deploy.routes.ecs.preflight_targets import EcsTargets
 from tests.cdk_context import ROOT
 
 REGION = "us-east-2"

@@ -42,9 +42,13 @@ def test_no_docker_command_fails(tmp_path: Path) -> None:
 
 def test_sagemaker_needs_docker_only(tmp_path: Path, deployable_config: Path) -> None:
     settings = load_settings(deployable_config, "dev")
-    results = before_deploy(
-        settings, "sagemaker", docker=_docker(tmp_path, "print('1')"), secretsmanager=None
+    client = boto3.client(
+        "secretsmanager", region_name="us-east-2", aws_access_key_id="x", aws_secret_access_key="x"
     )
+    with Stubber(client):  # no call expected: any would fail
+        results = before_deploy(
+            settings, "sagemaker", docker=_docker(tmp_path, "print('1')"), secretsmanager=client
+        )
     assert [r.status for r in results] == ["pass"]
 
 

@@ -14,10 +14,10 @@ import pytest
 from botocore.stub import Stubber
 
 from sonic_deploy.config import Settings
-from sonic_deploy.preflight.capacity_checks import check_gpu_ami, check_reservations
 from sonic_deploy.preflight.results import CheckResult
-from sonic_deploy.preflight.targets import EcsTargets, ReservationTarget
 from sonic_deploy.routes.ecs.config import DEFAULT_GPU_AMI, gpu_ami_parameter
+from sonic_deploy.routes.ecs.preflight_capacity import check_gpu_ami, check_reservations
+from sonic_deploy.routes.ecs.preflight_targets import EcsTargets, ReservationTarget
 from tests.preflight.conftest import ECS, MOTO_ACCOUNT, REGION
 
 if TYPE_CHECKING:

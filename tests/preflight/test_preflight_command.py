@@ -25,13 +25,20 @@ def ready_account(fake_aws: FakeAws) -> None:
     )
 
 
+@pytest.fixture
+def test_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ECS route's checks read the test's targets (images and secrets it made), not the config's."""
+    monkeypatch.setattr("sonic_deploy.routes.ecs.preflight.ecs_targets", lambda settings: ECS)
+
+
+@pytest.mark.usefixtures("test_targets")
 def test_everything_in_order_for_both_routes(fake_aws: FakeAws, settings: Settings) -> None:
     ready_account(fake_aws)
     fake_aws.stub_vcpu_quota(32.0)
     for repository, tag in ECS.images:
         push_image(fake_aws.clients, repository, tag)
     fake_aws.clients.secretsmanager.create_secret(Name="sonic/cartesia-api-key", SecretString="k")
-    results = run_preflight(fake_aws.clients, settings, ECS)
+    results = run_preflight(fake_aws.clients, settings)
     assert [(r.check, r.status) for r in results] == [
         ("credentials and account", "pass"),
         ("model package subscription", "pass"),
@@ -51,7 +58,7 @@ def test_everything_in_order_for_both_routes(fake_aws: FakeAws, settings: Settin
 
 
 def test_wrong_account_skips_everything_else(fake_aws: FakeAws, settings: Settings) -> None:
-    results = run_preflight(fake_aws.clients, with_account(settings, "210987654321"), ECS)
+    results = run_preflight(fake_aws.clients, with_account(settings, "210987654321"))
     assert [r.status for r in results] == ["fail", "skipped"]
     assert results[1].detail == "they need working credentials for the right account"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from sonic_deploy.config import Settings
-from sonic_deploy.preflight.ecs_checks import (
+from sonic_deploy.routes.ecs.preflight import (
     check_gpu_vcpu_quota,
     check_images,
     check_instance_offered,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from sonic_deploy.config import Settings
-from sonic_deploy.preflight.sagemaker_checks import (
+from sonic_deploy.routes.sagemaker.preflight import (
     check_endpoint_log_group,
     check_endpoint_quota,
     check_model_package,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sonic_deploy.config import load_settings
-from sonic_deploy.preflight.targets import ReservationTarget, ecs_targets
+from sonic_deploy.routes.ecs.preflight_targets import ReservationTarget, ecs_targets
 from tests.conftest import CONFIG_DIR, EditConfig
 
 

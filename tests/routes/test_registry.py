@@ -20,14 +20,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "sonic_deploy"
 COMPARISON = re.compile(
     rf"""(==|!=)\s*["']({"|".join(ROUTES)})["']|["']({"|".join(ROUTES)})["']\s+(not\s+)?in\b"""
 )
-# Where comparing is the point (a route's own folder, the config that reads `routes`) and, until preflight
-# and add_stacks ask the registry too, the modules that still compare: this list may only shrink.
+# Where comparing is the point (a route's own folder, the config that reads `routes`) and, until add_stacks
+# asks the registry too, the modules that still compare: this list may only shrink.
 ALLOWED = ("routes/", "config/")
 STILL_COMPARING = {
-    "preflight/before_deploy.py",
-    "preflight/runner.py",
-    "preflight/command.py",
-    "preflight/targets.py",
     "stacks/__init__.py",
 }
 

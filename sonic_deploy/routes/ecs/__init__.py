@@ -12,5 +12,6 @@ ROUTE = Route(
     wire=Wire.CARTESIA,
     connect_outputs=outputs.FOR_CONNECT,
     probe_outputs=outputs.FOR_PROBE,
+    preflight="sonic_deploy.routes.ecs.preflight",
     runs_licence_proxy=True,
 )

@@ -12,4 +12,5 @@ ROUTE = Route(
     wire=Wire.SAGEMAKER,
     connect_outputs=outputs.FOR_CONNECT,
     probe_outputs=outputs.FOR_PROBE,
+    preflight="sonic_deploy.routes.sagemaker.preflight",
 )

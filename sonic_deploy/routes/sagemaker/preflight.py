@@ -16,7 +16,10 @@ if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_logs import CloudWatchLogsClient
     from mypy_boto3_sagemaker import SageMakerClient
+    from mypy_boto3_secretsmanager import SecretsManagerClient
     from mypy_boto3_service_quotas import ServiceQuotasClient
+
+    from sonic_deploy.preflight.runner import AwsClients
 
 NOT_SUBSCRIBED = "not subscribed to the marketplace offering"
 
@@ -154,3 +157,18 @@ def check_endpoint_log_group(
             f"--region {settings.environment.region}`; or set sagemaker.endpoint_name to a new name",
         )
     return passed(check, "free for the stack to create")
+
+
+def checks(clients: AwsClients, settings: Settings, account: str) -> list[CheckResult]:
+    """The SageMaker route's part of `sonic-deploy preflight`, in the order a newcomer would fix them."""
+    return [
+        check_model_package(clients.sagemaker, settings, account),
+        check_endpoint_quota(clients.service_quotas, clients.sagemaker, settings),
+        check_zones_offer_hardware(clients.ec2, settings),
+        check_endpoint_log_group(clients.logs, clients.cloudformation, settings),
+    ]
+
+
+def before_deploy(settings: Settings, secretsmanager: SecretsManagerClient) -> list[CheckResult]:
+    """Nothing of this route's fails minutes into a deploy that a call could tell first."""
+    return []

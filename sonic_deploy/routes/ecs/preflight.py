@@ -10,13 +10,16 @@ from sonic_deploy.config import Settings
 from sonic_deploy.preflight.capacity_in_use import InUse, gpu_vcpus_in_use
 from sonic_deploy.preflight.quotas import BLUE_GREEN_FACTOR, increase_command, quota_by_code
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, failed, passed, skipped
-from sonic_deploy.preflight.targets import EcsTargets
+from sonic_deploy.routes.ecs.preflight_capacity import check_gpu_ami, check_reservations
+from sonic_deploy.routes.ecs.preflight_targets import EcsTargets, ecs_targets
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_ecr import ECRClient
     from mypy_boto3_secretsmanager import SecretsManagerClient
     from mypy_boto3_service_quotas import ServiceQuotasClient
+
+    from sonic_deploy.preflight.runner import AwsClients
 
 G_AND_VT_QUOTA_CODE = "L-DB2E81BA"  # "Running On-Demand G and VT instances", in vCPUs
 
@@ -194,4 +197,38 @@ def check_secrets(secrets: SecretsManagerClient, ecs: EcsTargets) -> list[CheckR
             )
         else:
             results.append(passed(check, "exists"))
+    return results
+
+
+def checks(clients: AwsClients, settings: Settings, account: str) -> list[CheckResult]:
+    """The ECS route's part of `sonic-deploy preflight`, in the order a newcomer would fix them."""
+    ecs = ecs_targets(settings)
+    assert ecs is not None, "preflight asks a route's checks only when the environment deploys it"
+    results = [check_gpu_vcpu_quota(clients.service_quotas, clients.ec2, settings, ecs)]
+    results.extend(check_instance_offered(clients.ec2, ecs))
+    results.append(check_gpu_ami(clients.ssm, settings, ecs))
+    results.extend(check_reservations(clients.ec2, clients.cloudformation, settings, ecs))
+    if ecs.images_copied_at_deploy:
+        results.append(
+            skipped("ECR images", "copy_images = true: the deploy copies them from Cartesia's registry")
+        )
+    results.extend(check_images(clients.ecr, ecs))
+    if ecs.secrets_created_at_deploy:
+        results.append(
+            skipped("secrets", "secrets.create = true: the stack creates them (replace the placeholders)")
+        )
+    results.extend(check_secrets(clients.secretsmanager, ecs))
+    return results
+
+
+def before_deploy(settings: Settings, secretsmanager: SecretsManagerClient) -> list[CheckResult]:
+    """Every secret the stack imports: a task whose secret is missing fails to start, tens of minutes in."""
+    ecs = ecs_targets(settings)
+    if ecs is None:  # --before-deploy ecs for an environment without the route: nothing of it to check
+        return []
+    results = []
+    if ecs.secrets_created_at_deploy:
+        results.append(skipped("secrets", "secrets.create = true: the stack creates them"))
+    if ecs.secret_names:
+        results.extend(check_secrets(secretsmanager, ecs))
     return results

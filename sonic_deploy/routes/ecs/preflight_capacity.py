@@ -17,8 +17,8 @@ from botocore.exceptions import ClientError
 
 from sonic_deploy.config import Settings
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, failed, passed, skipped
-from sonic_deploy.preflight.targets import EcsTargets, ReservationTarget
 from sonic_deploy.routes.ecs.config import GPU_AMI_RELEASE_FORM, gpu_ami_parameter
+from sonic_deploy.routes.ecs.preflight_targets import EcsTargets, ReservationTarget
 from sonic_deploy.stack_outputs import describe_stack
 
 if TYPE_CHECKING:
