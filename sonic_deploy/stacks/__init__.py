@@ -3,28 +3,28 @@ call. Each route's stack is its package's (`sonic_deploy/routes/<route>/stack.py
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aws_cdk import Annotations, App, Environment, Stack, Tags
 
-from sonic_deploy.config import STACK_IDS, Settings
+from sonic_deploy.config import Settings
+from sonic_deploy.routes import ROUTES
 from sonic_deploy.stacks.boundary import apply_permissions_boundary
 
 
 def add_stacks(app: App, settings: Settings, *, default_account: str | None = None) -> dict[str, Stack]:
     """One stack per route the environment deploys. `default_account` is the CLI's account, used only
     when the environment does not name one."""
-    # Here, not at the top: the route stacks import stacks.common, so either side may be imported first.
-    from sonic_deploy.routes.ecs.stack import EcsStack
-    from sonic_deploy.routes.sagemaker.stack import SageMakerStack
-
     env = settings.environment
     where = Environment(account=env.account or default_account, region=env.region)
     stacks: dict[str, Stack] = {}
     for route in env.routes:
         description = f"sonic-deploy {settings.environment_name}: Cartesia Sonic, {route} route"
-        stack_class = SageMakerStack if route == "sagemaker" else EcsStack
+        # Imported here, by the registry: the route stacks import stacks.common, so either may come first.
+        stack_class: Callable[..., Stack] = ROUTES[route].stack_class()
         stacks[route] = stack_class(
             app,
-            STACK_IDS[route],
+            ROUTES[route].stack_id,
             settings=settings,
             env=where,
             stack_name=settings.stack_name(route),
