@@ -27,19 +27,11 @@ from sonic_deploy.constructs.naming import physical_name
 from sonic_deploy.constructs.network import TRANSCRIBE_STREAMING_PORT, Network
 from sonic_deploy.constructs.probe_image import ProbeImage
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
+from sonic_deploy.in_vpc import outputs
 from sonic_deploy.in_vpc.protocol import RUNNER_KEYS, TASK_KEYS
 from sonic_deploy.probe.canary_metrics import NAMESPACE as CANARY_NAMESPACE
 
 CONTAINER_NAME = "probe"  # the contract's ProbeContainer: the runner and the canary override its command
-# The stack outputs the in-VPC runner reads (the contract of issue 17), in both stacks.
-PROBE_OUTPUTS = (
-    "ProbeCluster",
-    "ProbeTaskDefinition",
-    "ProbeContainer",
-    "ProbeSubnets",
-    "ProbeSecurityGroup",
-    "ProbeBucket",
-)
 RUNS_PREFIX = "runs/"
 # What a task writes under its run's prefix (protocol.TASK_KEYS: ready/, results/, failed/), the task role's
 # only writes; and what the runner writes (protocol.RUNNER_KEYS: run.json, commands/, stop.json,
@@ -376,16 +368,16 @@ class ProbeTask(Construct):
     def _outputs(self) -> None:
         """The contract's outputs, at the stack's root so that their keys are exactly these names."""
         stack = Stack.of(self)
-        CfnOutput(stack, "ProbeCluster", value=self.cluster.cluster_name)
-        CfnOutput(stack, "ProbeTaskDefinition", value=self.task_definition.task_definition_arn)
-        CfnOutput(stack, "ProbeContainer", value=CONTAINER_NAME)
+        CfnOutput(stack, outputs.PROBE_CLUSTER, value=self.cluster.cluster_name)
+        CfnOutput(stack, outputs.PROBE_TASK_DEFINITION, value=self.task_definition.task_definition_arn)
+        CfnOutput(stack, outputs.PROBE_CONTAINER, value=CONTAINER_NAME)
         CfnOutput(
             stack,
-            "ProbeSubnets",
+            outputs.PROBE_SUBNETS,
             value=",".join(subnet.subnet_id for subnet in self.subnets.subnets or []),
         )
-        CfnOutput(stack, "ProbeSecurityGroup", value=self.security_group.security_group_id)
-        CfnOutput(stack, "ProbeBucket", value=self.bucket.bucket_name)
+        CfnOutput(stack, outputs.PROBE_SECURITY_GROUP, value=self.security_group.security_group_id)
+        CfnOutput(stack, outputs.PROBE_BUCKET, value=self.bucket.bucket_name)
 
 
 def _acknowledge_auto_delete_provider(stack: Stack) -> None:

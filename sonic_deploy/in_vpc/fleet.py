@@ -13,20 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sonic_deploy.config.errors import one_line
+from sonic_deploy.in_vpc import outputs
+from sonic_deploy.routes import ROUTES
 
-# The outputs of the probe-task construct (both stacks), and each route's own that a run defaults to.
-PROBE_OUTPUTS = (
-    "ProbeCluster",
-    "ProbeTaskDefinition",
-    "ProbeContainer",
-    "ProbeSubnets",
-    "ProbeSecurityGroup",
-    "ProbeBucket",
-)
-ROUTE_OUTPUTS = {
-    "ecs": ("ApiUrl", "ModelId", "CartesiaVersion", "Region"),
-    "sagemaker": ("EndpointName", "Region"),
-}
 # RunTask starts at most 10 tasks a call; DescribeTasks describes at most 100 (ECS API reference). Each
 # task here has its own command (its --task-index), so each RunTask call starts one, and the calls are
 # made in batches of this many between progress lines.
@@ -114,7 +103,7 @@ def find_deployment(cloudformation: Any, environment: str, route: str, stack_nam
             f"--in-vpc {environment}: stack {stack_name} is {stack.status}, not a working deployment. Fix: read "
             f"its events in the CloudFormation console, then {deploy}"
         )
-    missing = stack.missing((*PROBE_OUTPUTS, *ROUTE_OUTPUTS[route]))
+    missing = stack.missing((*outputs.PROBE_OUTPUTS, *ROUTES[route].probe_outputs))
     if missing:
         raise InVpcError(
             f"--in-vpc {environment}: stack {stack_name} has no output {', '.join(missing)}: it was deployed by an "
@@ -126,12 +115,12 @@ def find_deployment(cloudformation: Any, environment: str, route: str, stack_nam
         route=route,
         stack_name=stack_name,
         region=out["Region"],
-        cluster=out["ProbeCluster"],
-        task_definition=out["ProbeTaskDefinition"],
-        container=out["ProbeContainer"],
-        subnets=tuple(s.strip() for s in out["ProbeSubnets"].split(",") if s.strip()),
-        security_group=out["ProbeSecurityGroup"],
-        bucket=out["ProbeBucket"],
+        cluster=out[outputs.PROBE_CLUSTER],
+        task_definition=out[outputs.PROBE_TASK_DEFINITION],
+        container=out[outputs.PROBE_CONTAINER],
+        subnets=tuple(s.strip() for s in out[outputs.PROBE_SUBNETS].split(",") if s.strip()),
+        security_group=out[outputs.PROBE_SECURITY_GROUP],
+        bucket=out[outputs.PROBE_BUCKET],
         outputs=dict(out),
     )
 

@@ -30,8 +30,9 @@ from sonic_deploy.constructs.probe_image import (
     REPOSITORY_ROOT,
     ProbeImage,
 )
-from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS, RUNNER_WRITES, TASK_WRITES
+from sonic_deploy.constructs.probe_task import RUNNER_WRITES, TASK_WRITES
 from sonic_deploy.in_vpc import protocol
+from sonic_deploy.in_vpc.outputs import PROBE_OUTPUTS
 from sonic_deploy.probe.canary_metrics import NAMESPACE
 from tests.cdk_context import cli_context
 from tests.conftest import CONFIG_DIR, EditConfig, resources_of, synthesize_from

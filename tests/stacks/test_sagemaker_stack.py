@@ -8,7 +8,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from sonic_deploy.config import Settings
-from sonic_deploy.constructs.probe_task import PROBE_OUTPUTS
+from sonic_deploy.in_vpc.outputs import PROBE_OUTPUTS
 from tests.snapshot import scrubbed
 
 
