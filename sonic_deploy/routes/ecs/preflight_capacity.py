@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 
 from sonic_deploy.config import Settings
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, failed, passed, skipped
+from sonic_deploy.routes.ecs import outputs
 from sonic_deploy.routes.ecs.config import GPU_AMI_RELEASE_FORM, gpu_ami_parameter
 from sonic_deploy.routes.ecs.preflight_targets import EcsTargets, ReservationTarget
 from sonic_deploy.stack_outputs import describe_stack
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 # the filter takes "scheduled" is UNVERIFIED against AWS (a scheduled reservation would then not be shown).
 USABLE_STATES = ("active", "scheduled")
 # The stack's outputs naming its cluster placement groups (the first AZ's, the fallback AZ's).
-PLACEMENT_GROUP_OUTPUT = "PlacementGroupName"
-FALLBACK_PLACEMENT_GROUP_OUTPUT = "FallbackPlacementGroupName"
+PLACEMENT_GROUP_OUTPUT = outputs.PLACEMENT_GROUP_NAME
+FALLBACK_PLACEMENT_GROUP_OUTPUT = outputs.FALLBACK_PREFIX + outputs.PLACEMENT_GROUP_NAME
 # DescribeCapacityReservations with an id that names no reservation: the error code the AWS SDKs' users
 # branch on (hashicorp/terraform-provider-aws, resource_aws_ec2_capacity_reservation.go); UNVERIFIED here.
 NOT_FOUND = "InvalidCapacityReservationId.NotFound"

@@ -16,6 +16,7 @@ from aws_cdk import aws_logs as logs
 
 from sonic_deploy.constructs.registry import ImageRegistry
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
+from sonic_deploy.routes.ecs import outputs
 from sonic_deploy.routes.ecs.config import EcsConfig
 from sonic_deploy.routes.ecs.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.routes.ecs.constructs.licence_store import LicenceStore
@@ -85,7 +86,7 @@ class Services:
             nats_private_aws=base.private_aws,
         )
         if self.offline_licence is not None:
-            CfnOutput(stack, "LicenceProxyService", value=sonic.licence_proxy.service.service_name)
+            CfnOutput(stack, outputs.LICENCE_PROXY_SERVICE, value=sonic.licence_proxy.service.service_name)
         for scraped in (*sonic.gpu_workers, sonic.api_server):
             if scraped.metrics_port is not None:
                 scraped.allow_from(

@@ -11,6 +11,7 @@ from sonic_deploy.config import Settings
 from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.registry import ImageSource
+from sonic_deploy.routes.ecs import outputs
 from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
 from sonic_deploy.routes.ecs.fleet import GpuFleet
 from sonic_deploy.routes.ecs.foundation import Foundation
@@ -66,20 +67,20 @@ class EcsStack(SonicStack):
         operate(self, settings, base, fleet, services, log_retention=retention)
 
         lb = services.load_balancer
-        CfnOutput(self, "ApiUrl", value=lb.websocket_url)
-        CfnOutput(self, "LoadBalancerDnsName", value=lb.load_balancer.load_balancer_dns_name)
+        CfnOutput(self, outputs.API_URL, value=lb.websocket_url)
+        CfnOutput(self, outputs.LOAD_BALANCER_DNS_NAME, value=lb.load_balancer.load_balancer_dns_name)
         # What an agent needs besides the URL (`sonic-deploy connect` reads them): the key's secret by name,
         # never its value.
-        CfnOutput(self, "ModelId", value=settings.ecs_model_id)
-        CfnOutput(self, "CartesiaVersion", value=cfg.cartesia_version)
-        CfnOutput(self, "ApiKeySecret", value=cfg.secrets.api_key)
-        CfnOutput(self, "Region", value=self.region)
-        CfnOutput(self, "ClusterName", value=fleet.cluster.cluster_name)
-        CfnOutput(self, "AvailabilityZone", value=base.placement.availability_zone)
+        CfnOutput(self, outputs.MODEL_ID, value=settings.ecs_model_id)
+        CfnOutput(self, outputs.CARTESIA_VERSION, value=cfg.cartesia_version)
+        CfnOutput(self, outputs.API_KEY_SECRET, value=cfg.secrets.api_key)
+        CfnOutput(self, outputs.REGION, value=self.region)
+        CfnOutput(self, outputs.CLUSTER_NAME, value=fleet.cluster.cluster_name)
+        CfnOutput(self, outputs.AVAILABILITY_ZONE, value=base.placement.availability_zone)
         # For a capacity reservation made for the stack's placement groups (docs/capacity.md).
         _placement_outputs(self, "", base.placement)
         if fleet.fallback is not None:
-            _placement_outputs(self, "Fallback", fleet.fallback.placement)
+            _placement_outputs(self, outputs.FALLBACK_PREFIX, fleet.fallback.placement)
         for name, repository in base.registry.repositories.items():
             CfnOutput(self, f"{id_from_name(name)}Repository", value=repository.repository_uri)
         rehearse(self, cfg, base, fleet, services, log_retention=retention)
@@ -87,7 +88,9 @@ class EcsStack(SonicStack):
 
 def _placement_outputs(stack: Stack, prefix: str, placement: SingleAzPlacement) -> None:
     """<prefix>PlacementGroupName and -Arn, and the fallback's AZ (the first's is AvailabilityZone)."""
-    CfnOutput(stack, f"{prefix}PlacementGroupName", value=placement.placement_group.placement_group_name)
-    CfnOutput(stack, f"{prefix}PlacementGroupArn", value=placement.placement_group_arn)
+    CfnOutput(
+        stack, f"{prefix}{outputs.PLACEMENT_GROUP_NAME}", value=placement.placement_group.placement_group_name
+    )
+    CfnOutput(stack, f"{prefix}{outputs.PLACEMENT_GROUP_ARN}", value=placement.placement_group_arn)
     if prefix:
-        CfnOutput(stack, f"{prefix}AvailabilityZone", value=placement.availability_zone)
+        CfnOutput(stack, f"{prefix}{outputs.AVAILABILITY_ZONE}", value=placement.availability_zone)

@@ -9,6 +9,7 @@ from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.encryption import EncryptionKey
+from sonic_deploy.routes.sagemaker import outputs
 from sonic_deploy.routes.sagemaker.parts import endpoint_network, operate, scaled_endpoint
 from sonic_deploy.stacks.common import SonicStack, log_retention, network_props
 
@@ -45,12 +46,12 @@ class SageMakerStack(SonicStack):
         operate(self, settings, endpoint=endpoint, network=network, key=key)
 
         runtime = network.endpoints["sagemaker.runtime"]
-        CfnOutput(self, "EndpointName", value=endpoint.endpoint.attr_endpoint_name)
-        CfnOutput(self, "VariantName", value=endpoint.variant_name)
+        CfnOutput(self, outputs.ENDPOINT_NAME, value=endpoint.endpoint.attr_endpoint_name)
+        CfnOutput(self, outputs.VARIANT_NAME, value=endpoint.variant_name)
         # DnsEntries are "hostedzoneid:dnsname"; the first is the Regional name.
         CfnOutput(
             self,
-            "RuntimeVpcEndpointDns",
+            outputs.RUNTIME_VPC_ENDPOINT_DNS,
             value=Fn.select(1, Fn.split(":", Fn.select(0, runtime.vpc_endpoint_dns_entries))),
         )
-        CfnOutput(self, "Region", value=self.region)
+        CfnOutput(self, outputs.REGION, value=self.region)
