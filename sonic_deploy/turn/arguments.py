@@ -209,13 +209,16 @@ _ONLY_WITH = {
     "llm_url": ("llm", "openai"),
     "bedrock_region": ("llm", "bedrock"),
     "bedrock_endpoint_url": ("llm", "bedrock"),
-    "tts_url": ("route", "ecs"),
-    "model_id": ("route", "ecs"),
-    "cartesia_version": ("route", "ecs"),
-    "ca_bundle": ("route", "ecs"),
-    "endpoint": ("route", "sagemaker"),
-    "region": ("route", "sagemaker"),
-    "endpoint_url": ("route", "sagemaker"),
+}
+# The TTS options by the wire they speak: any route speaking it takes them (sonic_deploy.routes).
+_ONLY_WITH_WIRE = {
+    "tts_url": Wire.CARTESIA,
+    "model_id": Wire.CARTESIA,
+    "cartesia_version": Wire.CARTESIA,
+    "ca_bundle": Wire.CARTESIA,
+    "endpoint": Wire.SAGEMAKER,
+    "region": Wire.SAGEMAKER,
+    "endpoint_url": Wire.SAGEMAKER,
 }
 
 
@@ -225,6 +228,11 @@ def _ignored(args: argparse.Namespace) -> str | None:
         if getattr(args, name) != parser.get_default(name) and getattr(args, choice) != value:
             option, chosen = "--" + name.replace("_", "-"), "--" + choice
             return f"{option} is for {chosen} {value}, not {chosen} {getattr(args, choice)}: drop it"
+    for name, wire in _ONLY_WITH_WIRE.items():
+        if getattr(args, name) != parser.get_default(name) and ROUTES[args.route].wire is not wire:
+            speaking = " or ".join(route for route, info in ROUTES.items() if info.wire is wire)
+            option = "--" + name.replace("_", "-")
+            return f"{option} is for --route {speaking}, not --route {args.route}: drop it"
     if args.rate is not None:
         for name in ("concurrency", "ramp_up"):
             if getattr(args, name) != parser.get_default(name):
