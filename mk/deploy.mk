@@ -23,7 +23,7 @@ BASELINES ?= baselines
 # One cloud assembly per environment, so that several environments can be diffed in one run.
 SYNTH_DIR ?= cdk.out/by-env
 # The tests run these targets with a stand-in CDK and without `setup`.
-DEPLOY_SETUP ?= setup
+DEPLOY_SETUP ?= setup-synth
 
 # The folder of environments and instance types (the tests point it at a copy).
 CONFIG ?= config

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
@@ -11,37 +12,43 @@ from sonic_deploy.interrupt import quiet_ctrl_c
 
 INTERRUPTED = "sonic-deploy: interrupted"
 
-with quiet_ctrl_c(INTERRUPTED):  # loading the commands takes a second: Ctrl-C then is not a traceback
+with quiet_ctrl_c(INTERRUPTED):
     from sonic_deploy.arguments import OneLineParser, option_message
     from sonic_deploy.config import ConfigError
-    from sonic_deploy.connect import command as connect_command
-    from sonic_deploy.licence import command as licence_command
-    from sonic_deploy.planner import command as plan_command
-    from sonic_deploy.preflight import command as preflight_command
-    from sonic_deploy.probe.cli import add_parser as add_probe_parser
+
+# Each command's module, loaded only when it runs (or for the whole --help): `make deploy` runs `preflight` and
+# `make licence` runs `licence` on the synth-only install, where the probe's packages (hdrh, pybase64) are not.
+COMMANDS = {
+    "plan": "sonic_deploy.planner.command",
+    "preflight": "sonic_deploy.preflight.command",
+    "licence": "sonic_deploy.licence.command",
+    "connect": "sonic_deploy.connect.command",
+    "probe": "sonic_deploy.probe.cli",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser of the command `argv` names (argv[0]), or of every command when it names none."""
     parser = OneLineParser(
         prog="sonic-deploy",
         description="Choose, check and operate a Cartesia Sonic deployment in your AWS account.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    plan_command.add_parser(subparsers)
-    preflight_command.add_parser(subparsers)
-    licence_command.add_parser(subparsers)
-    connect_command.add_parser(subparsers)
-    add_probe_parser(subparsers)
+    named = [argv[0]] if argv and argv[0] in COMMANDS else list(COMMANDS)
+    with quiet_ctrl_c(INTERRUPTED):  # loading a command takes up to a second: Ctrl-C then is not a traceback
+        for name in named:
+            importlib.import_module(COMMANDS[name]).add_parser(subparsers)
     return parser
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The arguments, checked alone (argparse's types) and together (each command's `check`), before any
     work: a mistake exits 2 with one line naming the option, the value and the fix."""
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(given).parse_args(given)
     # The command line as given: `probe --in-vpc` passes it on to its tasks.
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = given
     return checked(args)
 
 

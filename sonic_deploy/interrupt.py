@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -17,9 +18,12 @@ from types import FrameType
 def quiet_ctrl_c(line: str) -> Iterator[None]:
     """Within the block, SIGINT prints `line` and exits 128 + SIGINT; afterwards the handler in place before
     (Python's KeyboardInterrupt, which the command's own `main` handles) is back. Where SIGINT is ignored (a
-    background job) it stays ignored."""
+    background job) it stays ignored, and off the main thread (which alone may set handlers) nothing changes."""
     previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.default_int_handler:
+    if (
+        previous is not signal.default_int_handler
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
 

@@ -222,7 +222,8 @@ def test_a_synth_with_validation_errors_is_published_but_never_stamped(tmp_path:
 
 
 # What only the test, probe and framework extras install: `make synth` installs the `cdk` extra alone, so a
-# synth that loaded one of these would fail on a fresh machine (docs/architecture.md, "Import rules").
+# synth, or `make deploy`'s preflight and `make licence`, that loaded one of these would fail on a fresh
+# machine (docs/architecture.md, "Import rules").
 NOT_IN_A_SYNTH_INSTALL = (
     "aiohttp",
     "cartesia",
@@ -236,18 +237,41 @@ NOT_IN_A_SYNTH_INSTALL = (
     "pybase64",
     "websockets",
 )
+# The make targets' own command lines (mk/deploy.mk: deploy, licence), checked as they run.
+DEPLOY_COMMANDS = (
+    ["preflight", "--env", "dev", "--config-dir", "config", "--before-deploy", "ecs"],
+    ["licence", "upload", "--env", "dev", "--file", "pyproject.toml", "--config-dir", "config"],
+)
 
 
-def test_the_app_imports_only_what_make_synth_installs() -> None:
-    """app.py and every module of the packages a stack is built from, in a fresh interpreter."""
-    code = (
-        "import importlib, json, pkgutil, sys\n"
-        "import app, sonic_deploy.constructs, sonic_deploy.routes, sonic_deploy.stacks\n"
-        "for package in (sonic_deploy.constructs, sonic_deploy.routes, sonic_deploy.stacks):\n"
-        "    for module in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
-        "        importlib.import_module(module.name)\n"
-        f"print(json.dumps(sorted(m for m in {NOT_IN_A_SYNTH_INSTALL!r} if m in sys.modules)))\n"
-    )
+def test_a_synth_and_the_deploy_commands_load_only_what_make_synth_installs() -> None:
+    """In a fresh interpreter where those packages cannot be imported (as after `make synth`): app.py and every
+    module of the packages a stack is built from import none of them, and the commands `make deploy` and
+    `make licence` run parse, with every module their runs load."""
+    code = f"""
+import importlib, importlib.abc, json, pkgutil, sys
+tried = []
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {NOT_IN_A_SYNTH_INSTALL!r}:
+            tried.append(name)
+            raise ImportError(f"not installed by make synth: {{name}}")
+        return None
+sys.meta_path.insert(0, Absent())
+def walk(*packages):
+    for package in packages:
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if not module.name.endswith("__main__"):
+                importlib.import_module(module.name)
+import app, sonic_deploy.constructs, sonic_deploy.routes, sonic_deploy.stacks
+walk(sonic_deploy.constructs, sonic_deploy.routes, sonic_deploy.stacks)
+synth_tried = sorted(tried)
+import sonic_deploy.changes, sonic_deploy.cli, sonic_deploy.licence, sonic_deploy.preflight
+for argv in {DEPLOY_COMMANDS!r}:
+    sonic_deploy.cli.parse(argv)
+walk(sonic_deploy.changes, sonic_deploy.licence, sonic_deploy.preflight)
+print(json.dumps(synth_tried))
+"""
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )

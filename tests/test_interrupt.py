@@ -9,11 +9,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from sonic_deploy.interrupt import quiet_ctrl_c
 from tests.cdk_context import ROOT, cli_context
 
 
@@ -53,3 +55,25 @@ def test_ctrl_c_while_the_synth_loads(tmp_path: Path, seconds: float) -> None:
     )
     assert status == 130 and "Traceback" not in stderr, stderr
     assert stderr.splitlines()[-1] == "sonic-deploy: synth interrupted; no assembly was written"
+
+
+def test_a_command_loading_off_the_main_thread_leaves_the_handler_alone() -> None:
+    """Only the main thread may set a signal handler: `main` run from a thread (an embedding program) loads its
+    command as it would without the guard. Python's own handler is put in place first, as in a command."""
+    raised: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            with quiet_ctrl_c("interrupted"):
+                assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        except BaseException as error:  # reported by the assert below, on the main thread
+            raised.append(error)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a test runner's may differ
+    try:
+        thread = threading.Thread(target=load)
+        thread.start()
+        thread.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert raised == []
