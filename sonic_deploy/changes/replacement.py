@@ -9,9 +9,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-# cfn-lint ships no type information (no py.typed marker).
-from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER  # type: ignore[import-untyped]
-
 DEFAULT_SCHEMA_REGION = "us-east-1"
 _ABSENT = object()
 
@@ -43,6 +40,10 @@ def update_behaviour(resource_type: str, region: str = DEFAULT_SCHEMA_REGION) ->
 def _schema(resource_type: str, region: str) -> Mapping[str, Any] | None:
     if resource_type.startswith("Custom::") or resource_type == "AWS::CloudFormation::CustomResource":
         return None
+    # Loaded on first use: cfn-lint takes most of a second to import, which the commands every make target
+    # runs (`environments`, `target`) never need. It ships no type information (no py.typed marker).
+    from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER  # type: ignore[import-untyped]
+
     try:
         schema: Mapping[str, Any] = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, resource_type).schema
     except Exception:  # cfn-lint raises its own ResourceNotFoundError (and KeyError for unknown Regions)
