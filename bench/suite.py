@@ -84,8 +84,11 @@ def main() -> int:
                 # The shared .venv's editable install points at this checkout: put the baseline's code first,
                 # and never let its make reinstall (the stamps are the shared ones).
                 base_env = {**env, "PYTHONPATH": str(tree)}
+                stamps = [".venv/.installed", ".venv/.installed-synth", "node_modules/.installed"]
                 base_command = (
-                    command if args.pytest is not None else ["make", "-o", ".venv/.installed", "test"]
+                    command
+                    if args.pytest is not None
+                    else ["make", *(f"--old-file={stamp}" for stamp in stamps), "test"]
                 )
                 runs[f"baseline {args.baseline}"] = measure(base_command, tree, base_env)
             finally:
