@@ -35,15 +35,3 @@ def check_aws_limits(fail: Fail, env: EnvironmentConfig) -> None:
             f"{DEFAULT_RULES_PER_GROUP})",
             "merge ranges into wider ones (a transit gateway's summary route), or list fewer client VPCs",
         )
-    api = env.ecs.api if env.ecs is not None and "ecs" in env.routes else None
-    issued = api is not None and api.private_ca_arn is not None
-    name = api.domain_name if api is not None else None
-    if issued and name is not None and len(name) > LONGEST_CERTIFICATE_NAME:
-        fail(
-            "ecs.api.domain_name",
-            name,
-            f"{len(name)} characters: ACM issues a certificate whose first name (its Common Name) has at "
-            f"most {LONGEST_CERTIFICATE_NAME}",
-            f"use a name of {LONGEST_CERTIFICATE_NAME} characters or fewer (a shorter label or zone), or "
-            "bring a certificate that names it (certificate_arn)",
-        )

@@ -6,21 +6,23 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from sonic_deploy.config.errors import Fail
+from sonic_deploy.config.errors import MISSING, Fail
 from sonic_deploy.config.schema import EnvironmentConfig
+from sonic_deploy.routes import ROUTES
 
 SUBNET_SIZE = 2 ** (32 - 20)  # the Network construct's private subnets are /20
 
 
-ROUTE_HALVES = ("sagemaker", "ecs")  # network.cidr's lower half, then its upper half
-
-
 def route_cidrs(cidr: str) -> dict[str, str]:
-    """Each route's VPC range within `network.cidr` (already checked): SageMaker the lower half, ECS the
-    upper. The two never overlap, so one client VPC can be peered with both, and a route added later does not
-    move the other."""
-    halves = ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=1)
-    return {route: str(half) for route, half in zip(ROUTE_HALVES, halves, strict=True)}
+    """The VPC range within `network.cidr` (already checked) of each route that takes a half of it
+    (`Route.network_half`: SageMaker the lower, ECS the upper). The two never overlap, so one client VPC can
+    be peered with both; a route added later takes none, and its range from `network.route_cidrs`."""
+    halves = list(ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=1))
+    return {
+        route.name: str(halves[route.network_half])
+        for route in ROUTES.values()
+        if route.network_half is not None
+    }
 
 
 def _check_room(
@@ -113,17 +115,27 @@ def check_route_cidrs(fail: Fail, env: EnvironmentConfig, zones: list[str]) -> N
     for route, cidr in net.route_cidrs.items():
         field = f"network.route_cidrs.{route}"
         ranges[route] = _ipv4_network(fail, field, cidr, vpc=True)
-        public = route == "ecs" and env.ecs is not None and env.ecs.nat_gateways > 0
+        public = ROUTES[route].rules_module().public_subnets(env)
         _check_room(fail, field, cidr, ranges[route], zones, public=public, share=1)
-    used = [route for route in ROUTE_HALVES if route in env.routes]
-    if len(used) == 2 and ranges[used[0]].overlaps(ranges[used[1]]):
-        fail(
-            "network.route_cidrs",
-            {route: str(ranges[route]) for route in used},
-            "the two routes' VPCs overlap: one client VPC could not be peered with both",
-            "give one route another range (moving a deployed route's range replaces its VPC: see "
-            'docs/configuration.md, "Network ranges")',
-        )
+    used = [route.name for route in ROUTES.values() if route.name in env.routes]
+    for route in used:
+        if route not in ranges:
+            fail(
+                f"network.route_cidrs.{route}",
+                MISSING,
+                "this route takes no half of network.cidr (the first two routes have both), so its VPC has no range",
+                f'give it one apart from the other routes\', e.g. `{route} = "10.61.0.0/16"` under [network.route_cidrs]',
+            )
+    for i, first in enumerate(used):
+        for second in used[i + 1 :]:
+            if ranges[first].overlaps(ranges[second]):
+                fail(
+                    "network.route_cidrs",
+                    {route: str(ranges[route]) for route in (first, second)},
+                    "the two routes' VPCs overlap: one client VPC could not be peered with both",
+                    "give one route another range (moving a deployed route's range replaces its VPC: see "
+                    'docs/configuration.md, "Network ranges")',
+                )
 
 
 def check_client_cidrs(fail: Fail, env: EnvironmentConfig) -> None:

@@ -13,9 +13,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from sonic_deploy.config.errors import ConfigError
-from sonic_deploy.config.explain import toml_path
 from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
-from sonic_deploy.routes.ecs.service_addresses import ADDRESS_FIELDS, SHOWN
+from sonic_deploy.routes import ROUTES
 
 PLACEHOLDER_MARK = "REPLACE-ME"
 # AWS's own documentation account; a deploy with it fails with the wrong credentials, or not at all.
@@ -54,44 +53,12 @@ def _placeholders(
             problem="AWS's documentation example account, not yours",
             fix="write your 12-digit account id (`aws sts get-caller-identity --query Account`)",
         )
-    if route == "sagemaker":
-        if model_package_arn is not None and model_package_arn in packages.unconfirmed:
-            yield ConfigError(
-                file=packages_file,
-                field=toml_path(["versions", env.sonic_version, env.region]),
-                value=model_package_arn,
-                problem="an ARN seen in public samples, not confirmed against a subscription",
-                fix="compare it with SageMaker AI > Model packages > My subscriptions in this Region, then "
-                "remove it from `unconfirmed` (or write your own ARN)",
-            )
-        yield from _example_emails(env_file, "sagemaker.alarms.email", env.sagemaker.alarms.email)
-    if route == "ecs" and env.ecs is not None:
-        for name, service in env.ecs.services.items():
-            for field in ("source", "tag"):
-                value = getattr(service, field)
-                if PLACEHOLDER_MARK.lower() in value.lower():
-                    yield ConfigError(
-                        file=env_file,
-                        field=f"ecs.services.{name}.{field}",
-                        value=value,
-                        problem="still the shipped placeholder",
-                        fix=f"write the image {field} from Cartesia's deployment bundle",
-                    )
-            for field, (peer, _) in ADDRESS_FIELDS.items():
-                variable = getattr(service, field)
-                if variable is not None and PLACEHOLDER_MARK.lower() in variable.lower():
-                    yield ConfigError(
-                        file=env_file,
-                        field=f"ecs.services.{name}.{field}",
-                        value=variable,
-                        problem=f"still the shipped placeholder: the image would not be told where {SHOWN[peer]} is",
-                        fix=f"write the variable {name} reads for {SHOWN[peer]}'s address, from Cartesia's deployment "
-                        "bundle (docs/deploy.md, first deploy of the ECS route)",
-                    )
-        yield from _example_emails(env_file, "ecs.alarms.email", env.ecs.alarms.email)
+    yield from (
+        ROUTES[route].rules_module().placeholders(env_file, packages_file, env, packages, model_package_arn)
+    )
 
 
-def _example_emails(env_file: Path, field: str, addresses: list[str]) -> Iterator[ConfigError]:
+def example_emails(env_file: Path, field: str, addresses: list[str]) -> Iterator[ConfigError]:
     for address in addresses:
         domain = address.rsplit("@", 1)[-1].lower()
         if any(domain == d or domain.endswith(f".{d}") for d in EXAMPLE_DOMAINS):

@@ -18,10 +18,7 @@ from sonic_deploy.config.regions import check_region
 from sonic_deploy.config.schema import LOG_RETENTION_DAYS, CanaryConfig, EnvironmentConfig, ModelPackages
 from sonic_deploy.config.tags import check_tags
 from sonic_deploy.config.zones import REFRESH_COMMAND, known_zones
-from sonic_deploy.routes.ecs.api_rules import check_ecs_api
-from sonic_deploy.routes.ecs.capacity_rules import check_ecs_capacity
-from sonic_deploy.routes.ecs.rules import check_ecs
-from sonic_deploy.routes.sagemaker.rules import check_sagemaker
+from sonic_deploy.routes import ROUTES
 
 # The canary's first-audio p95 alarm: its window, and the runs that must land in it (canary_alarms.py).
 CANARY_TTFA_WINDOW_MINUTES = 15
@@ -195,34 +192,32 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
             "list each private subnet's route table id, in the same order as private_subnet_ids",
         )
 
+    used = [route for route in ROUTES.values() if route.name in env.routes]  # in the registry's order
     if not net.existing_vpc:
-        public = env.ecs is not None and "ecs" in env.routes and env.ecs.nat_gateways > 0
+        public = any(route.rules_module().public_subnets(env) for route in used)
         check_cidr(fail, net.cidr, zones, public_subnets=public)
         check_route_cidrs(fail, env, zones)
     check_client_cidrs(fail, env)
     check_aws_limits(fail, env)
+    for route in used:
+        route.rules_module().check_limits(fail, env)
 
-    if "sagemaker" in env.routes:
-        check_sagemaker(fail, env, catalogue)
-    if "ecs" in env.routes:
-        check_ecs(fail, env, catalogue, zones)
-        check_ecs_capacity(fail, name, env, catalogue, zones)
-        check_ecs_api(fail, name, env)
+    for route in used:
+        route.rules_module().check(fail, name, env, catalogue, zones)
     if name != DEFAULT_ENVIRONMENT:
-        _check_alarms_reach_someone(fail, env)
+        for route in used:
+            _check_alarms_reach_someone(fail, route.name, route.rules_module().alarm_emails(env))
 
 
-def _check_alarms_reach_someone(fail: Fail, env: EnvironmentConfig) -> None:
+def _check_alarms_reach_someone(fail: Fail, route: str, emails: list[str] | None) -> None:
     """Outside the default environment an alarm nobody receives is a silent outage."""
-    for route in env.routes:
-        alarms = env.sagemaker.alarms if route == "sagemaker" else env.ecs.alarms if env.ecs else None
-        if alarms is not None and not alarms.email:
-            fail(
-                f"{route}.alarms.email",
-                [],
-                f"no one is subscribed to the {route} route's alarms",
-                f'add the on-call address: `email = ["oncall@your-company.com"]` under [{route}.alarms]',
-            )
+    if emails is not None and not emails:
+        fail(
+            f"{route}.alarms.email",
+            [],
+            f"no one is subscribed to the {route} route's alarms",
+            f'add the on-call address: `email = ["oncall@your-company.com"]` under [{route}.alarms]',
+        )
 
 
 def _check_canary_window(fail: Fail, canary: CanaryConfig) -> None:

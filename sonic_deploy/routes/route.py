@@ -5,14 +5,20 @@ the tools read. The tools ask a route these things instead of comparing its name
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
 
 if TYPE_CHECKING:
     from types import ModuleType
 
     from aws_cdk import Stack
+
+    from sonic_deploy.config.catalogue import InstanceCatalogue
+    from sonic_deploy.config.errors import ConfigError, Fail
+    from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
 
 
 class Wire(Enum):
@@ -22,6 +28,35 @@ class Wire(Enum):
     """Cartesia's own API (WebSocket and HTTP) behind the route's load balancer, with an API key."""
     SAGEMAKER = "sagemaker"
     """SageMaker's runtime (InvokeEndpointWithResponseStream), signed with the caller's AWS credentials."""
+
+
+class RouteRules(Protocol):
+    """What the config asks of a route's rules module (`Route.rules`), so that no config module compares its
+    name. Each function reads only the route's own table of `env`."""
+
+    def check(
+        self, fail: Fail, name: str, env: EnvironmentConfig, catalogue: InstanceCatalogue, zones: list[str]
+    ) -> None:
+        """The route's rules over its table, for environment `name` (the first problem raises)."""
+
+    def check_limits(self, fail: Fail, env: EnvironmentConfig) -> None:
+        """AWS's limits that its table's values meet, checked beside the shared ones."""
+
+    def public_subnets(self, env: EnvironmentConfig) -> bool:
+        """Its VPC has public subnets (NAT gateways), which its address range must hold."""
+
+    def alarm_emails(self, env: EnvironmentConfig) -> list[str] | None:
+        """Who receives its alarms (None: it has no alarms table)."""
+
+    def placeholders(
+        self,
+        env_file: Path,
+        packages_file: Path,
+        env: EnvironmentConfig,
+        packages: ModelPackages,
+        model_package_arn: str | None,
+    ) -> Iterator[ConfigError]:
+        """The shipped placeholders its stack would deploy, each as the error a deploy shows."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +77,16 @@ class Route:
     preflight: str
     """Its preflight module: `checks(clients, settings, account)`, everything `sonic-deploy preflight` asks
     of AWS for it, and `before_deploy(settings, secretsmanager)`, what a deploy would fail on minutes in."""
+    rules: str
+    """Its config rules module (`RouteRules`)."""
+    network_half: int | None = None
+    """Which half of `network.cidr` its VPC takes (0 the lower, 1 the upper). A route added after the first two
+    takes none: its range comes from `network.route_cidrs`, so no deployed VPC moves."""
     runs_licence_proxy: bool = False
     """It runs Cartesia's licence proxy, which `licence upload` feeds (air-gapped)."""
+
+    def rules_module(self) -> RouteRules:
+        return cast("RouteRules", importlib.import_module(self.rules))
 
     def preflight_module(self) -> ModuleType:
         return importlib.import_module(self.preflight)

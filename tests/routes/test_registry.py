@@ -6,12 +6,15 @@ from __future__ import annotations
 import re
 import typing
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, NoReturn
 
 import pytest
 from aws_cdk.assertions import Template
 
+from sonic_deploy.config.network import check_route_cidrs, route_cidrs
 from sonic_deploy.config.schema import Route as RouteName
-from sonic_deploy.routes import ROUTES
+from sonic_deploy.routes import ROUTES, Route, Wire
 from sonic_deploy.routes.ecs import outputs as ecs_outputs
 from sonic_deploy.routes.sagemaker import outputs as sagemaker_outputs
 
@@ -20,16 +23,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "sonic_deploy"
 COMPARISON = re.compile(
     rf"""(==|!=)\s*["']({"|".join(ROUTES)})["']|["']({"|".join(ROUTES)})["']\s+(not\s+)?in\b"""
 )
-# Where comparing is the point: a route's own folder, and the config modules that read `routes` (the
-# loader, and the rules, limits, placeholders and network ranges it runs per route).
-ALLOWED = (
-    "routes/",
-    "config/loader.py",
-    "config/rules.py",
-    "config/aws_limits.py",
-    "config/placeholders.py",
-    "config/network.py",
-)
+# Where comparing is the point: a route's own folder, and the config loader, which reads `routes`. The
+# config's rules ask each route's rules module (`Route.rules`) instead.
+ALLOWED = ("routes/", "config/loader.py")
 
 
 def _outputs(module: object) -> set[str]:
@@ -72,3 +68,52 @@ def test_no_code_outside_the_routes_compares_a_route_name() -> None:
         if COMPARISON.search(path.read_text()):
             comparing.add(relative)
     assert comparing == set(), f"ask sonic_deploy.routes.ROUTES instead of comparing a name: {comparing}"
+
+
+# A third route as it would be registered: no half of network.cidr is left for it (the config's `routes`
+# names only the registered routes, so the environment here is a stand-in object, not a loaded file).
+THIRD = Route(
+    name="third",
+    title="Third",
+    stack_id="SonicThird",
+    stack="sonic_deploy.routes.sagemaker.stack:SageMakerStack",
+    wire=Wire.CARTESIA,
+    connect_outputs=(),
+    probe_outputs=(),
+    preflight="sonic_deploy.routes.sagemaker.preflight",
+    rules="sonic_deploy.routes.sagemaker.rules",
+)
+
+
+def _environment(routes: list[str], pinned: dict[str, str]) -> Any:
+    network = SimpleNamespace(cidr="10.60.0.0/16", route_cidrs=pinned)
+    return SimpleNamespace(routes=routes, network=network, ecs=None)
+
+
+def _refusal(env: Any) -> str:
+    def fail(field: str, value: object, problem: str, fix: str) -> NoReturn:
+        raise ValueError(f"{field} = {value!r}: {problem}. Fix: {fix}")
+
+    with pytest.raises(ValueError) as caught:
+        check_route_cidrs(fail, env, ["us-east-2a", "us-east-2b"])
+    return str(caught.value)
+
+
+def test_a_third_route_moves_no_deployed_vpc_and_needs_its_own_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = route_cidrs("10.60.0.0/16")
+    monkeypatch.setitem(ROUTES, THIRD.name, THIRD)
+    assert route_cidrs("10.60.0.0/16") == before == {"sagemaker": "10.60.0.0/17", "ecs": "10.60.128.0/17"}
+    refused = _refusal(_environment(["sagemaker", "ecs", "third"], {}))
+    assert refused.startswith(
+        "network.route_cidrs.third = (missing): this route takes no half of network.cidr"
+    )
+    assert 'third = "10.61.0.0/16"' in refused
+    check_route_cidrs(_never, _environment(["ecs", "third"], {"third": "10.61.0.0/16"}), ["a", "b"])
+    overlapping = _refusal(_environment(["sagemaker", "third"], {"third": "10.60.0.0/18"}))
+    assert overlapping.startswith(
+        "network.route_cidrs = {'sagemaker': '10.60.0.0/17', 'third': '10.60.0.0/18'}"
+    )
+
+
+def _never(field: str, value: object, problem: str, fix: str) -> NoReturn:
+    raise AssertionError(f"{field}: {problem}")

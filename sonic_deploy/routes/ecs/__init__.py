@@ -13,5 +13,7 @@ ROUTE = Route(
     connect_outputs=outputs.FOR_CONNECT,
     probe_outputs=outputs.FOR_PROBE,
     preflight="sonic_deploy.routes.ecs.preflight",
+    rules="sonic_deploy.routes.ecs.rules",
+    network_half=1,
     runs_licence_proxy=True,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from sonic_deploy.config.aws_limits import LONGEST_CERTIFICATE_NAME
 from sonic_deploy.config.base import DEFAULT_ENVIRONMENT
 from sonic_deploy.config.errors import MISSING, Fail
 from sonic_deploy.config.regions import partition
@@ -128,4 +129,20 @@ def check_ecs_api(fail: Fail, name: str, env: EnvironmentConfig) -> None:
             "certificate of a private one: every run would fail its TLS handshake",
             "set enabled = false under [canary], or a publicly trusted ecs.api.certificate_arn instead of "
             "private_ca_arn",
+        )
+
+
+def check_api_limits(fail: Fail, env: EnvironmentConfig) -> None:
+    """The name ACM would issue the listener's certificate for (with private_ca_arn) fits its Common Name."""
+    api = env.ecs.api if env.ecs is not None else None
+    issued = api is not None and api.private_ca_arn is not None
+    name = api.domain_name if api is not None else None
+    if issued and name is not None and len(name) > LONGEST_CERTIFICATE_NAME:
+        fail(
+            "ecs.api.domain_name",
+            name,
+            f"{len(name)} characters: ACM issues a certificate whose first name (its Common Name) has at "
+            f"most {LONGEST_CERTIFICATE_NAME}",
+            f"use a name of {LONGEST_CERTIFICATE_NAME} characters or fewer (a shorter label or zone), or "
+            "bring a certificate that names it (certificate_arn)",
         )

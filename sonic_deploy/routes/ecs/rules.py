@@ -13,6 +13,7 @@ from sonic_deploy.config.errors import MISSING, Fail
 from sonic_deploy.config.explain import toml_path
 from sonic_deploy.config.fargate import check_fargate_size
 from sonic_deploy.routes.ecs.config import NATS_ROUTE_PORT, SERVICE_NAMESPACE, EcsConfig
+from sonic_deploy.routes.ecs.placeholders import placeholders as ecs_placeholders
 from sonic_deploy.routes.ecs.service_addresses import check_address_variables
 
 if TYPE_CHECKING:
@@ -335,3 +336,35 @@ def _check_plain_environment(
                 f'keep the value in Secrets Manager and write secrets = {{ {variable} = "<name in [ecs.secrets]>" }} '
                 f'in [ecs.services.{service}] instead; or, if it holds no secret, not_secrets = ["{variable}"]',
             )
+
+
+# What the config asks of every route (sonic_deploy/routes/route.py, RouteRules).
+
+
+def check(
+    fail: Fail, name: str, env: EnvironmentConfig, catalogue: InstanceCatalogue, zones: list[str]
+) -> None:
+    # Imported here: the capacity and API rules import this module's checks.
+    from sonic_deploy.routes.ecs.api_rules import check_ecs_api
+    from sonic_deploy.routes.ecs.capacity_rules import check_ecs_capacity
+
+    check_ecs(fail, env, catalogue, zones)
+    check_ecs_capacity(fail, name, env, catalogue, zones)
+    check_ecs_api(fail, name, env)
+
+
+def check_limits(fail: Fail, env: EnvironmentConfig) -> None:
+    from sonic_deploy.routes.ecs.api_rules import check_api_limits
+
+    check_api_limits(fail, env)
+
+
+def public_subnets(env: EnvironmentConfig) -> bool:
+    return env.ecs is not None and env.ecs.nat_gateways > 0
+
+
+def alarm_emails(env: EnvironmentConfig) -> list[str] | None:
+    return env.ecs.alarms.email if env.ecs is not None else None
+
+
+placeholders = ecs_placeholders

@@ -13,4 +13,6 @@ ROUTE = Route(
     connect_outputs=outputs.FOR_CONNECT,
     probe_outputs=outputs.FOR_PROBE,
     preflight="sonic_deploy.routes.sagemaker.preflight",
+    rules="sonic_deploy.routes.sagemaker.rules",
+    network_half=0,
 )

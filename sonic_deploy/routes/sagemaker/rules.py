@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from sonic_deploy.config.catalogue import INSTANCE_TYPES_FILE, InstanceCatalogue
-from sonic_deploy.config.errors import Fail
+from sonic_deploy.config.errors import ConfigError, Fail
+from sonic_deploy.config.explain import toml_path
+from sonic_deploy.config.placeholders import example_emails
 
 if TYPE_CHECKING:
-    from sonic_deploy.config.schema import EnvironmentConfig
+    from pathlib import Path
+
+    from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
 
 
 def check_sagemaker(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
@@ -45,3 +50,43 @@ def check_sagemaker(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatal
             "not a valid SageMaker endpoint name",
             "use up to 63 letters, digits and hyphens, starting with a letter or digit",
         )
+
+
+# What the config asks of every route (sonic_deploy/routes/route.py, RouteRules).
+
+
+def check(
+    fail: Fail, name: str, env: EnvironmentConfig, catalogue: InstanceCatalogue, zones: list[str]
+) -> None:
+    check_sagemaker(fail, env, catalogue)
+
+
+def check_limits(fail: Fail, env: EnvironmentConfig) -> None:
+    """Nothing of `[sagemaker]` meets an AWS limit the shared rules do not check."""
+
+
+def public_subnets(env: EnvironmentConfig) -> bool:
+    return False  # the endpoint's VPC has private subnets only
+
+
+def alarm_emails(env: EnvironmentConfig) -> list[str] | None:
+    return env.sagemaker.alarms.email
+
+
+def placeholders(
+    env_file: Path,
+    packages_file: Path,
+    env: EnvironmentConfig,
+    packages: ModelPackages,
+    model_package_arn: str | None,
+) -> Iterator[ConfigError]:
+    if model_package_arn is not None and model_package_arn in packages.unconfirmed:
+        yield ConfigError(
+            file=packages_file,
+            field=toml_path(["versions", env.sonic_version, env.region]),
+            value=model_package_arn,
+            problem="an ARN seen in public samples, not confirmed against a subscription",
+            fix="compare it with SageMaker AI > Model packages > My subscriptions in this Region, then "
+            "remove it from `unconfirmed` (or write your own ARN)",
+        )
+    yield from example_emails(env_file, "sagemaker.alarms.email", env.sagemaker.alarms.email)
