@@ -27,8 +27,6 @@ DEPLOY_SETUP ?= setup-synth
 
 # The folder of environments and instance types (the tests point it at a copy).
 CONFIG ?= config
-STACK_ID_sagemaker := SonicSageMaker
-STACK_ID_ecs := SonicEcs
 # A job summary holds at most 1 MiB: keep each stack's CDK diff well below.
 CDK_DIFF_SUMMARY_BYTES := 100000
 CHANGES = $(PY) -m sonic_deploy.changes --config "$(CONFIG)"
@@ -75,10 +73,11 @@ diff: synth-envs
 # failed, or it ran before a change): never "no differences" from an earlier synth. CDK's differences
 # themselves never fail it.
 cdk-diff: $(DEPLOY_SETUP)
-	@for env in $(DIFF_ENVS); do \
+	@stacks='Sonic*'; $(if $(ROUTE),stacks="$$($(CHANGES) stack-id --route "$(ROUTE)")" || exit 2;) \
+	for env in $(DIFF_ENVS); do \
 	  $(CHANGES) check-assembly --env "$$env" --synthesized "$(SYNTH_DIR)" || exit 2; \
-	  for template in "$(SYNTH_DIR)/$$env"/$(or $(STACK_ID_$(ROUTE)),Sonic*).template.json; do \
-	    if [ ! -f "$$template" ]; then echo "environment $$env synthesizes no $(or $(STACK_ID_$(ROUTE)),sonic) stack"; break; fi; \
+	  for template in "$(SYNTH_DIR)/$$env"/$$stacks.template.json; do \
+	    if [ ! -f "$$template" ]; then echo "environment $$env synthesizes no $(or $(ROUTE),sonic) stack"; break; fi; \
 	    stack="$$(basename "$$template" .template.json)"; \
 	    baseline="$(BASELINES)/$$env/$$stack.template.json"; \
 	    if [ -n "$(call truthy,$(LIVE))" ]; then against=(); \

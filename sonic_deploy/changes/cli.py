@@ -103,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     target.set_defaults(run=run_target)
 
+    stack_id = commands.add_parser(
+        "stack-id", help="print a route's stack id (its template's name in cdk.out)"
+    )
+    stack_id.add_argument("--route", required=True, choices=sorted(STACK_IDS), help="route")
+    stack_id.set_defaults(run=run_stack_id)
+
     environments = commands.add_parser("environments", help="print the environment names, one a line")
     environments.add_argument("--json", action="store_true", help="as one JSON list (for a CI matrix)")
     environments.set_defaults(run=run_environments)
@@ -357,6 +363,11 @@ def refuse_placeholders(settings: Settings, routes: Sequence[str]) -> None:
     lines = refusal_lines(settings.environment_name, settings.placeholders, routes)
     if lines:
         raise PlaceholderError(lines)
+
+
+def run_stack_id(args: argparse.Namespace) -> int:
+    print(STACK_IDS[args.route])
+    return EXIT_OK
 
 
 def run_environments(args: argparse.Namespace) -> int:

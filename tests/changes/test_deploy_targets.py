@@ -468,3 +468,15 @@ def test_make_ci_roles_needs_a_repository_and_reaches_the_command(make: Make) ->
         result.returncode == 2
         and "deploying stack sonic-deploy-ci-dev needs AWS credentials" in result.stderr
     )
+
+
+def test_cdk_diff_of_one_route_asks_the_registry_for_its_stack(make: Make) -> None:
+    make.synthesizes(endpoint_stack("sonic-dev"))
+    assert make("diff", "ENV=dev").returncode == 0
+    absent = make("cdk-diff", "ENV=dev", "ROUTE=ecs")
+    assert absent.returncode == 0 and "environment dev synthesizes no ecs stack" in absent.stdout
+    unknown = make("cdk-diff", "ENV=dev", "ROUTE=gpu")
+    assert (
+        unknown.returncode != 0
+        and "--route invalid choice: 'gpu' (choose from 'ecs', 'sagemaker')" in unknown.stderr
+    )
