@@ -25,12 +25,13 @@ STAMP_NODE := node_modules/.installed
 CHECKOV_VENV := .venv-checkov
 STAMP_CHECKOV := $(CHECKOV_VENV)/.installed
 
-.PHONY: help setup setup-synth synth test lint typecheck unit compliance checkov clean regenerate
+.PHONY: help setup setup-synth synth test lint typecheck unit coverage compliance checkov clean regenerate
 
 help:
 	@echo "make synth   set up what a synth needs (the cdk extra, Node, the pinned CDK CLI) and synthesize every stack into cdk.out/"
 	@echo "make test    set up and run ruff, mypy --strict and pytest"
 	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov, cfn-lint and the invariants; fails on a finding or stale docs"
+	@echo "make coverage  the suite with coverage.py: lines and branches of sonic_deploy/"
 	@echo "make regenerate  refresh every generated artefact: baselines, snapshots, compliance docs"
 	@echo "make clean   remove cdk.out/ (keeps .venv and node_modules)"
 
@@ -81,6 +82,11 @@ unit: setup checkov
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m pytest -n $(PYTEST_WORKERS) --maxprocesses=4
 
 test: lint typecheck unit
+
+# What the suite exercises: lines and branches of sonic_deploy/ (pyproject.toml, [tool.coverage]), with the
+# Python processes the tests start. A measurement, not part of `make test` (the suite takes twice as long).
+coverage: setup checkov
+	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --maxprocesses=4 --cov --cov-report=term
 
 # The full scan (cdk-nag's packs, checkov, cfn-lint, the invariants) of every variant, and the docs it writes
 # checked current; .ci/run runs it after `make test`, whose tests/compliance/ runs the invariants only.
