@@ -32,7 +32,7 @@ help:
 	@echo "make test    set up and run ruff, mypy --strict and pytest"
 	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov, cfn-lint and the invariants; fails on a finding or stale docs"
 	@echo "make coverage  the suite with coverage.py: lines and branches of sonic_deploy/"
-	@echo "make regenerate  refresh every generated artefact: baselines, snapshots, compliance docs"
+	@echo "make regenerate  refresh every generated artefact: baselines, snapshots, compliance docs, the dashboard picture"
 	@echo "make clean   remove cdk.out/ (keeps .venv and node_modules)"
 
 $(STAMP_SYNTH): pyproject.toml requirements/deploy.in
@@ -94,11 +94,12 @@ compliance: setup checkov
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --check-docs
 
 # After an intended template change: the baselines, the syrupy snapshots and the compliance docs in one
-# step, to commit with the change itself. The dashboard picture is redrawn by hand (docs/operate.md).
+# step, to commit with the change itself; the dashboard picture of docs/operate.md is a snapshot too.
 regenerate: setup checkov
 	$(MAKE) --no-print-directory baseline
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider --snapshot-update \
-	  tests/stacks/test_ecs_stack.py tests/stacks/test_sagemaker_stack.py tests/constructs/test_dashboard.py
+	  tests/stacks/test_ecs_stack.py tests/stacks/test_sagemaker_stack.py tests/constructs/test_dashboard.py \
+	  tests/test_dashboard_render.py
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --write-docs
 
 clean:

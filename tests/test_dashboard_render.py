@@ -116,6 +116,29 @@ def test_the_command_writes_the_picture(
     assert out.exists() and f"wrote {out}" in capsys.readouterr().out
 
 
+# docs/operate.md's picture: dev's ECS dashboard with the canary on, and the samples of the run it quotes.
+EXAMPLE_PICTURE = CONFIG_DIR.parent / "docs" / "dashboard-example.png"
+EXAMPLE_SAMPLES = CONFIG_DIR.parent / "docs" / "dashboard-example.samples.jsonl"
+EXAMPLE_TITLE = (
+    "SonicEcs dashboard (dev, canary on), drawn offline: canary widgets from a probe run against probe serve "
+    "--capacity 8"
+)
+
+
+def test_the_documented_picture_is_the_current_dashboard(
+    canary_template: Template, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A snapshot: `make regenerate` (pytest --snapshot-update) redraws it after a dashboard change."""
+    ((body,),) = [list(dashboards(canary_template.to_json()).values())]
+    drawn = tmp_path / "dashboard.png"
+    render(body, load_samples(EXAMPLE_SAMPLES), drawn, title=EXAMPLE_TITLE)
+    if request.config.getoption("--snapshot-update"):
+        shutil.copyfile(drawn, EXAMPLE_PICTURE)
+    assert drawn.read_bytes() == EXAMPLE_PICTURE.read_bytes(), (
+        f"{EXAMPLE_PICTURE.name} shows another dashboard: run `make regenerate` and commit the picture"
+    )
+
+
 def test_a_template_without_a_dashboard_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
