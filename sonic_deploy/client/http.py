@@ -186,6 +186,9 @@ async def _drain(response: aiohttp.ClientResponse) -> None:
     except (TimeoutError, aiohttp.ClientError, OSError):
         response.close()
         return
+    except asyncio.CancelledError:  # the client is closing, or the loop ending: the body's end will not come
+        response.close()
+        raise
     response.release()
 
 
@@ -202,7 +205,9 @@ class PooledClient:
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._draining: set[asyncio.Future[None]] = set()
+        # The finished streams whose body is still draining, with their responses: `close()` closes
+        # those, whether their drain had started or not (a task cancelled before its first step runs none).
+        self._draining: dict[asyncio.Future[None], aiohttp.ClientResponse] = {}
 
     async def __aenter__(self) -> Self:
         return self
@@ -213,9 +218,12 @@ class PooledClient:
         await self.close()
 
     async def close(self) -> None:
-        for draining in list(self._draining):
-            draining.cancel()
-        await asyncio.gather(*self._draining, return_exceptions=True)
+        draining = dict(self._draining)
+        for task in draining:
+            task.cancel()
+        await asyncio.gather(*draining, return_exceptions=True)
+        for response in draining.values():
+            response.close()
         if self._session is not None and self._loop is asyncio.get_running_loop():
             await self._session.close()
         self._session = None
@@ -264,5 +272,8 @@ class PooledClient:
             response.release()
             return
         draining = asyncio.ensure_future(_drain(response))
-        self._draining.add(draining)
-        draining.add_done_callback(self._draining.discard)
+        self._draining[draining] = response
+        draining.add_done_callback(self._drained)
+
+    def _drained(self, draining: asyncio.Future[None]) -> None:
+        self._draining.pop(draining, None)

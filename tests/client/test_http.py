@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import aiohttp
 import pytest
 
-from sonic_deploy.client.http import pooled_session, stamped_body
+from sonic_deploy.client.http import PooledClient, pooled_session, stamped_body
 
 
 def _server(arrivals: list[float]) -> tuple[socket.socket, threading.Thread]:
@@ -161,3 +161,37 @@ def test_a_chunk_that_came_in_before_the_reader_started_keeps_its_stamp() -> Non
     listener.close()
     ((stamped, headers_at, reader_at),) = seen
     assert max(sent_chunk[0], headers_at) <= stamped < reader_at
+
+
+@pytest.mark.parametrize(
+    ("turns", "closes"),
+    [(0, True), (2, True), (2, False)],
+    ids=["before-the-drain-starts", "while-it-drains", "the-loop-ends-unclosed"],
+)
+def test_closing_the_client_as_a_stream_s_body_drains_closes_its_connection(turns: int, closes: bool) -> None:
+    """An agent closes its client right after an utterance, whose body the server has not ended yet: the
+    connection being drained in the background is closed too, whether its drain had started or not, and
+    when the loop ends without a close (an unclosed one is aiohttp's "Unclosed connection", a socket left
+    open)."""
+    end = threading.Event()
+    listener, thread = _chunk_server([], end)
+
+    async def run() -> aiohttp.ClientResponse:
+        client = PooledClient(1, aiohttp.ClientTimeout(total=10))
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+        response = await client._post(url, b"BODY", {}, "the test server", None)
+        assert await response.content.readany() == b"hello"  # the utterance's last event
+        client._recycle(response)
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        if closes:
+            await client.close()
+        return response
+
+    try:
+        response = asyncio.run(run())
+    finally:
+        end.set()
+        thread.join(timeout=5)
+        listener.close()
+    assert response.closed and response.connection is None
