@@ -38,16 +38,14 @@ from sonic_deploy.client.sagemaker import (
     ThrottledError,
 )
 
-# How pipecat should treat each typed error, set on the ErrorFrame itself. pipecat writes a service off
-# (`set_usable(False)`: no more sentences) for a permanent category, INVALID_REQUEST or the two auth ones
-# (utils/errors.py:66-72, processors/frame_processor.py:1007-1008), as it does for an HTTP
-# 400/401/403/404/422 (utils/errors.py:74-82). A throttle is RATE_LIMIT, never permanent: the next
-# sentence is tried as usual. Left unset, the category would come from a status on the exception
-# (frame_processor.py:998-1000, utils/errors.py:105-148): right for the model's 429, but a SageMaker
-# ThrottlingException (an HTTP 400, with no model status) would be UNKNOWN.
+# How pipecat should treat each typed error, set on the ErrorFrame itself: a permanent category (the two
+# auth ones, INVALID_REQUEST) writes the service off for the call (utils/errors.py:66-72,
+# frame_processor.py:1007-1008). A request the endpoint refuses is one sentence: APPLICATION ("content a
+# provider rejected"), so the next is spoken (docs/connect.md, "Errors"). A throttle is RATE_LIMIT. Unset,
+# a SageMaker ThrottlingException (an HTTP 400, no model status) would be UNKNOWN (utils/errors.py:105-148).
 _CATEGORIES: tuple[tuple[type[Exception], ErrorCategory], ...] = (
     (ThrottledError, ErrorCategory.RATE_LIMIT),
-    (InvalidRequestError, ErrorCategory.INVALID_REQUEST),
+    (InvalidRequestError, ErrorCategory.APPLICATION),
     (ValueError, ErrorCategory.INVALID_REQUEST),  # a voice, rate or encoding the client refuses to send
     (EndpointUnreachableError, ErrorCategory.CONNECTIVITY),
     (RequestTimeoutError, ErrorCategory.CONNECTIVITY),
@@ -142,16 +140,18 @@ class SonicSageMakerTTSService(TTSService):
             push_stop_frames=True,
             # A context that ends with no audio is counted, and the third in a row writes the service off
             # for good (services/tts_service.py:1979-2028; default 3, l.175). Every failed request here
-            # is already reported with its category, and the permanent ones (access, invalid request)
-            # already disable the service: counting the same failures again as silence would only add
-            # the transient ones, so that three throttled sentences in a row (a busy minute) would mute
-            # the agent for the rest of the call. 0 still reports each silent context, never fatally.
+            # is already reported with its category, and the permanent ones (access, a voice the client
+            # refuses) already disable the service: counting the same failures again as silence would
+            # only add the transient ones, so that three throttled sentences in a row (a busy minute)
+            # would mute the agent for the rest of the call. 0 still reports each silent context.
             max_consecutive_zero_audio_contexts=kwargs.pop("max_consecutive_zero_audio_contexts", 0),
             settings=store,
             **kwargs,
         )
         # The context of the last sentence sent, while it has yielded no audio (see on_turn_context_completed).
         self._silent_context: str | None = None
+        # Sentences whose failure was reported with its ErrorFrame (see _record_context_audio_outcome).
+        self._failed_contexts: set[str] = set()
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -185,9 +185,19 @@ class SonicSageMakerTTSService(TTSService):
         except (SageMakerError, ValueError) as error:
             # Yielded, not raised: an exception out of run_tts skips the rest of the sentence's handling
             # (processors/frame_processor.py:1299-1319). The frame goes upstream in order with the audio.
+            self._failed_contexts.add(context_id)
             yield ErrorFrame(error=_message(error), exception=error, category=error_category(error))
             return
         await self.start_tts_usage_metrics(text)
+
+    async def _record_context_audio_outcome(self, context_id: str, received_audio: bool) -> None:
+        """pipecat reports each context that ends silent as an error of its own (services/tts_service.py:
+        1979-2029), for a provider that fails without saying so; a sentence that failed here has had its
+        typed ErrorFrame, so one failure is one error, not two."""
+        if context_id in self._failed_contexts:
+            self._failed_contexts.discard(context_id)
+            return
+        await super()._record_context_audio_outcome(context_id, received_audio)
 
     async def on_turn_context_completed(self) -> None:
         # pipecat closes an HTTP service's turn only if the turn's last sentence yielded audio

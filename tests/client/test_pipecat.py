@@ -262,11 +262,36 @@ def test_throttled_sentences_are_errors_and_the_service_speaks_once_capacity_fre
     pipeline = _run(service, script)
     throttled = [e for e in pipeline.errors() if e.category == ErrorCategory.RATE_LIMIT]
     assert len(throttled) == 3 and all("model_error_429" in e.error for e in throttled)
+    assert len(pipeline.errors()) == 3  # one a refused sentence: not also pipecat's "no audio" error
     assert not any(e.category and e.category.is_permanent for e in pipeline.errors())
     assert service.is_usable
     last = [frame for frame in pipeline.downstream.frames if isinstance(frame, TTSAudioRawFrame)]
     assert sum(len(frame.audio) for frame in last) == stream_bytes(after)
     assert server.stats()["over_capacity"] == 3
+
+
+def test_a_sentence_the_model_refuses_is_that_sentence_s_error_and_the_call_goes_on(
+    reference_server: ServerFactory,
+) -> None:
+    """The model's 422 for one sentence (the second here) is one ErrorFrame for that sentence; the service
+    stays usable and speaks the next (pipecat writes a service off for a permanent category)."""
+    server = reference_server(*FAST, "--fault", "status422:2")
+    sentences = ["First sentence.", "Refused sentence.", "Third sentence."]
+
+    async def script(pipeline: _Pipeline) -> None:
+        for turns, text in enumerate(sentences, start=1):
+            await pipeline.send(TTSSpeakFrame(text))
+            await pipeline.stopped(turns)
+
+    pipeline = _run(_service(server), script)
+    (refused,) = pipeline.errors()
+    assert "model_error_422" in refused.error and refused.category == ErrorCategory.APPLICATION
+    assert service_audio(pipeline) == stream_bytes(sentences[0]) + stream_bytes(sentences[2])
+    assert server.stats()["fault_status422"] == 1
+
+
+def service_audio(pipeline: _Pipeline) -> int:
+    return sum(len(f.audio) for f in pipeline.downstream.frames if isinstance(f, TTSAudioRawFrame))
 
 
 def test_the_next_sentence_is_signed_with_refreshed_credentials(reference_server: ServerFactory) -> None:
