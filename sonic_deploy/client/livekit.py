@@ -51,6 +51,11 @@ __all__ = ["SonicSageMakerTTS"]
 logger = logging.getLogger(__name__)
 
 
+# A caller notices a second of silence; LiveKit's own spacing would cost 4.1 s (types.py:156-164).
+DEFAULT_RETRY_SILENCE_S = 1.0
+MAX_RETRY_SILENCE_S = 30.0
+
+
 class SonicSageMakerTTS(tts.TTS[Never]):  # no events beyond the base's
     """A LiveKit TTS for Sonic on a SageMaker endpoint: `synthesize(text)` is one request, `stream()` one
     request per sentence.
@@ -61,6 +66,9 @@ class SonicSageMakerTTS(tts.TTS[Never]):  # no events beyond the base's
     leaves open. `tokenizer` cuts a stream's text into sentences (default: LiveKit's blingfire sentence
     tokenizer, as its Cartesia plugin's: livekit/plugins/cartesia/tts.py:183-185). `conn_options.timeout`
     bounds the wait for each next chunk, the first included; `max_retry` applies to each sentence alone.
+    `max_retry_silence_s` bounds the silence a refused sentence's retries may cost in `stream()`: LiveKit's
+    default spacing (0.1 s, then 2 s each) would hold a caller 4 s; past the bound the error is raised
+    (docs/connect.md, "Retries").
     """
 
     def __init__(
@@ -76,7 +84,15 @@ class SonicSageMakerTTS(tts.TTS[Never]):  # no events beyond the base's
         session: botocore.session.Session | None = None,
         client: SageMakerClient | None = None,
         tokenizer: tokenize.SentenceTokenizer | None = None,
+        max_retry_silence_s: float = DEFAULT_RETRY_SILENCE_S,
     ) -> None:
+        if not 0 <= max_retry_silence_s <= MAX_RETRY_SILENCE_S:
+            raise ValueError(
+                f"max_retry_silence_s={max_retry_silence_s!r}: not 0 to {MAX_RETRY_SILENCE_S:g} seconds. "
+                f"Fix: the longest a caller may wait while a refused sentence is sent again "
+                f"(default {DEFAULT_RETRY_SILENCE_S:g}; 0: never retried)"
+            )
+        self.max_retry_silence_s = max_retry_silence_s
         if encoding != "pcm_s16le":
             raise ValueError(
                 f"encoding {encoding!r}: LiveKit's AudioEmitter takes 16-bit PCM (audio/pcm). "
@@ -283,8 +299,10 @@ class _SentenceStream(tts.SynthesizeStream):
             await utils.aio.cancel_and_wait(*tasks)
 
     async def _speak_sentence(self, text: str, emitter: tts.AudioEmitter, context_id: str) -> int:
-        """The sentence's audio pushed into `emitter`, retried while none of it was; the bytes pushed."""
+        """The sentence's audio pushed into `emitter`, retried while none of it was and the silence so far
+        stays within `max_retry_silence_s` (each wait shortened to what is left of it); the bytes pushed."""
         options, attempt = self._retries, 0
+        deadline = time.monotonic() + self._tts.max_retry_silence_s
         while True:
             pushed = 0
             audio = self._tts._audio(text, context_id=f"{context_id}.{attempt}", timeout=options.timeout)
@@ -295,13 +313,14 @@ class _SentenceStream(tts.SynthesizeStream):
                         pushed += len(data)
                 return pushed
             except APIError as error:
-                if pushed or not error.retryable or attempt >= options.max_retry:
+                left = deadline - time.monotonic()
+                if pushed or not error.retryable or attempt >= options.max_retry or left <= 0:
                     raise
                 event = tts.TTSError(
                     timestamp=time.time(), label=self._tts.label, error=error, recoverable=True
                 )
                 self._tts.emit("error", event)
-                interval = options._interval_for_retry(attempt)  # LiveKit's own spacing
+                interval = min(options._interval_for_retry(attempt), left)  # LiveKit's spacing, bounded
                 logger.warning("a sentence failed before its audio: %s; sent again in %s s", error, interval)
                 await asyncio.sleep(interval)
                 attempt += 1

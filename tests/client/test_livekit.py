@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -282,6 +283,27 @@ def test_a_429_on_a_later_sentence_is_retried_alone_then_raised(reference_server
     assert (stats["admitted"], stats["over_capacity"]) == (2, 2)
 
 
+def test_a_refused_sentence_keeps_the_caller_silent_no_longer_than_the_bound(
+    reference_server: ServerFactory,
+) -> None:
+    """LiveKit's default options (3 retries, 0.1 s then 2 s apart) would hold a refused sentence 4.1 s; with
+    `max_retry_silence_s=0.5` the waits are cut to what is left of it and the 429 is raised within it (the
+    requests themselves take milliseconds: 2 s leaves a loaded machine room)."""
+    server = reference_server(*FAST, "--capacity", "0")
+
+    async def test() -> tuple[float, APIStatusError]:
+        async with _tts(server, max_retry_silence_s=0.5) as tts:
+            started = time.monotonic()
+            with pytest.raises(APIStatusError) as raised:
+                await _speak(tts.stream(conn_options=APIConnectOptions()), "Busy, are you?")
+            return time.monotonic() - started, raised.value
+
+    elapsed, raised = _run(test)
+    assert raised.status_code == 429
+    assert elapsed < 2.0
+    assert 2 <= server.stats()["over_capacity"] < 1 + APIConnectOptions().max_retry
+
+
 def test_a_sentence_is_sent_again_only_if_none_of_its_audio_was(reference_server: ServerFactory) -> None:
     """The second request fails before any audio (a 500): that sentence alone is sent again, and its
     audio and the first's arrive once each. The fourth request (the third sentence) is cut half-way (a
@@ -351,6 +373,8 @@ def test_a_mistake_is_named_when_the_tts_is_made(shared_server: ServerFactory) -
         _tts(server, sample_rate=11025)
     with pytest.raises(ValueError, match="no endpoint_name"):
         SonicSageMakerTTS(voice=VOICE)
+    with pytest.raises(ValueError, match=r"max_retry_silence_s=-1: not 0 to 30 seconds\. Fix: "):
+        _tts(server, max_retry_silence_s=-1)
 
 
 def test_the_client_package_does_not_import_livekit() -> None:
