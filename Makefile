@@ -25,7 +25,7 @@ STAMP_NODE := node_modules/.installed
 CHECKOV_VENV := .venv-checkov
 STAMP_CHECKOV := $(CHECKOV_VENV)/.installed
 
-.PHONY: help setup setup-synth synth test lint typecheck unit coverage compliance checkov clean regenerate
+.PHONY: help setup setup-synth synth test lint typecheck unit coverage compliance checkov clean regenerate wheel
 
 help:
 	@echo "make synth   set up what a synth needs (the cdk extra, Node, the pinned CDK CLI) and synthesize every stack into cdk.out/"
@@ -33,6 +33,7 @@ help:
 	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov, cfn-lint and the invariants; fails on a finding or stale docs"
 	@echo "make coverage  the suite with coverage.py: lines and branches of sonic_deploy/"
 	@echo "make regenerate  refresh every generated artefact: baselines, snapshots, compliance docs, the dashboard picture"
+	@echo "make wheel   a wheel of sonic-deploy in dist/, to install the client, probe or framework services elsewhere"
 	@echo "make clean   remove cdk.out/ (keeps .venv and node_modules)"
 
 $(STAMP_SYNTH): pyproject.toml requirements/deploy.in
@@ -101,6 +102,11 @@ regenerate: setup checkov
 	  tests/stacks/test_ecs_stack.py tests/stacks/test_sagemaker_stack.py tests/constructs/test_dashboard.py \
 	  tests/test_dashboard_render.py
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --write-docs
+
+# A wheel of this checkout for a client host (sonic-deploy is not on PyPI: docs/client.md, "Install"):
+# `pip install 'dist/sonic_deploy-VERSION-py3-none-any.whl[pipecat]'` there. Built offline, no dependency.
+wheel: setup-synth
+	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation -w dist .
 
 clean:
 	rm -rf cdk.out

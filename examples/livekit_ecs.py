@@ -10,6 +10,9 @@ plugin turns it back into the WebSocket URL). Offline, with no LiveKit room:
 Against a deployed stack: --api-url is the output ApiUrl and the key is Cartesia's (default
 $CARTESIA_API_KEY). In an agent, the same TTS goes to `AgentSession(tts=...)`, inside a job, where the
 plugin uses LiveKit's own HTTP session (here it is given one).
+
+Needs sonic-deploy with the extras `livekit` (livekit-agents with its Cartesia plugin) and `probe` (for `probe
+serve`): docs/client.md, "Install" (it is not on PyPI).
 """
 
 from __future__ import annotations

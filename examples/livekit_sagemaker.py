@@ -10,6 +10,9 @@ no signature, so any credentials do):
 Against a deployed endpoint, leave out --endpoint-url: --endpoint is the stack output EndpointName, and
 the credentials are boto3's (AWS_PROFILE, a task or instance role). In an agent, the same TTS goes to
 `AgentSession(tts=...)`, which calls `stream()` as this does: one request per sentence.
+
+Needs sonic-deploy with the extras `livekit` (the TTS) and `probe` (for `probe serve`): docs/client.md,
+"Install" (it is not on PyPI).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ key in CARTESIA_API_KEY (`--api-key` works too, but shows the key to anyone who 
 
     python examples/pipecat_ecs.py --api-url "$API_URL" --model sonic-3 --cartesia-version 2025-04-16 --out speech.wav
 
-Needs `pip install 'sonic-deploy[pipecat]'`. In an agent the service takes the LLM's place in this
+Needs sonic-deploy with the extras `pipecat` (pipecat-ai with its Cartesia service) and `probe` (for `probe
+serve`): docs/client.md, "Install" (it is not on PyPI). In an agent the service takes the LLM's place in this
 pipeline's input and the transport's output takes the writer's:
 `Pipeline([transport.input(), stt, user_aggregator, llm, tts, transport.output(), assistant_aggregator])`.
 """

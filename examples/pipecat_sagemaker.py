@@ -11,8 +11,9 @@ Against your endpoint (the stack output EndpointName; credentials from boto3's c
 
     python examples/pipecat_sagemaker.py --endpoint sonic-dev --region us-east-2 --out speech.wav
 
-Needs `pip install 'sonic-deploy[pipecat]'`. In an agent the service takes the LLM's place in this
-pipeline's input and the transport's output takes the writer's:
+Needs sonic-deploy with the extras `pipecat` (the service) and `probe` (for `probe serve`): docs/client.md,
+"Install" (it is not on PyPI). In an agent the service takes the LLM's place in this pipeline's input and the
+transport's output takes the writer's:
 `Pipeline([transport.input(), stt, user_aggregator, llm, tts, transport.output(), assistant_aggregator])`.
 """
 
