@@ -84,7 +84,12 @@ def main() -> int:
                 # The shared .venv's editable install points at this checkout: put the baseline's code first,
                 # and never let its make reinstall (the stamps are the shared ones).
                 base_env = {**env, "PYTHONPATH": str(tree)}
-                stamps = [".venv/.installed", ".venv/.installed-synth", "node_modules/.installed"]
+                stamps = [
+                    ".venv/.installed",
+                    ".venv/.installed-synth",
+                    "node_modules/.installed",
+                    ".venv-checkov/.installed",
+                ]
                 base_command = (
                     command
                     if args.pytest is not None
