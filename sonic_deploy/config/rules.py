@@ -205,8 +205,9 @@ def check_environment(path: Path, name: str, env: EnvironmentConfig, catalogue: 
     for route in used:
         route.rules_module().check(fail, name, env, catalogue, zones)
     if name != DEFAULT_ENVIRONMENT:
-        for route in used:
-            _check_alarms_reach_someone(fail, route.name, route.rules_module().alarm_emails(env))
+        for route_name in env.routes:  # in the file's order: the first route it lists is named first
+            rules = ROUTES[route_name].rules_module()
+            _check_alarms_reach_someone(fail, route_name, rules.alarm_emails(env))
 
 
 def _check_alarms_reach_someone(fail: Fail, route: str, emails: list[str] | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -331,3 +332,19 @@ def test_a_deployed_routes_range_can_be_kept(edit_config: EditConfig) -> None:
     assert (dev.route_cidr("ecs"), dev.route_cidr("sagemaker")) == ("10.60.0.0/16", "10.70.0.0/17")
     config = edit_config(DEV, 'sagemaker = "10.70.0.0/17"', 'sagemaker = "10.70.0.0/22"')
     assert "network.route_cidrs.sagemaker = '10.70.0.0/22': too small" in error_for(config)
+
+
+def test_the_first_route_the_file_lists_is_the_first_named_without_alarm_recipients(
+    tmp_path: Path,
+) -> None:
+    """Both routes without an alarm address: the error names the one `routes` lists first."""
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    dev = (config / "environments" / "dev.toml").read_text()
+    staging = dev.replace('routes = ["sagemaker", "ecs"]', 'routes = ["ecs", "sagemaker"]').replace(
+        "[ecs.api]", "[ecs.api]\nallow_plaintext_outside_dev = true", 1
+    )
+    (config / "environments" / "staging.toml").write_text('account = "111122223333"\n' + staging)
+    assert error_for(config, "staging").startswith(
+        f"{config}/environments/staging.toml: ecs.alarms.email = []: no one is subscribed to the ecs route's"
+    )
