@@ -40,12 +40,12 @@ from sonic_deploy.client.sagemaker import (
 
 # How pipecat should treat each typed error, set on the ErrorFrame itself: a permanent category (the two
 # auth ones, INVALID_REQUEST) writes the service off for the call (utils/errors.py:66-72,
-# frame_processor.py:1007-1008). A request the endpoint refuses is one sentence: APPLICATION ("content a
-# provider rejected"), so the next is spoken (docs/connect.md, "Errors"). A throttle is RATE_LIMIT. Unset,
-# a SageMaker ThrottlingException (an HTTP 400, no model status) would be UNKNOWN (utils/errors.py:105-148).
+# frame_processor.py:1007-1008). The model's 422 refuses one sentence: APPLICATION ("content a provider
+# rejected"), so the next is spoken (docs/connect.md, "Errors"); SageMaker's ValidationError (no such
+# endpoint) stays permanent. A throttle is RATE_LIMIT; unset, SageMaker's ThrottlingException would be UNKNOWN.
 _CATEGORIES: tuple[tuple[type[Exception], ErrorCategory], ...] = (
     (ThrottledError, ErrorCategory.RATE_LIMIT),
-    (InvalidRequestError, ErrorCategory.APPLICATION),
+    (InvalidRequestError, ErrorCategory.INVALID_REQUEST),
     (ValueError, ErrorCategory.INVALID_REQUEST),  # a voice, rate or encoding the client refuses to send
     (EndpointUnreachableError, ErrorCategory.CONNECTIVITY),
     (RequestTimeoutError, ErrorCategory.CONNECTIVITY),
@@ -58,6 +58,8 @@ def error_category(error: Exception) -> ErrorCategory:
     if isinstance(error, AccessError):
         denied = error.kind.endswith("AccessDeniedException")
         return ErrorCategory.AUTHORIZATION if denied else ErrorCategory.AUTHENTICATION
+    if isinstance(error, InvalidRequestError) and error.kind.endswith("_422"):
+        return ErrorCategory.APPLICATION
     for kind, category in _CATEGORIES:
         if isinstance(error, kind):
             return category
@@ -194,8 +196,9 @@ class SonicSageMakerTTSService(TTSService):
         """pipecat reports each context that ends silent as an error of its own (services/tts_service.py:
         1979-2029), for a provider that fails without saying so; a sentence that failed here has had its
         typed ErrorFrame, so one failure is one error, not two."""
-        if context_id in self._failed_contexts:
-            self._failed_contexts.discard(context_id)
+        failed = context_id in self._failed_contexts
+        self._failed_contexts.discard(context_id)
+        if failed and not received_audio:
             return
         await super()._record_context_audio_outcome(context_id, received_audio)
 

@@ -37,7 +37,8 @@ from pipecat.utils.errors import ErrorCategory
 from pipecat.workers.runner import WorkerRunner
 
 from sonic_deploy.client import SageMakerClient
-from sonic_deploy.client.pipecat import SonicSageMakerTTSService
+from sonic_deploy.client.errors import InvalidRequestError, ThrottledError
+from sonic_deploy.client.pipecat import SonicSageMakerTTSService, error_category
 from tests.client.refreshing import Clock, refreshing_session
 from tests.pipecat_frames import FrameRecorder
 from tests.standins.harness import ReferenceServer, ServerFactory
@@ -288,6 +289,27 @@ def test_a_sentence_the_model_refuses_is_that_sentence_s_error_and_the_call_goes
     assert "model_error_422" in refused.error and refused.category == ErrorCategory.APPLICATION
     assert service_audio(pipeline) == stream_bytes(sentences[0]) + stream_bytes(sentences[2])
     assert server.stats()["fault_status422"] == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "category"),
+    [
+        (InvalidRequestError("model_error_422", "bad text", 422), ErrorCategory.APPLICATION),
+        (
+            InvalidRequestError("client_error_ValidationError", "Endpoint x not found", 400),
+            ErrorCategory.INVALID_REQUEST,
+        ),
+        (ValueError("voice: empty"), ErrorCategory.INVALID_REQUEST),
+        (ThrottledError("model_error_429", "busy", 429), ErrorCategory.RATE_LIMIT),
+    ],
+    ids=["model-422", "no-such-endpoint", "client-refuses", "throttled"],
+)
+def test_only_the_model_s_refusal_of_a_sentence_leaves_the_service_usable(
+    error: Exception, category: ErrorCategory
+) -> None:
+    """A 422 is that sentence's; an endpoint that does not exist, or a voice the client refuses, is every
+    sentence's: pipecat writes the service off, and a ServiceSwitcher can fail over."""
+    assert error_category(error) == category
 
 
 def service_audio(pipeline: _Pipeline) -> int:
