@@ -85,6 +85,13 @@ class Route:
     runs_licence_proxy: bool = False
     """It runs Cartesia's licence proxy, which `licence upload` feeds (air-gapped)."""
 
+    def __post_init__(self) -> None:
+        if self.network_half not in (0, 1, None):
+            raise ValueError(
+                f"route {self.name}: network_half={self.network_half}: not 0, 1 or None (network.cidr has two "
+                "halves; a route added later takes none and pins its range in network.route_cidrs)"
+            )
+
     def rules_module(self) -> RouteRules:
         return cast("RouteRules", importlib.import_module(self.rules))
 

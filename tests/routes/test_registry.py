@@ -3,6 +3,7 @@ compares a route's name (docs/architecture.md, "How to add a route")."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import typing
 from pathlib import Path
@@ -16,7 +17,10 @@ from sonic_deploy.config.network import check_route_cidrs, route_cidrs
 from sonic_deploy.config.schema import Route as RouteName
 from sonic_deploy.routes import ROUTES, Route, Wire
 from sonic_deploy.routes.ecs import outputs as ecs_outputs
+from sonic_deploy.routes.ecs import rules as ecs_rules
+from sonic_deploy.routes.route import RouteRules
 from sonic_deploy.routes.sagemaker import outputs as sagemaker_outputs
+from sonic_deploy.routes.sagemaker import rules as sagemaker_rules
 
 PACKAGE = Path(__file__).resolve().parents[2] / "sonic_deploy"
 # A route's name compared in code: `route == "ecs"`, `"sagemaker" in routes`, `!= 'ecs'`, ...
@@ -26,6 +30,20 @@ COMPARISON = re.compile(
 # Where comparing is the point: a route's own folder, and the config loader, which reads `routes`. The
 # config's rules ask each route's rules module (`Route.rules`) instead.
 ALLOWED = ("routes/", "config/loader.py")
+
+
+# mypy --strict checks each route's rules module against the protocol the config calls it by (a module
+# may implement a protocol); `Route.rules_module()` itself is a cast.
+RULES: dict[str, RouteRules] = {"ecs": ecs_rules, "sagemaker": sagemaker_rules}
+
+
+def test_each_route_names_its_rules_module() -> None:
+    assert {name: route.rules_module() for name, route in ROUTES.items()} == RULES
+
+
+def test_a_route_takes_the_lower_half_the_upper_or_none() -> None:
+    with pytest.raises(ValueError, match="network_half=2: not 0, 1 or None"):
+        dataclasses.replace(ROUTES["ecs"], network_half=2)
 
 
 def _outputs(module: object) -> set[str]:
