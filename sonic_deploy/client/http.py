@@ -218,12 +218,14 @@ class PooledClient:
         await self.close()
 
     async def close(self) -> None:
-        draining = dict(self._draining)
-        for task in draining:
-            task.cancel()
-        await asyncio.gather(*draining, return_exceptions=True)
-        for response in draining.values():
-            response.close()
+        while self._draining:  # a stream finishing while the drains stop adds one: stopped in the next round
+            draining = dict(self._draining)
+            for task in draining:
+                task.cancel()
+            await asyncio.gather(*draining, return_exceptions=True)
+            for task, response in draining.items():
+                response.close()
+                self._draining.pop(task, None)
         if self._session is not None and self._loop is asyncio.get_running_loop():
             await self._session.close()
         self._session = None
