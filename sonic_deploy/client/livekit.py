@@ -86,7 +86,8 @@ class SonicSageMakerTTS(tts.TTS[Never]):  # no events beyond the base's
         tokenizer: tokenize.SentenceTokenizer | None = None,
         max_retry_silence_s: float = DEFAULT_RETRY_SILENCE_S,
     ) -> None:
-        if not 0 <= max_retry_silence_s <= MAX_RETRY_SILENCE_S:
+        number = isinstance(max_retry_silence_s, int | float) and not isinstance(max_retry_silence_s, bool)
+        if not number or not 0 <= max_retry_silence_s <= MAX_RETRY_SILENCE_S:
             raise ValueError(
                 f"max_retry_silence_s={max_retry_silence_s!r}: not 0 to {MAX_RETRY_SILENCE_S:g} seconds. "
                 f"Fix: the longest a caller may wait while a refused sentence is sent again "

@@ -375,6 +375,8 @@ def test_a_mistake_is_named_when_the_tts_is_made(shared_server: ServerFactory) -
         SonicSageMakerTTS(voice=VOICE)
     with pytest.raises(ValueError, match=r"max_retry_silence_s=-1: not 0 to 30 seconds\. Fix: "):
         _tts(server, max_retry_silence_s=-1)
+    with pytest.raises(ValueError, match=r"max_retry_silence_s='1': not 0 to 30 seconds\. Fix: "):
+        _tts(server, max_retry_silence_s="1")  # a value read from the environment, unconverted
 
 
 def test_the_client_package_does_not_import_livekit() -> None:
