@@ -8,10 +8,10 @@ import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
 if TYPE_CHECKING:
+    from pathlib import Path
     from types import ModuleType
 
     from aws_cdk import Stack
