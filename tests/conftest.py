@@ -23,7 +23,7 @@ from tests.fuzz import EXPLORE_SCALE
 from tests.fuzz import profile as fuzz_profile
 
 CONFIG_DIR = ROOT / "config"
-pytest_plugins = ["tests.pipecat_frames"]
+pytest_plugins = ["tests.pipecat_frames", "tests.standins.fixtures"]
 
 # Property-based tests (tests/fuzz/ holds the generators): the same examples on every run, so main stays
 # green or fails the same way everywhere; no deadline, since a busy laptop is slow, not wrong; no example

@@ -103,7 +103,7 @@ def test_the_precise_selector_waits_for_the_exact_timeout_then_polls(monkeypatch
 def test_the_reference_server_runs_on_the_precise_selector(monkeypatch: pytest.MonkeyPatch) -> None:
     selectors_used: list[object] = []
 
-    async def serve(config: object) -> None:
+    async def serve(config: object, control: object) -> None:
         selectors_used.append(asyncio.get_running_loop()._selector)  # type: ignore[attr-defined]
         await asyncio.sleep(0.0013)  # a timer on it fires
 

@@ -21,7 +21,8 @@ from typing import Any
 from aiohttp import web
 
 from sonic_deploy.client import eventstream
-from sonic_deploy.standins.llm import LLM, due_at, prompt_tokens, reply_tokens, until_due
+from sonic_deploy.standins.llm import due_at, prompt_tokens, reply_tokens, until_due
+from sonic_deploy.standins.shared import STANDINS
 
 _ROLES = ("user", "assistant")
 
@@ -110,7 +111,7 @@ def stream_exception(kind: str, message: str) -> bytes:
 async def converse_stream(request: web.Request) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     arrived = loop.time()
-    config = request.app[LLM]
+    config = request.app[STANDINS].llm
     body, refusal = await _request(request)
     if body is None:
         assert refusal is not None
@@ -139,7 +140,7 @@ async def converse_stream(request: web.Request) -> web.StreamResponse:
 async def converse(request: web.Request) -> web.Response:
     loop = asyncio.get_running_loop()
     arrived = loop.time()
-    config = request.app[LLM]
+    config = request.app[STANDINS].llm
     body, refusal = await _request(request)
     if body is None:
         assert refusal is not None

@@ -12,9 +12,14 @@ from aiohttp import web
 
 from sonic_deploy.audio import BYTES_PER_SAMPLE, AudioFormat
 from sonic_deploy.client import cartesia_api
-from sonic_deploy.standins.reference_stream import BadRequestError, Generation, parse_request
+from sonic_deploy.standins.reference_stream import (
+    BadRequestError,
+    Generation,
+    ReferenceBehaviour,
+    parse_request,
+)
 from sonic_deploy.standins.shared import (
-    BEHAVIOUR,
+    STANDINS,
     STATUS_FAULTS,
     abort,
     count_value,
@@ -44,11 +49,10 @@ def _wav_header(audio: AudioFormat, data_bytes: int) -> bytes:
 
 
 async def _http_request(
-    request: web.Request, containers: tuple[str, ...]
+    request: web.Request, behaviour: ReferenceBehaviour, containers: tuple[str, ...]
 ) -> tuple[Generation, str, float] | web.Response:
     """The parsed request and its fault, or the response that refuses it."""
     arrived = asyncio.get_running_loop().time()
-    behaviour = request.app[BEHAVIOUR]
     refusal = refused(request, behaviour)
     if refusal is not None:
         return refusal
@@ -68,11 +72,11 @@ async def _http_request(
 
 
 async def tts_bytes(request: web.Request) -> web.StreamResponse:
-    parsed = await _http_request(request, cartesia_api.CONTAINERS)
+    behaviour = request.app[STANDINS].behaviour
+    parsed = await _http_request(request, behaviour, cartesia_api.CONTAINERS)
     if isinstance(parsed, web.Response):
         return parsed
     generation, fault, arrived = parsed
-    behaviour = request.app[BEHAVIOUR]
     completed = False
     try:
         wav = generation.container == "wav"
@@ -102,11 +106,11 @@ async def tts_bytes(request: web.Request) -> web.StreamResponse:
 
 
 async def tts_sse(request: web.Request) -> web.StreamResponse:
-    parsed = await _http_request(request, ("raw",))
+    behaviour = request.app[STANDINS].behaviour
+    parsed = await _http_request(request, behaviour, ("raw",))
     if isinstance(parsed, web.Response):
         return parsed
     generation, fault, arrived = parsed
-    behaviour = request.app[BEHAVIOUR]
     completed = False
     interval_ms = behaviour.config.chunk_ms * behaviour.config.pace
 

@@ -17,13 +17,13 @@ from sonic_deploy.standins.reference_stream import (
     ReferenceBehaviour,
     parse_request,
 )
-from sonic_deploy.standins.shared import BEHAVIOUR, STATUS_FAULTS, abort, count_value, error_body, refused
+from sonic_deploy.standins.shared import STANDINS, STATUS_FAULTS, abort, count_value, error_body, refused
 
 _SENTENCE_ENDS = (".", "!", "?", ";", ":")
 
 
 async def tts_websocket(request: web.Request) -> web.StreamResponse:
-    behaviour = request.app[BEHAVIOUR]
+    behaviour = request.app[STANDINS].behaviour
     refusal = refused(request, behaviour)
     if refusal is not None:
         return refusal

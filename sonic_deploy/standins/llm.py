@@ -21,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from sonic_deploy.event_loop import sleep_until
+from sonic_deploy.standins.shared import STANDINS
 
 REPLY = "Sure, your table for two is booked for eight tonight. Is there anything else I can help you with?"
 
@@ -29,9 +30,6 @@ REPLY = "Sure, your table for two is booked for eight tonight. Is there anything
 class LlmConfig:
     first_token_ms: float = 400.0
     tokens_per_s: float = 50.0
-
-
-LLM = web.AppKey("llm", LlmConfig)
 
 
 def reply_tokens(text: str = REPLY) -> list[str]:
@@ -92,7 +90,7 @@ def _chunk(ident: str, created: int, model: str, delta: dict[str, Any], finish: 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     arrived = loop.time()
-    config = request.app[LLM]
+    config = request.app[STANDINS].llm
     try:
         body, refusal = _checked(await request.json())
     except ValueError:

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from sonic_deploy.client import cartesia_api, eventstream
 from sonic_deploy.standins.reference_stream import BadRequestError, Event, Generation, parse_request
-from sonic_deploy.standins.shared import BEHAVIOUR, STATUS_FAULTS, abort, count_value, error_body
+from sonic_deploy.standins.shared import STANDINS, STATUS_FAULTS, abort, count_value, error_body
 
 
 def _model_error(status: int, message: str) -> web.Response:
@@ -38,7 +38,7 @@ def _sagemaker_request(body: Any) -> Generation:
 
 async def invocations_response_stream(request: web.Request) -> web.StreamResponse:
     arrived = asyncio.get_running_loop().time()
-    behaviour = request.app[BEHAVIOUR]
+    behaviour = request.app[STANDINS].behaviour
     # Not checked (any keys sign): counted by access key id, so a client's credential refresh shows.
     signed = request.headers.get("Authorization", "").partition("Credential=")[2].partition("/")[0]
     count_value(behaviour, "access_key", signed)

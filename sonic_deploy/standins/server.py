@@ -23,17 +23,22 @@ import asyncio
 import contextlib
 import signal
 import ssl
+from collections.abc import Callable
 
 from aiohttp import web
 
 from sonic_deploy.standins.bedrock import converse, converse_stream
 from sonic_deploy.standins.cartesia_http import tts_bytes, tts_sse
 from sonic_deploy.standins.cartesia_ws import tts_websocket
-from sonic_deploy.standins.llm import LLM, LlmConfig, chat_completions
+from sonic_deploy.standins.llm import LlmConfig, chat_completions
 from sonic_deploy.standins.reference_stream import ReferenceBehaviour, ServerConfig
 from sonic_deploy.standins.sagemaker import invocations_response_stream
-from sonic_deploy.standins.shared import BEHAVIOUR
-from sonic_deploy.standins.stt import STT, TRANSCRIPT, SttConfig, ink_turns, transcribe_stream
+from sonic_deploy.standins.shared import STANDINS, Standins, http_error
+from sonic_deploy.standins.stt import TRANSCRIPT, SttConfig, ink_turns, transcribe_stream
+
+Control = Callable[[list[str]], ServerConfig]
+"""Turns `POST /control`'s options into the server's new config; raises ValueError, naming the option."""
+_CONTROL: web.AppKey[Control] = web.AppKey("control")
 
 
 async def _status(request: web.Request) -> web.Response:
@@ -41,25 +46,56 @@ async def _status(request: web.Request) -> web.Response:
 
 
 async def _stats(request: web.Request) -> web.Response:
-    behaviour = request.app[BEHAVIOUR]
+    behaviour = request.app[STANDINS].behaviour
     body = {"active": behaviour.active, **behaviour.counts, "first_byte_lateness_ms": behaviour.lateness_ms()}
     return web.json_response(body)
 
 
-def build_app(config: ServerConfig) -> web.Application:
+def _standins(config: ServerConfig) -> Standins:
+    return Standins(
+        ReferenceBehaviour(config),
+        LlmConfig(config.llm_first_token_ms, config.llm_tokens_per_s),
+        SttConfig(config.stt_final_ms, config.stt_transcript or TRANSCRIPT, config.api_key),
+    )
+
+
+async def _control(request: web.Request) -> web.Response:
+    """`{"options": [...]}`: from now on, do what `probe serve` with these options would, from zero counts
+    (a test harness's reset between tests, instead of a new process each)."""
+    try:
+        body = await request.json()
+        options = body["options"]
+        if not (isinstance(options, list) and all(isinstance(option, str) for option in options)):
+            raise TypeError
+    except (ValueError, KeyError, TypeError):
+        return http_error(
+            400, 'the body must be {"options": [...]}, a list of probe serve options as strings'
+        )
+    try:
+        config = request.app[_CONTROL](options)
+    except ValueError as error:
+        return http_error(400, str(error))
+    standins, new = request.app[STANDINS], _standins(config)
+    standins.behaviour, standins.llm, standins.stt = new.behaviour, new.llm, new.stt
+    return web.json_response({"ok": True})
+
+
+def build_app(config: ServerConfig, control: Control | None = None) -> web.Application:
+    """`control`: also serve `POST /control` (`_control`), its options read by this function."""
     app = web.Application(client_max_size=1 << 20)
-    app[BEHAVIOUR] = ReferenceBehaviour(config)
+    app[STANDINS] = _standins(config)
+    if control is not None:
+        app[_CONTROL] = control
+        app.router.add_post("/control", _control)
     app.router.add_get("/status", _status)
     app.router.add_get("/stats", _stats)
     app.router.add_get("/tts/websocket", tts_websocket)
     app.router.add_post("/tts/bytes", tts_bytes)
     app.router.add_post("/tts/sse", tts_sse)
     app.router.add_post("/endpoints/{name}/invocations-response-stream", invocations_response_stream)
-    app[LLM] = LlmConfig(config.llm_first_token_ms, config.llm_tokens_per_s)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/model/{model_id}/converse-stream", converse_stream)
     app.router.add_post("/model/{model_id}/converse", converse)
-    app[STT] = SttConfig(config.stt_final_ms, config.stt_transcript or TRANSCRIPT, config.api_key)
     app.router.add_get("/stt/turns/websocket", ink_turns)
     app.router.add_get("/stream-transcription-websocket", transcribe_stream)
     return app
@@ -76,10 +112,10 @@ def tls_context(config: ServerConfig) -> ssl.SSLContext | None:
     return context
 
 
-async def serve(config: ServerConfig) -> None:
+async def serve(config: ServerConfig, control: Control | None = None) -> None:
     """Serve until SIGINT/SIGTERM or `exit_after_s`; print the bound address first (tests read it):
     `listening on http://HOST:PORT`, or https:// with TLS (then its WebSocket is wss://)."""
-    runner = web.AppRunner(build_app(config), access_log=None, handle_signals=False)
+    runner = web.AppRunner(build_app(config, control), access_log=None, handle_signals=False)
     await runner.setup()
     tls = tls_context(config)
     site = web.TCPSite(runner, config.host, config.port, backlog=1024, reuse_address=True, ssl_context=tls)

@@ -4,14 +4,30 @@ the counters of `GET /stats` and the API key check."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from sonic_deploy.client import cartesia_api
 from sonic_deploy.standins.reference_stream import ReferenceBehaviour
 
-BEHAVIOUR = web.AppKey("behaviour", ReferenceBehaviour)
+if TYPE_CHECKING:
+    from sonic_deploy.standins.llm import LlmConfig
+    from sonic_deploy.standins.stt import SttConfig
+
+
+@dataclass
+class Standins:
+    """What the server was told to do, replaced whole by `POST /control` (`probe serve --control`). A
+    request reads it once, as it starts: a stream already running goes on as it was told."""
+
+    behaviour: ReferenceBehaviour
+    llm: LlmConfig
+    stt: SttConfig
+
+
+STANDINS = web.AppKey("standins", Standins)
 STATUS_FAULTS = {"status500": 500, "status422": 422}
 # Title and machine-readable code per status. The codes are the stand-in's own: Cartesia documents the
 # fields (cartesia_api.error_message), not a list of values.

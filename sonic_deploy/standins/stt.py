@@ -43,6 +43,7 @@ from aiohttp import WSMsgType, web
 from sonic_deploy.audio import FULL_SCALE, SPEECH_THRESHOLD_DB, decode_samples
 from sonic_deploy.client import cartesia_api, eventstream
 from sonic_deploy.event_loop import call_precisely_at
+from sonic_deploy.standins.shared import STANDINS
 
 TRANSCRIPT = "I'd like to book a table for two tonight."
 VOICED_DBFS = SPEECH_THRESHOLD_DB  # as the turn probe finds the end of speech in a file
@@ -62,9 +63,6 @@ class SttConfig:
     final_ms: float = 300.0
     transcript: str = TRANSCRIPT
     api_key: str | None = None
-
-
-STT = web.AppKey("stt", SttConfig)
 
 
 @dataclass(frozen=True)
@@ -249,7 +247,7 @@ def _ink_query(query: Mapping[str, str]) -> tuple[str, int] | str:
 
 async def ink_turns(request: web.Request) -> web.StreamResponse:
     """Cartesia Ink's `GET /stt/turns/websocket` (module docstring)."""
-    config = request.app[STT]
+    config = request.app[STANDINS].stt
     request_id = uuid.uuid4().hex
     if config.api_key is not None and config.api_key not in _given_key(request):
         message = "a valid API key is required (X-API-Key, Authorization: Bearer or api_key)"
@@ -325,7 +323,7 @@ async def transcribe_stream(request: web.Request) -> web.StreamResponse:
         return web.Response(
             status=403, text="Missing Authentication Token: presign the URL with SigV4 (X-Amz-Signature)."
         )
-    config = request.app[STT]
+    config = request.app[STANDINS].stt
     socket = web.WebSocketResponse(max_msg_size=1 << 20, compress=False, protocols=("mqtt",))
     await socket.prepare(request)
     parsed = _transcribe_query(request.query)

@@ -1,5 +1,5 @@
-"""The probe's fixtures: a reference server in another process, and dummy AWS credentials."""
+"""Dummy AWS credentials for the tests that sign (the stand-in server: tests/standins/fixtures.py)."""
 
-from tests.standins.conftest import _dummy_aws, reference_server, shared_server
+from tests.standins.conftest import _dummy_aws
 
-__all__ = ["_dummy_aws", "reference_server", "shared_server"]
+__all__ = ["_dummy_aws"]

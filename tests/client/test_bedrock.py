@@ -67,8 +67,8 @@ async def _once(llm: BedrockClient, messages: list[Message]) -> list[Token]:
         return await _tokens(llm, messages)
 
 
-def test_the_reply_streams_in_order_and_no_token_comes_early(shared_server: ServerFactory) -> None:
-    server = _standin(shared_server)
+def test_the_reply_streams_in_order_and_no_token_comes_early(reference_server: ServerFactory) -> None:
+    server = _standin(reference_server)
 
     async def run() -> tuple[float, list[Token]]:
         async with _client(server.base, max_tokens=200, temperature=0.2) as llm:
@@ -84,9 +84,9 @@ def test_the_reply_streams_in_order_and_no_token_comes_early(shared_server: Serv
 
 
 def test_replies_in_a_row_on_one_connection_and_an_inference_profile_arn(
-    shared_server: ServerFactory,
+    reference_server: ServerFactory,
 ) -> None:
-    server = _standin(shared_server)
+    server = _standin(reference_server)
 
     async def run() -> list[str]:
         async with _client(server.base, PROFILE_ARN, max_connections=1) as llm:
@@ -100,9 +100,9 @@ def test_replies_in_a_row_on_one_connection_and_an_inference_profile_arn(
 
 
 def test_closing_the_stream_early_ends_the_request_and_the_next_one_is_whole(
-    shared_server: ServerFactory,
+    reference_server: ServerFactory,
 ) -> None:
-    server = _standin(shared_server)
+    server = _standin(reference_server)
 
     async def run() -> tuple[str, list[str]]:
         async with _client(server.base, max_connections=1) as llm:
@@ -116,8 +116,8 @@ def test_closing_the_stream_early_ends_the_request_and_the_next_one_is_whole(
     assert first == reply_tokens()[0] and again == reply_tokens()
 
 
-def test_a_request_the_service_refuses_is_an_invalid_request_error(shared_server: ServerFactory) -> None:
-    server = _standin(shared_server)
+def test_a_request_the_service_refuses_is_an_invalid_request_error(reference_server: ServerFactory) -> None:
+    server = _standin(reference_server)
     with pytest.raises(InvalidRequestError) as raised:
         asyncio.run(_once(_client(server.base), []))
     assert raised.value.kind == "client_error_ValidationException" and "messages" in raised.value.message

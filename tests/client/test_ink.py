@@ -30,9 +30,9 @@ def _client(server: ReferenceServer, key: str = KEY) -> InkClient:
 
 @pytest.mark.parametrize(("encoding", "rate"), [("pcm_s16le", 16000), ("pcm_mulaw", 8000)])
 def test_partials_then_the_final_no_sooner_than_speech_end_plus_the_delay(
-    shared_server: ServerFactory, encoding: str, rate: int
+    reference_server: ServerFactory, encoding: str, rate: int
 ) -> None:
-    server = shared_server(*OPTIONS)
+    server = reference_server(*OPTIONS)
     client: SpeechToText = _client(server)
     assert client.name == "ink"
 
@@ -51,8 +51,8 @@ def test_partials_then_the_final_no_sooner_than_speech_end_plus_the_delay(
     asyncio.run(run())
 
 
-def test_two_turns_on_one_session(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_two_turns_on_one_session(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
 
     async def run() -> None:
         async with await _client(server).session(encoding="pcm_s16le", sample_rate=16000) as session:
@@ -65,8 +65,8 @@ def test_two_turns_on_one_session(shared_server: ServerFactory) -> None:
     asyncio.run(run())
 
 
-def test_an_encoding_the_server_refuses_is_an_invalid_request(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_an_encoding_the_server_refuses_is_an_invalid_request(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
 
     async def run() -> None:
         async with await _client(server).session(encoding="pcm_alaw", sample_rate=8000) as session:
@@ -78,8 +78,8 @@ def test_an_encoding_the_server_refuses_is_an_invalid_request(shared_server: Ser
     assert raised.value.kind == "error_event_422" and raised.value.status == 422
 
 
-def test_a_refused_key_is_an_access_error(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_a_refused_key_is_an_access_error(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
 
     with pytest.raises(AccessError, match="api_key=") as raised:
         asyncio.run(_client(server, key="wrong").session(encoding="pcm_s16le", sample_rate=16000))
@@ -100,8 +100,8 @@ def test_a_server_that_goes_away_is_a_stream_error_not_a_hang(reference_server: 
     assert raised.value.kind == "cut"
 
 
-def test_sending_to_a_session_the_server_closed_is_a_stream_error(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_sending_to_a_session_the_server_closed_is_a_stream_error(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
 
     async def run() -> None:
         async with await _client(server).session(encoding="pcm_alaw", sample_rate=8000) as session:
@@ -132,8 +132,8 @@ def test_the_sdks_headers() -> None:
     assert client._headers == {"cartesia-version": "2026-08-14", "Authorization": f"Bearer {KEY}"}
 
 
-def test_voice_again_before_the_final_is_due_continues_the_turn(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_voice_again_before_the_final_is_due_continues_the_turn(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
 
     async def run() -> tuple[float, list[Transcript]]:
         transcripts: list[Transcript] = []

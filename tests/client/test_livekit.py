@@ -98,8 +98,8 @@ def _check_frames(events: list[SynthesizedAudio]) -> None:
     assert [event.is_final for event in events] == [False] * (len(events) - 1) + [True]
 
 
-def test_synthesize_is_one_request_for_the_whole_text(shared_server: ServerFactory) -> None:
-    server = shared_server(*FAST)
+def test_synthesize_is_one_request_for_the_whole_text(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
     text = "Chunked hello, in one request."
 
     async def test() -> list[SynthesizedAudio]:
@@ -112,10 +112,10 @@ def test_synthesize_is_one_request_for_the_whole_text(shared_server: ServerFacto
 
 
 @pytest.mark.parametrize("parts", ["split", "packed"])
-def test_a_stream_is_one_request_per_sentence_in_order(parts: str, shared_server: ServerFactory) -> None:
+def test_a_stream_is_one_request_per_sentence_in_order(parts: str, reference_server: ServerFactory) -> None:
     """Text in pieces, as an LLM streams it: each sentence the tokenizer cuts is one request, and its
     audio is that of the server's schedule for it, however SageMaker's parts cut the events."""
-    server = shared_server(*FAST, "--parts", parts)
+    server = reference_server(*FAST, "--parts", parts)
 
     async def test() -> list[SynthesizedAudio]:
         async with _tts(server) as tts:
@@ -184,10 +184,10 @@ def test_closing_the_tts_closes_its_streams_and_the_client_it_made(reference_ser
     assert (stats["admitted"], stats.get("interrupted"), stats["active"]) == (2, 2, 0)
 
 
-def test_no_free_capacity_is_a_429_that_livekit_retries_then_raises(shared_server: ServerFactory) -> None:
+def test_no_free_capacity_is_a_429_that_livekit_retries_then_raises(reference_server: ServerFactory) -> None:
     """A 429 is APIStatusError(429, retryable): LiveKit emits an `error` event per attempt (recoverable
     while it retries) and raises the last one to the consumer, from `synthesize()` and `stream()` alike."""
-    server = shared_server(*FAST, "--capacity", "0")
+    server = reference_server(*FAST, "--capacity", "0")
 
     async def test() -> tuple[list[Any], APIStatusError, APIStatusError]:
         async with _tts(server) as tts:
@@ -348,9 +348,9 @@ def test_conn_options_timeout_bounds_the_wait_for_audio(reference_server: Server
         _run(test)
 
 
-def test_a_refreshed_credential_signs_the_next_request(shared_server: ServerFactory) -> None:
+def test_a_refreshed_credential_signs_the_next_request(reference_server: ServerFactory) -> None:
     """Counted by access key id on the server: these two ids are this test's alone."""
-    server = shared_server(*FAST)
+    server = reference_server(*FAST)
     clock = Clock()
     session = refreshing_session(clock, ["AKIDFIRST", "AKIDSECOND"])
 
@@ -365,8 +365,8 @@ def test_a_refreshed_credential_signs_the_next_request(shared_server: ServerFact
     assert {key: signed.get(key) for key in ("AKIDFIRST", "AKIDSECOND")} == {"AKIDFIRST": 1, "AKIDSECOND": 1}
 
 
-def test_a_mistake_is_named_when_the_tts_is_made(shared_server: ServerFactory) -> None:
-    server = shared_server(*FAST)
+def test_a_mistake_is_named_when_the_tts_is_made(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
     with pytest.raises(ValueError, match=r"encoding 'pcm_mulaw'.*Fix: encoding='pcm_s16le'"):
         _tts(server, encoding="pcm_mulaw")
     with pytest.raises(ValueError, match=r"output_format\.sample_rate"):

@@ -39,8 +39,10 @@ async def _tokens(
         await client.close()
 
 
-def test_the_reply_streams_token_by_token_after_the_first_token_delay(shared_server: ServerFactory) -> None:
-    server = shared_server("--llm-first-token-ms", "150", "--llm-tokens-per-s", "200")
+def test_the_reply_streams_token_by_token_after_the_first_token_delay(
+    reference_server: ServerFactory,
+) -> None:
+    server = reference_server("--llm-first-token-ms", "150", "--llm-tokens-per-s", "200")
     client = OpenAIChatClient(f"{server.base}/v1", model="stand-in")
 
     async def run() -> tuple[float, list[Token]]:

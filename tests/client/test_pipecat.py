@@ -150,9 +150,9 @@ def _turn(*tokens: str) -> list[Frame]:
     ids=["split-parts-pipeline-rate", "packed-parts-own-rate"],
 )
 def test_a_turn_is_one_request_per_sentence_at_the_requested_rate(
-    parts: str, pipeline_rate: int, sample_rate: int | None, shared_server: ServerFactory
+    parts: str, pipeline_rate: int, sample_rate: int | None, reference_server: ServerFactory
 ) -> None:
-    server = shared_server(*FAST, "--parts", parts)
+    server = reference_server(*FAST, "--parts", parts)
     tokens = ["Hello", " there.", " Your table", " is booked for eight.", " Anything", " else?"]
 
     async def script(pipeline: _Pipeline) -> None:
@@ -175,10 +175,10 @@ def test_a_turn_is_one_request_per_sentence_at_the_requested_rate(
     assert pipeline.errors() == []
 
 
-def test_metrics_are_pipecats_own_ttfb_and_usage(shared_server: ServerFactory) -> None:
+def test_metrics_are_pipecats_own_ttfb_and_usage(reference_server: ServerFactory) -> None:
     """TTFB once per turn (pipecat starts it when a turn's audio context opens; the service stops it at
     the endpoint's first chunk), usage in characters per sentence."""
-    server = shared_server(*FAST)
+    server = reference_server(*FAST)
     texts = ["First turn.", "Second turn, a little longer."]
 
     async def script(pipeline: _Pipeline) -> None:
@@ -333,8 +333,8 @@ def test_the_next_sentence_is_signed_with_refreshed_credentials(reference_server
     assert counted(server.stats(), "access_key") == {"AKIDFIRST": 1, "AKIDSECOND": 1}
 
 
-def test_the_service_closes_only_a_client_it_made(shared_server: ServerFactory) -> None:
-    server = shared_server(*FAST)
+def test_the_service_closes_only_a_client_it_made(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
     shared = SageMakerClient("sonic-test", region="us-east-2", endpoint_url=server.base)
     owned, borrowing = _service(server), SonicSageMakerTTSService(client=shared, voice_id=VOICE)
     for service in (owned, borrowing):

@@ -48,9 +48,9 @@ async def _speak(client: SageMakerClient, text: str, rate: int = 24000, voice: s
 
 @pytest.mark.parametrize("parts", ["aligned", "split", "packed", "mixed"])
 def test_sentences_in_a_row_arrive_whole_however_the_parts_cut_the_events(
-    parts: str, shared_server: ServerFactory
+    parts: str, reference_server: ServerFactory
 ) -> None:
-    server = shared_server(*FAST, "--parts", parts)
+    server = reference_server(*FAST, "--parts", parts)
 
     async def run() -> list[bytes]:
         async with _client(server, max_connections=1) as client:
@@ -60,8 +60,8 @@ def test_sentences_in_a_row_arrive_whole_however_the_parts_cut_the_events(
     assert [len(audio) for audio in spoken] == [stream_bytes(text) for text in SENTENCES]
 
 
-def test_chunks_are_the_requested_rate_and_stamped_in_order(shared_server: ServerFactory) -> None:
-    server = shared_server(*FAST)
+def test_chunks_are_the_requested_rate_and_stamped_in_order(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
 
     async def run() -> list[Any]:
         async with _client(server) as client:
@@ -81,8 +81,8 @@ def test_no_free_capacity_is_a_throttled_error_with_the_models_status(
     assert (raised.value.kind, raised.value.status, raised.value.retryable) == ("model_error_429", 429, True)
 
 
-def test_a_request_the_model_refuses_is_an_invalid_request(shared_server: ServerFactory) -> None:
-    server = shared_server(*FAST)
+def test_a_request_the_model_refuses_is_an_invalid_request(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
 
     async def run() -> None:
         async with _client(server) as client:
@@ -177,8 +177,8 @@ def test_credentials_are_refreshed_once_off_the_loop_before_they_expire(
     assert len(fetched_in) == 2 and threading.main_thread() not in fetched_in[1:]
 
 
-def test_one_connection_serves_the_sentences_in_turn(shared_server: ServerFactory) -> None:
-    server = shared_server(*FAST)
+def test_one_connection_serves_the_sentences_in_turn(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
 
     async def run() -> list[dict[str, float]]:
         traces: list[dict[str, float]] = []
@@ -193,8 +193,8 @@ def test_one_connection_serves_the_sentences_in_turn(shared_server: ServerFactor
     assert ["connect_s" in trace for trace in asyncio.run(run())] == [True, False, False]
 
 
-def test_a_client_serves_one_event_loop_after_another(shared_server: ServerFactory) -> None:
-    client = _client(shared_server(*FAST))
+def test_a_client_serves_one_event_loop_after_another(reference_server: ServerFactory) -> None:
+    client = _client(reference_server(*FAST))
     assert asyncio.run(_speak(client, "First loop.")) and asyncio.run(_speak(client, "Second loop."))
 
 
@@ -251,13 +251,13 @@ def test_an_untrusted_certificate_is_named_and_not_retried(
 
 
 def test_no_credentials_is_an_access_error_with_the_fix(
-    shared_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    reference_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    client = _client(shared_server(*FAST), session=botocore.session.Session())
+    client = _client(reference_server(*FAST), session=botocore.session.Session())
     with pytest.raises(AccessError, match=r"no AWS credentials found\. Fix:"):
         asyncio.run(_speak(client, "Hi."))
 

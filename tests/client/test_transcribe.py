@@ -36,9 +36,9 @@ def _client(server: ReferenceServer) -> TranscribeClient:
 
 
 def test_partials_then_the_final_no_sooner_than_speech_end_plus_the_delay(
-    shared_server: ServerFactory,
+    reference_server: ServerFactory,
 ) -> None:
-    server = shared_server(*OPTIONS)
+    server = reference_server(*OPTIONS)
     client: SpeechToText = _client(server)
     assert client.name == "transcribe"
 
@@ -56,8 +56,8 @@ def test_partials_then_the_final_no_sooner_than_speech_end_plus_the_delay(
     asyncio.run(run())
 
 
-def test_8000_hz_works_too(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_8000_hz_works_too(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
 
     async def run() -> str:
         async with await _client(server).session(encoding="pcm_s16le", sample_rate=8000) as session:
@@ -85,8 +85,8 @@ def test_the_region_comes_from_the_session(monkeypatch: pytest.MonkeyPatch) -> N
     assert TranscribeClient(session=botocore.session.Session()).region == "eu-west-2"
 
 
-def test_a_parameter_the_service_refuses_is_an_invalid_request(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_a_parameter_the_service_refuses_is_an_invalid_request(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
 
     async def run() -> None:
         async with await _client(server).session(encoding="pcm_s16le", sample_rate=11025) as session:

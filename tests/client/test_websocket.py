@@ -49,8 +49,8 @@ def test_turns_on_one_warm_socket_arrive_whole(reference_server: ServerFactory) 
     assert server.stats()["ws_connections"] == 1
 
 
-def test_pieces_of_one_utterance_are_one_stream(shared_server: ServerFactory) -> None:
-    server = shared_server(*FAST, "--audio-ms", "200")
+def test_pieces_of_one_utterance_are_one_stream(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST, "--audio-ms", "200")
 
     async def run() -> int:
         async with _client(server) as client, client.utterance(voice=VOICE) as turn:
@@ -98,8 +98,8 @@ def test_no_free_capacity_is_a_throttled_error(reference_server: ServerFactory) 
     assert (raised.value.kind, raised.value.status) == ("error_event_429", 429)
 
 
-def test_a_wrong_key_is_an_access_error(shared_server: ServerFactory) -> None:
-    server = shared_server(*FAST)
+def test_a_wrong_key_is_an_access_error(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
     with pytest.raises(AccessError, match="refused the key"):
         asyncio.run(_audio(_client(server, api_key="wrong").speak("Hi.", voice=VOICE)))
 

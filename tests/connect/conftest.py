@@ -13,9 +13,6 @@ import pytest
 from botocore.stub import Stubber
 
 from sonic_deploy.connect import command
-from tests.standins.conftest import reference_server
-
-__all__ = ["reference_server"]
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient

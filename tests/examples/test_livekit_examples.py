@@ -41,9 +41,9 @@ def _example(name: str) -> ModuleType:
     ],
 )
 def test_an_example_speaks_a_sentence_into_a_wav_file(
-    example: str, route: list[str], shared_server: ServerFactory, tmp_path: Path
+    example: str, route: list[str], reference_server: ServerFactory, tmp_path: Path
 ) -> None:
-    server = shared_server(*FAST)
+    server = reference_server(*FAST)
     out = tmp_path / "speech.wav"
     argv = [arg.format(base=server.base, ws_url=server.ws_url) for arg in route]
     done = subprocess.run(

@@ -26,9 +26,9 @@ def _example(name: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[st
 
 @pytest.mark.parametrize("route", ["sagemaker", "ecs"])
 def test_an_example_speaks_the_sentence_into_a_wav(
-    route: str, shared_server: ServerFactory, tmp_path: Path
+    route: str, reference_server: ServerFactory, tmp_path: Path
 ) -> None:
-    server = shared_server(*FAST)
+    server = reference_server(*FAST)
     where = (
         ["--endpoint-url", server.base, "--region", "us-east-1"]
         if route == "sagemaker"
@@ -43,9 +43,9 @@ def test_an_example_speaks_the_sentence_into_a_wav(
 
 
 def test_a_mistake_is_a_message_with_the_fix(
-    shared_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    reference_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = shared_server(*FAST)
+    server = reference_server(*FAST)
     wrong_key = _example("pipecat_ecs.py", "--api-url", server.ws_url, "--api-key", "wrong", cwd=tmp_path)
     assert wrong_key.returncode == 1 and "HTTP 401" in wrong_key.stderr.splitlines()[-1]
     not_ws = _example("pipecat_ecs.py", "--api-url", server.base, "--api-key", KEY, cwd=tmp_path)

@@ -17,11 +17,11 @@ from sonic_deploy.in_vpc import session
 from sonic_deploy.in_vpc.protocol import DirectoryStore
 from sonic_deploy.in_vpc.runner import Timing
 from tests.connect.conftest import REGION, stack_description
-from tests.standins.conftest import _dummy_aws, reference_server, shared_server
+from tests.standins.conftest import _dummy_aws
 
 from .fakes import ECS_OUTPUTS, SAGEMAKER_OUTPUTS, ProcessEcs
 
-__all__ = ["_dummy_aws", "reference_server", "shared_server"]
+__all__ = ["_dummy_aws"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = str(ROOT / "config")

@@ -1,4 +1,4 @@
-"""Fixtures: the stand-in server (tests/standins/conftest.py), and a way to run the probe against it."""
+"""Fixtures: a way to run the probe (the stand-in server: tests/standins/fixtures.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from sonic_deploy.cli import main
-from tests.standins.conftest import _dummy_aws, reference_server, shared_server
+from tests.standins.conftest import _dummy_aws
 
 from .harness import ProbeRun
 
-__all__ = ["_dummy_aws", "reference_server", "shared_server"]
+__all__ = ["_dummy_aws"]
 
 
 @pytest.fixture

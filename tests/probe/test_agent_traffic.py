@@ -52,11 +52,11 @@ def test_a_socket_idle_too_long_is_replaced_before_the_next_turn(
 
 
 def test_without_a_buffer_delay_each_word_is_spoken_at_once_and_with_the_default_text_waits(
-    shared_server: ServerFactory, run_probe: Run
+    reference_server: ServerFactory, run_probe: Run
 ) -> None:
     """The server speaks what it holds once a piece ends a sentence, or its buffer delay has passed: with
     the API's default (3000 ms), words wait for their sentence; with 0, each word is spoken as it comes."""
-    server = shared_server(*FAST)
+    server = reference_server(*FAST)
     words = ("--split", "word", "--piece-interval-ms", "20", "--concurrency", "1", "--requests", "2")
     at_once = run_probe(*agent(server.ws_url, *words, "--max-buffer-delay-ms", "0"))
     waited = run_probe(*agent(server.ws_url, *words, "--max-buffer-delay-ms", "default"))
@@ -95,9 +95,9 @@ def test_settings_the_api_or_the_mode_cannot_take_are_refused_before_the_run(
 
 
 def test_an_error_share_the_level_cannot_measure_is_said_before_the_search(
-    shared_server: ServerFactory, run_probe: Run, capsys: pytest.CaptureFixture[str]
+    reference_server: ServerFactory, run_probe: Run, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server = shared_server(*FAST)
+    server = reference_server(*FAST)
     run = run_probe(
         "ws", "--url", server.ws_url, "--slo", "errors<=0.1%", "--slo-max", "1", "--requests", "4"
     )

@@ -69,10 +69,10 @@ def _sent_times(run: ProbeRun) -> list[tuple[float, bool]]:
 
 
 def test_the_automatic_ramp_up_times_one_request_alone_then_spreads_the_slots(
-    shared_server: ServerFactory, run_probe: Run
+    reference_server: ServerFactory, run_probe: Run
 ) -> None:
     # Each request takes ~200 ms (100 ms to the first byte, 200 ms of audio at half pace).
-    server = shared_server("--first-byte-ms", "100", "--audio-ms", "200", "--pace", "0.5")
+    server = reference_server("--first-byte-ms", "100", "--audio-ms", "200", "--pace", "0.5")
     run = run_probe("ws", "--url", server.ws_url, "--concurrency", "4", "--requests", "8")
     assert (run.level()["requests"], run.level()["ok"]) == (8, 8)
     pilot = min(run.samples, key=lambda s: s["seq"])
@@ -90,8 +90,8 @@ def test_the_automatic_ramp_up_times_one_request_alone_then_spreads_the_slots(
     assert sent[4][0] - pilot_end >= min(0.75 * ramp_up_s, 0.19) - 0.005
 
 
-def test_ramp_up_zero_is_passed_on(shared_server: ServerFactory, run_probe: Run) -> None:
-    server = shared_server("--first-byte-ms", "100", "--audio-ms", "200", "--pace", "0.5")
+def test_ramp_up_zero_is_passed_on(reference_server: ServerFactory, run_probe: Run) -> None:
+    server = reference_server("--first-byte-ms", "100", "--audio-ms", "200", "--pace", "0.5")
     run = run_probe("ws", "--url", server.ws_url, "--concurrency", "4", "--requests", "8", "--ramp-up", "0")
     assert (run.level()["ramp_up_s"], run.level()["ok"]) == (0, 8)
     with pytest.raises(SystemExit):
@@ -322,12 +322,12 @@ def test_a_bad_fault_or_transcript_file_is_an_error_naming_it_not_a_traceback(
 
 
 def test_transcripts_from_a_file_are_each_spoken(
-    shared_server: ServerFactory, run_probe: Callable[..., ProbeRun], tmp_path: Path
+    reference_server: ServerFactory, run_probe: Callable[..., ProbeRun], tmp_path: Path
 ) -> None:
     """The file is read once, when the options are parsed, and its lines are cycled through."""
     lines = tmp_path / "lines.txt"
     lines.write_text("Hi.\n\nHello there.\n", encoding="utf-8")
-    server = shared_server("--first-byte-ms", "5", "--pace", "0", "--ms-per-char", "20")
+    server = reference_server("--first-byte-ms", "5", "--pace", "0", "--ms-per-char", "20")
     run = run_probe("ws", "--url", server.ws_url, "--transcripts", str(lines), "--concurrency", "1",
                     "--requests", "2", "--warmup", "0")  # fmt: skip
     # 20 ms of audio per character: "Hi." is 60 ms, "Hello there." 240 ms.

@@ -68,9 +68,9 @@ def target(route: str, server: ReferenceServer) -> list[str]:
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_reports_the_injected_first_byte_delay_and_leading_silence(
-    route: str, shared_server: ServerFactory, run_probe: Run
+    route: str, reference_server: ServerFactory, run_probe: Run
 ) -> None:
-    server = shared_server(
+    server = reference_server(
         "--first-byte-ms", "60", "--audio-ms", "120", "--pace", "0.5", "--leading-silence-ms", "60"
     )
     run = run_probe(*target(route, server), "--concurrency", "1,4", "--requests", "8")
@@ -191,9 +191,11 @@ def test_a_stall_shorter_than_the_timeout_is_an_underrun(
 @pytest.mark.parametrize("route", ["sagemaker", "sagemaker-boto3"])
 @pytest.mark.parametrize("layout", ["split", "packed", "mixed"])
 def test_sagemaker_events_split_across_or_packed_into_parts(
-    layout: str, route: str, shared_server: ServerFactory, run_probe: Run
+    layout: str, route: str, reference_server: ServerFactory, run_probe: Run
 ) -> None:
-    server = shared_server("--first-byte-ms", "20", "--audio-ms", "200", "--pace", "0.25", "--parts", layout)
+    server = reference_server(
+        "--first-byte-ms", "20", "--audio-ms", "200", "--pace", "0.25", "--parts", layout
+    )
     run = run_probe(*target(route, server), "--concurrency", "2", "--requests", "6")
     assert run.summary["target"]["client"] == ("boto3" if route == "sagemaker-boto3" else "async")
     assert run.level()["ok"] == 6

@@ -112,9 +112,9 @@ def test_the_search_runs_in_worker_processes_started_once(
 
 
 def test_a_failing_start_has_no_answer_and_says_so(
-    shared_server: ServerFactory, run_probe: Run, capsys: pytest.CaptureFixture[str]
+    reference_server: ServerFactory, run_probe: Run, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server = shared_server("--first-byte-ms", "50", "--audio-ms", "60")
+    server = reference_server("--first-byte-ms", "50", "--audio-ms", "60")
     run = run_probe("ws", "--url", server.ws_url, "--slo", "ttfa_p50<=20ms", "--requests", "4")
     assert run.exit_code == 0  # the run worked: its levels are measurements
     slo = run.summary["slo"]
@@ -131,8 +131,10 @@ def test_a_failing_start_has_no_answer_and_says_so(
     )
 
 
-def test_the_top_of_the_range_passing_bounds_the_answer(shared_server: ServerFactory, run_probe: Run) -> None:
-    server = shared_server("--first-byte-ms", "50", "--audio-ms", "60")
+def test_the_top_of_the_range_passing_bounds_the_answer(
+    reference_server: ServerFactory, run_probe: Run
+) -> None:
+    server = reference_server("--first-byte-ms", "50", "--audio-ms", "60")
     run = run_probe("ws", "--url", server.ws_url, "--slo", "errors<=0", "--slo-max", "2", "--requests", "4")
     slo = run.summary["slo"]
     assert (slo["max_concurrency"], slo["bounded_by_max"], slo["max"]) == (2, True, 2)

@@ -40,9 +40,9 @@ def _boto3(server: ReferenceServer) -> Any:
 
 
 def test_boto3_reads_every_event_of_the_stream_and_the_text_is_the_reply(
-    shared_server: ServerFactory,
+    reference_server: ServerFactory,
 ) -> None:
-    client = _boto3(_server(shared_server))
+    client = _boto3(_server(reference_server))
     began = time.perf_counter()
     response = client.converse_stream(
         modelId=MODEL,
@@ -66,8 +66,8 @@ def test_boto3_reads_every_event_of_the_stream_and_the_text_is_the_reply(
     assert time.perf_counter() - began >= FIRST_TOKEN_MS / 1000 + (len(texts) - 1) / TOKENS_PER_S
 
 
-def test_boto3_reads_a_whole_converse_reply(shared_server: ServerFactory) -> None:
-    answer = _boto3(_server(shared_server)).converse(modelId=MODEL, messages=MESSAGES)
+def test_boto3_reads_a_whole_converse_reply(reference_server: ServerFactory) -> None:
+    answer = _boto3(_server(reference_server)).converse(modelId=MODEL, messages=MESSAGES)
     assert answer["output"]["message"] == {"role": "assistant", "content": [{"text": REPLY}]}
     assert answer["stopReason"] == "end_turn"
     assert answer["usage"]["outputTokens"] == len(reply_tokens())
@@ -94,9 +94,9 @@ def test_boto3_reads_a_whole_converse_reply(shared_server: ServerFactory) -> Non
     ],
 )
 def test_a_bad_request_is_boto3s_validation_exception_naming_the_field(
-    messages: list[dict[str, Any]], named: str, shared_server: ServerFactory
+    messages: list[dict[str, Any]], named: str, reference_server: ServerFactory
 ) -> None:
-    client = _boto3(_server(shared_server))
+    client = _boto3(_server(reference_server))
     for call in (client.converse_stream, client.converse):
         with pytest.raises(ClientError) as raised:
             call(modelId=MODEL, messages=messages)
@@ -106,8 +106,8 @@ def test_a_bad_request_is_boto3s_validation_exception_naming_the_field(
         assert type(raised.value).__name__ == "ValidationException"
 
 
-def test_a_request_without_an_authorization_header_is_refused(shared_server: ServerFactory) -> None:
-    server = _server(shared_server)
+def test_a_request_without_an_authorization_header_is_refused(reference_server: ServerFactory) -> None:
+    server = _server(reference_server)
     request = urllib.request.Request(
         f"{server.base}/model/{MODEL}/converse-stream",
         data=b'{"messages": [{"role": "user", "content": [{"text": "Hi."}]}]}',

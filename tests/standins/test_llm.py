@@ -28,8 +28,10 @@ def _sdk(server: ReferenceServer) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=f"{server.base}/v1", api_key="any", max_retries=0)
 
 
-def test_the_reply_streams_token_by_token_no_sooner_than_its_schedule(shared_server: ServerFactory) -> None:
-    server = _server(shared_server)
+def test_the_reply_streams_token_by_token_no_sooner_than_its_schedule(
+    reference_server: ServerFactory,
+) -> None:
+    server = _server(reference_server)
 
     async def run() -> tuple[list[str], list[float], float, object]:
         async with _sdk(server) as sdk:
@@ -55,8 +57,8 @@ def test_the_reply_streams_token_by_token_no_sooner_than_its_schedule(shared_ser
     assert usage is not None and getattr(usage, "completion_tokens", None) == len(tokens)
 
 
-def test_a_whole_completion_without_streaming(shared_server: ServerFactory) -> None:
-    server = _server(shared_server)
+def test_a_whole_completion_without_streaming(reference_server: ServerFactory) -> None:
+    server = _server(reference_server)
 
     async def run() -> str | None:
         async with _sdk(server) as sdk:
@@ -66,8 +68,8 @@ def test_a_whole_completion_without_streaming(shared_server: ServerFactory) -> N
     assert asyncio.run(run()) == REPLY
 
 
-def test_a_bad_request_is_the_sdks_bad_request_naming_the_field(shared_server: ServerFactory) -> None:
-    server = _server(shared_server)
+def test_a_bad_request_is_the_sdks_bad_request_naming_the_field(reference_server: ServerFactory) -> None:
+    server = _server(reference_server)
 
     async def run() -> None:
         async with _sdk(server) as sdk:

@@ -69,9 +69,9 @@ async def _drain(context: AsyncWebSocketContext) -> list[WebsocketResponse]:
 
 
 @pytest.fixture
-def fast(shared_server: ServerFactory) -> ReferenceServer:
+def fast(reference_server: ServerFactory) -> ReferenceServer:
     """A server whose counters no test reads: every test here sees only its own streams' messages."""
-    return shared_server(*FAST)
+    return reference_server(*FAST)
 
 
 def test_one_context_on_the_sync_client(fast: ReferenceServer) -> None:

@@ -53,8 +53,8 @@ def _sdk(server: ReferenceServer, key: str = KEY) -> AsyncCartesia:
     return AsyncCartesia(api_key=key, base_url=server.base, max_retries=0)
 
 
-def test_the_cartesia_sdk_reads_every_message_of_two_turns(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_the_cartesia_sdk_reads_every_message_of_two_turns(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
 
     async def run() -> list[Any]:
         events: list[Any] = []
@@ -93,8 +93,8 @@ def test_the_cartesia_sdk_reads_every_message_of_two_turns(shared_server: Server
     assert len({e.request_id for e in events}) == 1
 
 
-def test_close_mid_turn_gives_its_end_at_once(shared_server: ServerFactory) -> None:
-    server = shared_server("--stt-final-ms", "5000", "--stt-transcript", "Two, please.")
+def test_close_mid_turn_gives_its_end_at_once(reference_server: ServerFactory) -> None:
+    server = reference_server("--stt-final-ms", "5000", "--stt-transcript", "Two, please.")
 
     async def run() -> list[Any]:
         async with (
@@ -110,8 +110,8 @@ def test_close_mid_turn_gives_its_end_at_once(shared_server: ServerFactory) -> N
     assert isinstance(events[-1], STTAutoFinalizeTurnEnd) and events[-1].transcript == "Two, please."
 
 
-def test_a_bad_query_is_the_sdks_error_then_a_close(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_a_bad_query_is_the_sdks_error_then_a_close(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
 
     async def run() -> list[Any]:
         async with (
@@ -127,8 +127,8 @@ def test_a_bad_query_is_the_sdks_error_then_a_close(shared_server: ServerFactory
     assert events[-1].status_code == 422 and "encoding" in events[-1].message
 
 
-def test_a_wrong_key_is_refused_at_the_handshake(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_a_wrong_key_is_refused_at_the_handshake(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
 
     async def run() -> None:
         async with (
@@ -162,9 +162,9 @@ def local_transcribe(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[s
 
 
 def test_pipecats_transcribe_service_yields_interim_and_final_transcriptions(
-    shared_server: ServerFactory, local_transcribe: tuple[list[int], list[str]]
+    reference_server: ServerFactory, local_transcribe: tuple[list[int], list[str]]
 ) -> None:
-    server = shared_server(*OPTIONS)
+    server = reference_server(*OPTIONS)
     port, built = local_transcribe
     port.append(server.port)
     service = AWSTranscribeSTTService(region="us-east-1", sample_rate=16000)
@@ -216,8 +216,8 @@ def _transcribe_url(server: ReferenceServer, query: str) -> str:
     return f"ws://127.0.0.1:{server.port}/stream-transcription-websocket?{query}"
 
 
-def test_transcribe_refuses_an_unsigned_url(shared_server: ServerFactory) -> None:
-    server = shared_server(*OPTIONS)
+def test_transcribe_refuses_an_unsigned_url(reference_server: ServerFactory) -> None:
+    server = reference_server(*OPTIONS)
     url = _transcribe_url(server, "language-code=en-US&media-encoding=pcm&sample-rate=16000")
 
     async def run() -> None:
@@ -238,9 +238,9 @@ def test_transcribe_refuses_an_unsigned_url(shared_server: ServerFactory) -> Non
     ],
 )
 def test_transcribe_refuses_bad_parameters_with_an_exception_frame(
-    shared_server: ServerFactory, query: str, said: str
+    reference_server: ServerFactory, query: str, said: str
 ) -> None:
-    server = shared_server(*OPTIONS)
+    server = reference_server(*OPTIONS)
 
     async def run() -> list[tuple[dict[str, Any], bytes]]:
         async with (
@@ -255,8 +255,8 @@ def test_transcribe_refuses_bad_parameters_with_an_exception_frame(
     assert said in json.loads(payload)["Message"]
 
 
-def test_transcribe_ends_the_turn_at_the_empty_audio_event(shared_server: ServerFactory) -> None:
-    server = shared_server("--stt-final-ms", "5000")
+def test_transcribe_ends_the_turn_at_the_empty_audio_event(reference_server: ServerFactory) -> None:
+    server = reference_server("--stt-final-ms", "5000")
     query = "language-code=en-US&media-encoding=pcm&sample-rate=16000&X-Amz-Signature=0"
 
     async def run() -> list[dict[str, Any]]:

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import ssl
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from sonic_deploy.arguments import MAX_CONCURRENCY, MAX_MS, MAX_REQUESTS, input_file, name, real, whole
 from sonic_deploy.config.errors import one_line
 from sonic_deploy.probe.arguments import API_KEY, HELP, MS, SECONDS, SEED, missing_extra
+
+if TYPE_CHECKING:
+    from sonic_deploy.standins.reference_stream import ServerConfig
 
 _TOKENS_PER_S = real(0, 100_000, "tokens a second", low_open=True)
 
@@ -119,6 +126,12 @@ def add_parser(routes: Any) -> None:
         metavar="FILE",
         help="the certificate's private key (PEM, unencrypted)",
     )
+    serve.add_argument(
+        "--control",
+        action="store_true",
+        help='also serve POST /control {"options": [...]}: from then on, do what these options say, from zero '
+        "counts (for test harnesses: one server for many tests; not --host, --port, --exit-after or TLS)",
+    )
     serve.set_defaults(func=run, check=check, command_parser=serve, serve_parser=serve)
 
 
@@ -132,18 +145,14 @@ def check(args: argparse.Namespace) -> str | None:
     return None
 
 
-def run(args: argparse.Namespace) -> int:
-    try:
-        from sonic_deploy.standins.reference_stream import ServerConfig
-        from sonic_deploy.standins.server import serve, tls_context
-    except ImportError as error:
-        return missing_extra(error)
+# What only a new process can change: the address, its deadline, TLS, and control itself.
+_PROCESS_OPTIONS = ("--host", "--port", "--exit-after", "--tls-cert", "--tls-key", "--control")
 
-    parser: argparse.ArgumentParser = args.serve_parser
-    faults: dict[str, int] = {}
-    for kind, every in args.fault:
-        faults[kind] = every
-    config = ServerConfig(
+
+def _config(args: argparse.Namespace) -> ServerConfig:
+    from sonic_deploy.standins.reference_stream import ServerConfig
+
+    return ServerConfig(
         host=args.host,
         port=args.port,
         first_byte_ms=args.first_byte_ms,
@@ -154,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         ms_per_char=args.ms_per_char,
         leading_silence_ms=args.leading_silence_ms,
         capacity=args.capacity,
-        faults=faults,
+        faults=dict(args.fault),
         stall_ms=args.stall_ms,
         parts=args.parts,
         api_key=args.api_key,
@@ -167,6 +176,35 @@ def run(args: argparse.Namespace) -> int:
         stt_final_ms=args.stt_final_ms,
         stt_transcript=args.stt_transcript,
     )
+
+
+def _control(parser: argparse.ArgumentParser, started: ServerConfig) -> Callable[[list[str]], ServerConfig]:
+    """`POST /control`'s options as a config, parsed as on the command line; a ValueError names the bad one."""
+
+    def config(options: list[str]) -> ServerConfig:
+        fixed = [name for name in (option.split("=", 1)[0] for option in options) if name in _PROCESS_OPTIONS]
+        if fixed:
+            raise ValueError(f"{fixed[0]}: only a new process can change it. Fix: start another probe serve")
+        said = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(said):
+                args = parser.parse_args(options)
+        except SystemExit:
+            raise ValueError(said.getvalue().strip()) from None
+        new = _config(args)
+        return replace(new, host=started.host, port=started.port, exit_after_s=started.exit_after_s)
+
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from sonic_deploy.standins.server import serve, tls_context
+    except ImportError as error:
+        return missing_extra(error)
+
+    parser: argparse.ArgumentParser = args.serve_parser
+    config = _config(args)
     try:
         tls_context(config)  # loaded again by the server: a bad file is an error here, not a traceback there
     except (OSError, ssl.SSLError) as error:
@@ -180,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     # steps, and uvloop's cached clock can fire a delay early): the server's delays are the reference.
     try:
         with steady_collector(), asyncio.Runner(loop_factory=precise_loop) as runner:
-            runner.run(serve(config))
+            runner.run(serve(config, _control(parser, config) if args.control else None))
     except OSError as error:  # the address is taken, not this host's, or not a host at all
         parser.error(
             f"cannot serve on --host {one_line(repr(args.host))} --port {args.port}: {error.strerror or error}. "
