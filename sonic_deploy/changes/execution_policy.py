@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from sonic_deploy.config.bootstrap import PERMISSIONS_BOUNDARY_NAME
@@ -125,6 +124,8 @@ def apply_execution_policy(
     parts = split_document(document, document_path)
     if len(split_document(boundary, boundary_path)) > 1:
         raise ExecutionPolicyError(f"{boundary_path}: over IAM's {MAX_POLICY_CHARACTERS} characters")
+    import boto3  # here: the subcommands that make no AWS call start 0.13 s sooner
+
     session = boto3.session.Session(region_name=region)
     partition = session.get_partition_for_region(region)
     arn = policy_arn(partition=partition, account=account, name=PERMISSIONS_BOUNDARY_NAME)
