@@ -51,11 +51,22 @@ class VersionConcurrency(Strict):
     )
 
 
+class PackageTypes(Strict):
+    """`[model_package."<sonic version>"]`: the instance types the version's Marketplace model package
+    serves real-time inference on, as its listing states them."""
+
+    instance_types: Annotated[list[str], Field(min_length=1)]
+    source: Annotated[str, Field(min_length=1)] = Field(description="who says so, and where")
+
+
 class InstanceCatalogue(Strict):
     gpus: dict[str, GpuModel]
     instance_types: dict[str, InstanceType]
     concurrency: dict[str, VersionConcurrency] = Field(
         min_length=1, description="Sonic version -> its concurrency figures"
+    )
+    model_package: dict[str, PackageTypes] = Field(
+        default={}, description="Sonic version -> the SageMaker types its model package supports"
     )
 
 

@@ -47,6 +47,15 @@ def cloudformation_stack_name(environment: str, route: str) -> str:
 
 
 @dataclass(frozen=True)
+class InstancePool:
+    """One SageMaker instance type of the endpoint: the streams and GPUs of one of its instances."""
+
+    instance_type: str
+    streams: int
+    gpus: int
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the app and the operator tools need for one deployment environment."""
 
@@ -74,6 +83,19 @@ class Settings:
         if configured is not None:
             return configured
         return self.catalogue_streams(self.environment.sagemaker.instance_type).streams
+
+    @property
+    def sagemaker_pools(self) -> tuple[InstancePool, ...]:
+        """The endpoint's instance types by priority, `instance_type` then `capacity.fallback_types`: what one
+        instance serves (the first's as `sagemaker_streams_per_instance`, the others' from the catalogue)."""
+        sagemaker = self.environment.sagemaker
+        streams = [self.sagemaker_streams_per_instance]
+        streams += [self.catalogue_streams(t).streams for t in sagemaker.capacity.fallback_types]
+        types = [sagemaker.instance_type, *sagemaker.capacity.fallback_types]
+        return tuple(
+            InstancePool(t, s, self.catalogue.instance_types[t].gpus)
+            for t, s in zip(types, streams, strict=True)
+        )
 
     @property
     def resource_prefix(self) -> str:

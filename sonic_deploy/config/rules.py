@@ -70,6 +70,16 @@ def check_catalogue(path: Path, catalogue: InstanceCatalogue) -> None:
                     problem=f"no concurrency figure for {gpu} (used by {instance_type}) under {version}",
                     fix=f"add a [{table}.per_gpu.{gpu}] table with streams and source",
                 )
+    for version, supported in catalogue.model_package.items():
+        for instance_type in supported.instance_types:
+            if not (instance_type.startswith("ml.") and instance_type in catalogue.instance_types):
+                raise ConfigError(
+                    file=path,
+                    field=toml_path(["model_package", version, "instance_types"]),
+                    value=instance_type,
+                    problem="not a SageMaker (ml.) type described under [instance_types]",
+                    fix=f'add an [instance_types."{instance_type}"] table, or correct the name',
+                )
 
 
 def check_packages(path: Path, packages: ModelPackages) -> None:

@@ -137,7 +137,7 @@ def test_unknown_key_suggests_the_right_one(edit_config: EditConfig) -> None:
     config = edit_config(DEV, "max_instances = 4", "max_instance = 4")
     assert error_for(config) == (
         f"{config}/environments/dev.toml: sagemaker.max_instance = 4: unknown key. Fix: did you mean "
-        "'max_instances'? remove or rename it; known keys here: alarms, endpoint_name, instance_type, "
+        "'max_instances'? remove or rename it; known keys here: alarms, capacity, endpoint_name, instance_type, "
         "max_instances, min_instances, model_data_download_timeout_s, scale_in_cooldown_s, scale_out_cooldown_s, "
         "startup_health_check_timeout_s, streams_per_instance, target_utilisation"
     )

@@ -23,6 +23,26 @@ class AlarmConfig(Strict):
     )
 
 
+class CapacityConfig(Strict):
+    """`[sagemaker.capacity]`: where the endpoint's instances come from (docs/capacity.md, "SageMaker")."""
+
+    fallback_types: Annotated[list[str], Field(max_length=4)] = Field(
+        default=[],
+        description="instance types SageMaker falls back to, in this order, when instance_type has no "
+        "capacity (instance pools: at most five types in all)",
+    )
+    provision_timeout_s: Annotated[int, Field(ge=300, le=3600)] | None = Field(
+        default=None,
+        description="how long SageMaker tries to get instances, across all the types, before it gives up "
+        "(VariantInstanceProvisionTimeoutInSeconds; SageMaker's default when left out)",
+    )
+    ml_reservation_arn: str | None = Field(
+        default=None,
+        description="a training plan reserved for endpoints (`training-plan/NAME`): the instances come "
+        "only from it, and the endpoint stops serving when it ends",
+    )
+
+
 class SageMakerConfig(Strict):
     instance_type: str = "ml.g6e.xlarge"
     min_instances: Annotated[int, Field(ge=0, le=1000)] = 2
@@ -37,3 +57,4 @@ class SageMakerConfig(Strict):
     scale_out_cooldown_s: Annotated[int, Field(ge=0, le=86_400)] = 30
     scale_in_cooldown_s: Annotated[int, Field(ge=0, le=86_400)] = 900
     alarms: AlarmConfig = AlarmConfig()
+    capacity: CapacityConfig = CapacityConfig()

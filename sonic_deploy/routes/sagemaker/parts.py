@@ -16,13 +16,14 @@ from aws_cdk import aws_logs as logs
 
 from sonic_deploy.config import Settings
 from sonic_deploy.config.catalogue import InstanceType
+from sonic_deploy.config.loader import InstancePool
 from sonic_deploy.config.schema import TurnHop
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.probe_task import TASK_ENDPOINTS, invoke_endpoint, turn_hop_endpoints
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
 from sonic_deploy.routes.sagemaker.config import SageMakerConfig
-from sonic_deploy.routes.sagemaker.constructs.endpoint_alarms import EndpointAlarms
+from sonic_deploy.routes.sagemaker.constructs.endpoint_alarms import EndpointAlarms, busiest
 from sonic_deploy.routes.sagemaker.constructs.operations import SageMakerOperations
 from sonic_deploy.routes.sagemaker.constructs.sonic_endpoint import SonicEndpoint
 from sonic_deploy.stacks.common import probe_and_canary
@@ -72,12 +73,13 @@ def scaled_endpoint(
     model_package_arn: str,
     endpoint_name: str,
     instance: InstanceType,
-    streams_per_instance: int,
+    pools: Sequence[InstancePool],
     network: Network,
     key: kms.IKey,
     log_retention: logs.RetentionDays,
 ) -> SonicEndpoint:
     """Builds Sonic, the endpoint in the network's private subnets, and Scaling, its instance count."""
+    capacity = sm.capacity
     endpoint = SonicEndpoint(
         stack,
         "Sonic",
@@ -92,7 +94,13 @@ def scaled_endpoint(
         volume_key=None if instance.local_storage else key,
         startup_health_check_timeout=Duration.seconds(sm.startup_health_check_timeout_s),
         model_data_download_timeout=Duration.seconds(sm.model_data_download_timeout_s),
+        fallback_types=capacity.fallback_types,
+        provision_timeout=None
+        if capacity.provision_timeout_s is None
+        else Duration.seconds(capacity.provision_timeout_s),
+        ml_reservation_arn=capacity.ml_reservation_arn,
     )
+    streams, gpu = _tracked(endpoint, pools)
     StreamScaling(
         stack,
         "Scaling",
@@ -101,15 +109,31 @@ def scaled_endpoint(
         scalable_dimension="sagemaker:variant:DesiredInstanceCount",
         min_capacity=sm.min_instances,
         max_capacity=sm.max_instances,
-        streams=TrackedMetric.predefined_metric(CONCURRENCY_METRIC),
-        streams_target=streams_per_instance * sm.target_utilisation,
-        gpu=TrackedMetric.single(endpoint.metric("GPUUtilization", instance_metric=True)),
+        streams=streams,
+        streams_target=sm.target_utilisation * (pools[0].streams if len(pools) == 1 else 1),
+        gpu=gpu,
         # GPUUtilization is 0-100 per GPU, summed over the instance's GPUs.
-        gpu_target_percent=round(100 * sm.target_utilisation * instance.gpus, 1),
+        gpu_target_percent=round(100 * sm.target_utilisation * (instance.gpus if len(pools) == 1 else 1), 1),
         scale_out_cooldown=Duration.seconds(sm.scale_out_cooldown_s),
         scale_in_cooldown=Duration.seconds(sm.scale_in_cooldown_s),
     )
     return endpoint
+
+
+def _tracked(endpoint: SonicEndpoint, pools: Sequence[InstancePool]) -> tuple[TrackedMetric, TrackedMetric]:
+    """What the stream and GPU policies follow: the variant's concurrency and GPU use per instance, or, with
+    instance pools, the busiest type's share of what its instances serve (so that no type runs past the
+    target; docs/capacity.md, "Scaling a mix of types")."""
+    if len(pools) == 1:
+        return TrackedMetric.predefined_metric(CONCURRENCY_METRIC), TrackedMetric.single(
+            endpoint.metric("GPUUtilization", instance_metric=True)
+        )
+    streams = busiest(endpoint, pools, "ConcurrentRequestsPerModel", "c", lambda pool: pool.streams)
+    gpu = busiest(endpoint, pools, "GPUUtilization", "g", lambda pool: pool.gpus, instance_metric=True)
+    return (
+        TrackedMetric.math(streams.expression, streams.using_metrics),  # type: ignore[arg-type]
+        TrackedMetric.math(gpu.expression, gpu.using_metrics),  # type: ignore[arg-type]
+    )
 
 
 def operate(
@@ -130,8 +154,7 @@ def operate(
         model_latency_p95_ms=alarms.model_latency_p95_ms,
         gpu_pinned_percent=alarms.gpu_pinned_percent,
         gpu_pinned_minutes=alarms.gpu_pinned_minutes,
-        gpus_per_instance=gpus,
-        streams_per_instance=settings.sagemaker_streams_per_instance,
+        pools=settings.sagemaker_pools,
         capacity_minutes=alarms.capacity_minutes,
     )
     # The probe calls through the runtime's VPC endpoint, as callers do.

@@ -17,16 +17,100 @@ if TYPE_CHECKING:
     from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
 
 
-def check_sagemaker(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
+# A training plan's ARN (CreateEndpointConfig, MlReservationArn: arn:aws[a-z-]*:sagemaker:REGION:ACCOUNT:...).
+_TRAINING_PLAN = re.compile(
+    r"arn:aws[a-z-]*:sagemaker:([a-z0-9-]+):([0-9]{12}):training-plan/[A-Za-z0-9-]{1,64}"
+)
+
+
+def _check_types(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
+    """Each type is a catalogued ml. type the model package serves (when the catalogue says which)."""
     sm = env.sagemaker
     gpu_ml_types = sorted(t for t in catalogue.instance_types if t.startswith("ml."))
-    if sm.instance_type not in gpu_ml_types:
+    supported = catalogue.model_package.get(env.sonic_version)
+    fields = [("sagemaker.instance_type", sm.instance_type)]
+    fields += [
+        (f"sagemaker.capacity.fallback_types[{i}]", t) for i, t in enumerate(sm.capacity.fallback_types)
+    ]
+    for field, instance_type in fields:
+        if instance_type not in gpu_ml_types:
+            fail(
+                field,
+                instance_type,
+                "not a GPU SageMaker (ml.) instance type",
+                f"use one of {', '.join(gpu_ml_types)}, or describe it in config/{INSTANCE_TYPES_FILE}",
+            )
+        elif supported is not None and instance_type not in supported.instance_types:
+            fail(
+                field,
+                instance_type,
+                f"not a type the {env.sonic_version} model package serves ({supported.source})",
+                f"use {' or '.join(supported.instance_types)}; or, once the package's own list has it "
+                f'(`sonic-deploy preflight`), add it to [model_package."{env.sonic_version}"] in '
+                f"config/{INSTANCE_TYPES_FILE}",
+            )
+    if len({catalogue.instance_types[t].local_storage for _, t in fields}) > 1:
         fail(
-            "sagemaker.instance_type",
-            sm.instance_type,
-            "not a GPU SageMaker (ml.) instance type",
-            f"use one of {', '.join(gpu_ml_types)}, or describe it in config/{INSTANCE_TYPES_FILE}",
+            "sagemaker.capacity.fallback_types",
+            sm.capacity.fallback_types,
+            "mixes types with local NVMe storage and types without: the endpoint config has one volume key, "
+            "which SageMaker refuses for the former and the latter need (config/instance_types.toml)",
+            "fall back only to types whose local_storage is the same as instance_type's",
         )
+    if sm.capacity.fallback_types and supported is None:
+        fail(
+            "sagemaker.capacity.fallback_types",
+            sm.capacity.fallback_types,
+            f"config/{INSTANCE_TYPES_FILE} names no types the {env.sonic_version} model package serves",
+            f'add [model_package."{env.sonic_version}"] with the listing\'s instance_types and source',
+        )
+
+
+def _check_capacity(fail: Fail, env: EnvironmentConfig) -> None:
+    sm, capacity = env.sagemaker, env.sagemaker.capacity
+    types = [sm.instance_type, *capacity.fallback_types]
+    repeated = sorted({t for t in types if types.count(t) > 1})
+    if repeated:
+        fail(
+            "sagemaker.capacity.fallback_types",
+            capacity.fallback_types,
+            f"names {', '.join(repeated)} twice (instance_type is the first pool)",
+            "list each type once, after instance_type",
+        )
+    arn = capacity.ml_reservation_arn
+    if arn is None:
+        return
+    match = _TRAINING_PLAN.fullmatch(arn)
+    if match is None:
+        fail(
+            "sagemaker.capacity.ml_reservation_arn",
+            arn,
+            "not a training plan's ARN",
+            f"use arn:aws:sagemaker:{env.region}:<account>:training-plan/<name> (aws sagemaker list-training-plans)",
+        )
+    elif match.group(1) != env.region:
+        fail(
+            "sagemaker.capacity.ml_reservation_arn",
+            arn,
+            f"a plan of {match.group(1)}: the endpoint is in {env.region}",
+            f"name a training plan of {env.region}",
+        )
+    if capacity.fallback_types:
+        # SageMaker Developer Guide, "Deploy an inference endpoint using the API": the variant's InstanceType
+        # "must match the InstanceType of your training plan"; instance pools replace InstanceType.
+        fail(
+            "sagemaker.capacity.ml_reservation_arn",
+            arn,
+            "a reservation with fallback_types: the variant's instance type must match the plan's, and "
+            "instance pools have none (docs/capacity.md, SageMaker)",
+            "keep the reservation or the fallback types, not both",
+        )
+
+
+def check_sagemaker(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue) -> None:
+    sm = env.sagemaker
+    _check_types(fail, env, catalogue)
+    _check_capacity(fail, env)
     if sm.min_instances < 2:
         fail(
             "sagemaker.min_instances",

@@ -38,7 +38,7 @@ class SageMakerStack(SonicStack):
             model_package_arn=settings.model_package_arn,
             endpoint_name=settings.endpoint_name,
             instance=settings.sagemaker_instance,
-            streams_per_instance=settings.sagemaker_streams_per_instance,
+            pools=settings.sagemaker_pools,
             network=network,
             key=key,
             log_retention=log_retention(env.log_retention_days),

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from aws_cdk import aws_cloudwatch as cloudwatch
 
 from sonic_deploy.config import Settings
+from sonic_deploy.config.loader import InstancePool
 from sonic_deploy.constructs.canary_alarms import CanaryMetrics
 from sonic_deploy.constructs.dashboard import alarm_states, canary_widgets, graph, note
 from sonic_deploy.routes.sagemaker.constructs.endpoint_alarms import CONCURRENCY
@@ -35,7 +36,7 @@ def sagemaker_rows(
     if canary is not None:
         errors.append(canary.runs()["Throttled"])
     name = settings.endpoint_name
-    return [
+    rows: list[list[cloudwatch.IWidget]] = [
         [
             *canary_widgets(
                 canary,
@@ -88,4 +89,45 @@ def sagemaker_rows(
                 width=6,
             ),
         ],
+    ]
+    pools = settings.sagemaker_pools
+    if len(pools) > 1:
+        rows.append(_pool_row(endpoint, pools, name, settings.environment.sagemaker.target_utilisation))
+    return rows
+
+
+def _pool_row(
+    endpoint: SonicEndpoint, pools: Sequence[InstancePool], name: str, target_utilisation: float
+) -> list[cloudwatch.IWidget]:
+    """Instance pools: each type's load and traffic (the InstanceType dimension), and where the counts are."""
+    return [
+        graph(
+            "Concurrent requests per instance, by type",
+            [
+                endpoint.metric(CONCURRENCY, statistic="Average", instance_type=pool.instance_type).with_(
+                    label=f"{pool.instance_type} (serves {pool.streams})"
+                )
+                for pool in pools
+            ],
+            width=9,
+        ),
+        graph(
+            "Invocations by type (a fallback type here: the first had no capacity)",
+            [
+                endpoint.metric("Invocations", statistic="Sum", instance_type=pool.instance_type).with_(
+                    label=pool.instance_type
+                )
+                for pool in pools
+            ],
+            width=9,
+        ),
+        note(
+            "### Instances per type\n"
+            f"Priority: {' > '.join(pool.instance_type for pool in pools)}. SageMaker documents no instance count "
+            "per type in CloudWatch: "
+            f"`aws sagemaker describe-endpoint --endpoint-name {name}` lists them "
+            "(`ProductionVariants[].InstancePools[].CurrentInstanceCount`). Scaling keeps the busiest type at "
+            f"{target_utilisation:g} of what its instances serve.",
+            width=6,
+        ),
     ]

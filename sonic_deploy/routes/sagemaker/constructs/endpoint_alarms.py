@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
+from sonic_deploy.config.loader import InstancePool
 from sonic_deploy.constructs.alerting import Alerting
-from sonic_deploy.routes.sagemaker.constructs.sonic_endpoint import SonicEndpoint
+from sonic_deploy.routes.sagemaker.constructs.sonic_endpoint import ONE_MINUTE, SonicEndpoint
 
 FIVE_MINUTES = Duration.minutes(5)
 
@@ -20,8 +23,9 @@ CONCURRENCY = "ConcurrentRequestsPerModel"
 
 class EndpointAlarms(Construct):
     """5XX and 4XX errors (429 = no free capacity), ModelLatency p95, concurrency above what an instance
-    serves, GPU utilisation pinned high. None has actions of its own: the route's Page composite pages
-    (SageMakerOperations); Errors4xx is in none of its composites."""
+    serves, GPU utilisation pinned high; with instance pools, each of the last two for the busiest type,
+    and FallbackInUse. None has actions of its own: the route's Page composite pages (SageMakerOperations);
+    Errors4xx is in none of its composites."""
 
     def __init__(
         self,
@@ -35,11 +39,12 @@ class EndpointAlarms(Construct):
         model_latency_p95_ms: float,
         gpu_pinned_percent: float,
         gpu_pinned_minutes: int,
-        gpus_per_instance: int,
-        streams_per_instance: int,
+        pools: Sequence[InstancePool],
         capacity_minutes: int,
     ) -> None:
+        """`pools`: the endpoint's instance types by priority (one unless it has instance pools)."""
         super().__init__(scope, construct_id)
+        streams_per_instance, gpus_per_instance = pools[0].streams, pools[0].gpus
         self.errors_5xx = alerting.alarm(
             "Errors5xx",
             metric=endpoint.metric("Invocation5XXErrors", statistic="Sum", period=FIVE_MINUTES),
@@ -67,6 +72,12 @@ class EndpointAlarms(Construct):
         # target_utilisation); above streams_per_instance the instances serve no more and requests queue.
         # UNVERIFIED: how "per model" averages over an instance-based variant's instances was not found in
         # SageMaker's documentation here.
+        if len(pools) > 1:
+            self._for_pools(
+                alerting, endpoint, pools, gpu_pinned_percent, gpu_pinned_minutes, capacity_minutes
+            )
+            return
+        self.fallback_in_use: cloudwatch.Alarm | None = None
         self.concurrency = alerting.alarm(
             "ConcurrencyAboveCapacity",
             metric=endpoint.metric(CONCURRENCY, statistic="Average"),
@@ -86,3 +97,82 @@ class EndpointAlarms(Construct):
             description=f"GPU utilisation above {gpu_pinned_percent:g}% for {gpu_pinned_minutes} minutes: "
             "scaling is not keeping up (check max_instances and the instance quota).",
         )
+
+    def _for_pools(
+        self,
+        alerting: Alerting,
+        endpoint: SonicEndpoint,
+        pools: Sequence[InstancePool],
+        gpu_pinned_percent: float,
+        gpu_pinned_minutes: int,
+        capacity_minutes: int,
+    ) -> None:
+        """Per type, by the InstanceType dimension SageMaker adds for instance pools (SageMaker Developer
+        Guide, "Deploy to multiple instance types with instance pools", Monitor instance pools)."""
+        streams = busiest(endpoint, pools, CONCURRENCY, "c", lambda pool: pool.streams)
+        self.concurrency = alerting.alarm(
+            "ConcurrencyAboveCapacity",
+            metric=streams,
+            threshold=1,
+            evaluation_periods=capacity_minutes,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            description="Concurrent requests per instance of some instance type above the streams it serves "
+            f"for {capacity_minutes} minutes: requests queue or get 429s (max_instances, the quotas).",
+        )
+        gpu = busiest(endpoint, pools, "GPUUtilization", "g", lambda pool: pool.gpus, instance_metric=True)
+        self.gpu_pinned = alerting.alarm(
+            "GpuPinned",
+            metric=gpu,
+            threshold=gpu_pinned_percent,
+            evaluation_periods=gpu_pinned_minutes,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            description=f"GPU utilisation of some instance type above {gpu_pinned_percent:g}% for "
+            f"{gpu_pinned_minutes} minutes: scaling is not keeping up (max_instances, the quotas).",
+        )
+        fallbacks = {
+            f"f{i}": endpoint.metric("Invocations", statistic="Sum", instance_type=pool.instance_type)
+            for i, pool in enumerate(pools[1:], start=2)
+        }
+        # Pages through CapacityAtRisk, as the ECS route's fallback AZ does: callers are served, the first
+        # type is short. FILL: a type with no instances has no data point.
+        self.fallback_in_use = alerting.alarm(
+            "FallbackInUse",
+            metric=cloudwatch.MathExpression(
+                expression=f"SUM([{', '.join(f'FILL({i}, 0)' for i in fallbacks)}])",
+                using_metrics=fallbacks,
+                label="invocations on fallback types",
+                period=ONE_MINUTE,
+            ),
+            threshold=1,
+            evaluation_periods=5,
+            description=f"Instances of a fallback type ({', '.join(p.instance_type for p in pools[1:])}) serve "
+            f"requests: SageMaker had no {pools[0].instance_type} capacity. Each type's share of the load is on "
+            "the dashboard; `aws sagemaker describe-endpoint` lists the instances per type.",
+        )
+
+
+def busiest(
+    endpoint: SonicEndpoint,
+    pools: Sequence[InstancePool],
+    metric_name: str,
+    prefix: str,
+    capacity: Callable[[InstancePool], int],
+    *,
+    instance_metric: bool = False,
+) -> cloudwatch.MathExpression:
+    """The busiest instance type's `metric_name` (Average per instance) over what one of its instances
+    holds (`capacity`): 1.0 when that type runs full."""
+    using = {
+        f"{prefix}{i}": endpoint.metric(
+            metric_name, instance_metric=instance_metric, instance_type=pool.instance_type
+        )
+        for i, pool in enumerate(pools, start=1)
+    }
+    # FILL: a type with no instances has no data point (harmless under MAX).
+    ratios = ", ".join(f"FILL({i}, 0) / {capacity(pool)}" for i, pool in zip(using, pools, strict=True))
+    return cloudwatch.MathExpression(
+        expression=f"MAX([{ratios}])",
+        using_metrics=using,
+        label=f"busiest type: {metric_name}",
+        period=ONE_MINUTE,
+    )

@@ -44,7 +44,11 @@ class SageMakerOperations(Construct):
         alarms = page_composites(
             alerting,
             callers=callers,
-            capacity=[endpoint_alarms.concurrency, endpoint_alarms.gpu_pinned],
+            capacity=[
+                endpoint_alarms.concurrency,
+                endpoint_alarms.gpu_pinned,
+                *([endpoint_alarms.fallback_in_use] if endpoint_alarms.fallback_in_use is not None else []),
+            ],
             blind=blind,
         )
 

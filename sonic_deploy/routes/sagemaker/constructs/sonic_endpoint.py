@@ -59,10 +59,16 @@ class SonicEndpoint(Construct):
         volume_key: kms.IKey | None,
         startup_health_check_timeout: Duration,
         model_data_download_timeout: Duration,
+        fallback_types: Sequence[str] = (),
+        provision_timeout: Duration | None = None,
+        ml_reservation_arn: str | None = None,
     ) -> None:
+        """`fallback_types`: instance pools after `instance_type`, by priority (docs/capacity.md, SageMaker);
+        `ml_reservation_arn`: a training plan the instances come from, and only from."""
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
         self.variant_name = VARIANT_NAME
+        self.instance_types = (instance_type, *fallback_types)
 
         self.security_group = ec2.SecurityGroup(
             self,
@@ -116,7 +122,24 @@ class SonicEndpoint(Construct):
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                     variant_name=VARIANT_NAME,
                     model_name=self.model.attr_model_name,
-                    instance_type=instance_type,
+                    instance_type=None if fallback_types else instance_type,
+                    instance_pools=[
+                        sagemaker.CfnEndpointConfig.InstancePoolProperty(
+                            instance_type=pool, priority=priority
+                        )
+                        for priority, pool in enumerate(self.instance_types, start=1)
+                    ]
+                    if fallback_types
+                    else None,
+                    variant_instance_provision_timeout_in_seconds=None
+                    if provision_timeout is None
+                    else int(provision_timeout.to_seconds()),
+                    capacity_reservation_config=None
+                    if ml_reservation_arn is None
+                    else sagemaker.CfnEndpointConfig.CapacityReservationConfigProperty(
+                        capacity_reservation_preference="capacity-reservations-only",
+                        ml_reservation_arn=ml_reservation_arn,
+                    ),
                     initial_instance_count=instance_count,
                     initial_variant_weight=1.0,
                     container_startup_health_check_timeout_in_seconds=int(
@@ -275,13 +298,18 @@ class SonicEndpoint(Construct):
         statistic: str = "Average",
         period: Duration = ONE_MINUTE,
         instance_metric: bool = False,
+        instance_type: str | None = None,
     ) -> cloudwatch.Metric:
         """A metric of this endpoint's variant: invocation metrics (AWS/SageMaker) or, with
-        `instance_metric`, per-instance ones such as GPUUtilization (/aws/sagemaker/Endpoints)."""
+        `instance_metric`, per-instance ones such as GPUUtilization (/aws/sagemaker/Endpoints); with
+        `instance_type`, that type's instances only (the InstanceType dimension of instance pools)."""
+        dimensions = {"EndpointName": self.endpoint.attr_endpoint_name, "VariantName": VARIANT_NAME}
+        if instance_type is not None:
+            dimensions["InstanceType"] = instance_type
         return cloudwatch.Metric(
             namespace=INSTANCE_NAMESPACE if instance_metric else INVOCATION_NAMESPACE,
             metric_name=name,
-            dimensions_map={"EndpointName": self.endpoint.attr_endpoint_name, "VariantName": VARIANT_NAME},
+            dimensions_map=dimensions,
             statistic=statistic,
             period=period,
         )

@@ -67,7 +67,8 @@ def _endpoint_stack(*, volume_key: bool) -> Template:
     return Template.from_stack(_endpoint(App(), volume_key=volume_key, instance_type="ml.p3.2xlarge"))
 
 
-def _endpoint(app: App, *, volume_key: bool, instance_type: str) -> Stack:
+def _endpoint(app: App, *, volume_key: bool, instance_type: str, **options: Any) -> Stack:
+    """SonicEndpoint in a bare stack; `options`: its optional props (fallback types, a reservation)."""
     stack = Stack(app, "Test")
     vpc = ec2.Vpc(
         stack,
@@ -91,6 +92,7 @@ def _endpoint(app: App, *, volume_key: bool, instance_type: str) -> Stack:
         volume_key=key if volume_key else None,
         startup_health_check_timeout=Duration.minutes(10),
         model_data_download_timeout=Duration.minutes(20),
+        **options,
     )
     return stack
 
