@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
@@ -9,7 +10,15 @@ from botocore.exceptions import ClientError
 from sonic_deploy.config import Settings
 from sonic_deploy.preflight.capacity_in_use import InUse, endpoint_instances_in_use
 from sonic_deploy.preflight.quotas import BLUE_GREEN_FACTOR, increase_command, quota_by_name
-from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, error_message, failed, passed
+from sonic_deploy.preflight.results import (
+    CheckResult,
+    aws_error,
+    error_code,
+    error_message,
+    failed,
+    passed,
+    skipped,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
@@ -64,10 +73,14 @@ def check_model_package(sagemaker: SageMakerClient, settings: Settings, account:
 
 
 def check_endpoint_quota(
-    quotas: ServiceQuotasClient, sagemaker_client: SageMakerClient, settings: Settings
+    quotas: ServiceQuotasClient,
+    sagemaker_client: SageMakerClient,
+    settings: Settings,
+    instance_type: str | None = None,
 ) -> CheckResult:
+    """`instance_type`'s quota (default `sagemaker.instance_type`): any pool's type may hold every instance."""
     sagemaker = settings.environment.sagemaker
-    instance_type, region = sagemaker.instance_type, settings.environment.region
+    instance_type, region = instance_type or sagemaker.instance_type, settings.environment.region
     name = f"{instance_type} for endpoint usage"
     check = f"quota: {name}"
     try:
@@ -100,9 +113,11 @@ def check_endpoint_quota(
     return passed(check, detail)
 
 
-def check_zones_offer_hardware(ec2: EC2Client, settings: Settings) -> CheckResult:
+def check_zones_offer_hardware(
+    ec2: EC2Client, settings: Settings, instance_type: str | None = None
+) -> CheckResult:
     """SageMaker has no per-AZ offering API; EC2's offering of the same hardware is the closest evidence."""
-    instance_type = settings.environment.sagemaker.instance_type
+    instance_type = instance_type or settings.environment.sagemaker.instance_type
     hardware = instance_type.removeprefix("ml.")
     zones = settings.environment.network.zones
     check = f"{hardware} hardware in the endpoint's AZs"
@@ -159,12 +174,96 @@ def check_endpoint_log_group(
     return passed(check, "free for the stack to create")
 
 
+def check_package_types(sagemaker: SageMakerClient, settings: Settings) -> CheckResult:
+    """The types the endpoint may run on are ones the subscribed package lists for real-time inference."""
+    check = "instance types the model package serves"
+    wanted = [pool.instance_type for pool in settings.sagemaker_pools]
+    arn = settings.model_package_arn
+    try:
+        package = sagemaker.describe_model_package(ModelPackageName=arn or "")
+    except ClientError:
+        return skipped(check, "the package cannot be described (the subscription check says why)")
+    served = package.get("InferenceSpecification", {}).get("SupportedRealtimeInferenceInstanceTypes", [])
+    if not served:
+        return skipped(check, f"{arn} lists no real-time instance types")
+    missing = [t for t in wanted if t not in served]
+    if missing:
+        return failed(
+            check,
+            f"{arn} does not serve {', '.join(missing)} in real time; it serves {', '.join(served)}",
+            "use those in sagemaker.instance_type and sagemaker.capacity.fallback_types (and the catalogue's "
+            f'[model_package."{settings.environment.sonic_version}"])',
+        )
+    return passed(check, f"{', '.join(wanted)}, of the {len(served)} types {arn} serves")
+
+
+def check_reservation(sagemaker: SageMakerClient, settings: Settings) -> CheckResult | None:
+    """The training plan of `sagemaker.capacity.ml_reservation_arn`, if any: active, for endpoints, of the
+    endpoint's type, and big enough (Developer Guide, "Using training plans for SageMaker inference
+    endpoints": "The training plan must be in the Active status")."""
+    sm = settings.environment.sagemaker
+    arn = sm.capacity.ml_reservation_arn
+    if arn is None:
+        return None
+    name = arn.rsplit("/", 1)[1]
+    check = f"training plan {name}"
+    try:
+        plan = sagemaker.describe_training_plan(TrainingPlanName=name)
+    except ClientError as error:
+        return aws_error(check, error, "sagemaker:DescribeTrainingPlan")
+    status, end = plan.get("Status", "unknown"), plan.get("EndTime")
+    window = f"{plan.get('StartTime', '?')} to {end or '?'}"
+    summaries = plan.get("ReservedCapacitySummaries", [])
+    types = sorted({s.get("InstanceType", "?") for s in summaries})
+    ours = [s for s in summaries if s.get("InstanceType") == sm.instance_type]
+    total = sum(s.get("TotalInstanceCount", 0) for s in ours)
+    # An update is blue/green: a second fleet as large as the first, and under capacity-reservations-only it
+    # too comes from the plan only.
+    needed = sm.min_instances * BLUE_GREEN_FACTOR
+    zones = settings.environment.network.zones
+    elsewhere = sorted({z for s in ours if (z := s.get("AvailabilityZone")) and z not in zones})
+    problems = []
+    if status != "Active":
+        problems.append(f"it is {status}, not Active ({window})")
+    if end is not None and end <= datetime.datetime.now(datetime.UTC):
+        problems.append(f"it ended at {end}")
+    if "endpoint" not in plan.get("TargetResources", []):
+        problems.append(f"it is for {', '.join(plan.get('TargetResources', [])) or 'nothing'}, not endpoints")
+    if not ours:
+        problems.append(f"it reserves {', '.join(types) or 'no type'}, not {sm.instance_type}")
+    elif total < needed:
+        problems.append(
+            f"it holds {total} x {sm.instance_type}, fewer than min_instances {sm.min_instances} x "
+            f"{BLUE_GREEN_FACTOR} (a blue/green update starts a second fleet from the plan)"
+        )
+    if elsewhere:
+        problems.append(
+            f"its instances are in {', '.join(elsewhere)}, not the endpoint's AZs ({', '.join(zones)})"
+        )
+    if problems:
+        return failed(
+            check,
+            "; ".join(problems),
+            "name an Active training plan for endpoints of that type (aws sagemaker list-training-plans), "
+            "or remove sagemaker.capacity.ml_reservation_arn",
+        )
+    return passed(
+        check,
+        f"Active until {end}: {total} x {sm.instance_type}; scaling past {total // BLUE_GREEN_FACTOR} instances "
+        f"(max_instances {sm.max_instances}) or an update larger than that fails (capacity-reservations-only)",
+    )
+
+
 def checks(clients: AwsClients, settings: Settings, account: str) -> list[CheckResult]:
     """The SageMaker route's part of `sonic-deploy preflight`, in the order a newcomer would fix them."""
+    types = [pool.instance_type for pool in settings.sagemaker_pools]
+    reservation = check_reservation(clients.sagemaker, settings)
     return [
         check_model_package(clients.sagemaker, settings, account),
-        check_endpoint_quota(clients.service_quotas, clients.sagemaker, settings),
-        check_zones_offer_hardware(clients.ec2, settings),
+        *([check_package_types(clients.sagemaker, settings)] if len(types) > 1 else []),
+        *(check_endpoint_quota(clients.service_quotas, clients.sagemaker, settings, t) for t in types),
+        *([reservation] if reservation is not None else []),
+        *(check_zones_offer_hardware(clients.ec2, settings, t) for t in types),
         check_endpoint_log_group(clients.logs, clients.cloudformation, settings),
     ]
 
