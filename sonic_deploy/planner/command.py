@@ -19,7 +19,7 @@ from sonic_deploy.arguments import (
     real,
     whole,
 )
-from sonic_deploy.config import load_settings
+from sonic_deploy.config import ConfigError, load_settings
 from sonic_deploy.planner.capacity import HOURS_PER_DAY, Workload
 from sonic_deploy.planner.chart import write_chart
 from sonic_deploy.planner.costs import EcsOverheads
@@ -64,9 +64,9 @@ def add_parser(subparsers: Any) -> None:
         "--instance-types",
         nargs="+",
         type=_INSTANCE_TYPE,
-        default=list(DEFAULT_INSTANCE_TYPES),
         metavar="TYPE",
-        help="types to compare; ml.* types are the SageMaker route, the others ECS",
+        help="types to compare; ml.* types are the SageMaker route, the others ECS (default: "
+        f"{' '.join(DEFAULT_INSTANCE_TYPES)} and the environment's sagemaker.capacity.fallback_types)",
     )
     load = parser.add_argument_group("call volume")
     load.add_argument(
@@ -165,12 +165,14 @@ def _workload(args: argparse.Namespace) -> Workload:
 def check_plan(args: argparse.Namespace) -> str | None:
     """The options together: the call volume's figures, and --probe with the type it measured."""
     _workload(args)  # a ConfigError names the option
-    if args.probe is not None and args.probe_instance_type not in args.instance_types:
+    # Without --instance-types the list also holds the environment's fallback types: run_plan checks then.
+    types = args.instance_types
+    if args.probe is not None and types is not None and args.probe_instance_type not in types:
         given = "no --probe-instance-type" if args.probe_instance_type is None else "--probe-instance-type "
         given += args.probe_instance_type or ""
         return (
             f"--probe with {given}: it must name the instance type the probe measured, one of --instance-types. "
-            f"Fix: add --probe-instance-type with one of {', '.join(args.instance_types)}"
+            f"Fix: add --probe-instance-type with one of {', '.join(types)}"
         )
     if args.probe is None and args.probe_instance_type is not None:
         return "--probe-instance-type without --probe: it names what a probe measured. Fix: add --probe or drop it"
@@ -187,8 +189,20 @@ def run_plan(args: argparse.Namespace) -> int:
     measured = None
     if args.probe is not None:
         measured = (args.probe_instance_type, measured_streams(args.probe, args.ttfa_budget_ms))
+    # Each type the endpoint may fall back to is priced beside the first (docs/capacity.md, SageMaker).
+    fallbacks = settings.environment.sagemaker.capacity.fallback_types
+    types = list(dict.fromkeys(args.instance_types or [*DEFAULT_INSTANCE_TYPES, *fallbacks]))
+    if args.probe is not None and args.probe_instance_type not in types:
+        raise ConfigError(
+            file="command line",
+            field="--probe-instance-type",
+            value=args.probe_instance_type,
+            problem="not one of the types planned (the default list and the environment's "
+            "sagemaker.capacity.fallback_types)",
+            fix=f"use one of {', '.join(types)}, or name the types with --instance-types",
+        )
     prices_file = config_dir / PRICES_FILE
-    if args.refresh_prices and not _refresh(args, prices_file, region):
+    if args.refresh_prices and not _refresh(args, types, prices_file, region):
         return 1
     today = datetime.now(UTC).date()
     plan = build_plan(
@@ -197,7 +211,7 @@ def run_plan(args: argparse.Namespace) -> int:
         prices_file,
         workload,
         region,
-        list(dict.fromkeys(args.instance_types)),
+        types,
         EcsOverheads(),
         today,
         measured,
@@ -208,7 +222,7 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refresh(args: argparse.Namespace, prices_file: Path, region: str) -> bool:
+def _refresh(args: argparse.Namespace, types: list[str], prices_file: Path, region: str) -> bool:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -221,7 +235,7 @@ def _refresh(args: argparse.Namespace, prices_file: Path, region: str) -> bool:
             session.client("pricing", region_name=PRICING_API_REGION),
             session.client("ec2", region_name=region),
             region,
-            list(dict.fromkeys(args.instance_types)),
+            types,
             datetime.now(UTC).date(),
         )
     except (BotoCoreError, ClientError) as error:

@@ -73,6 +73,13 @@ def build_plan(
             f"No Marketplace software fee in {prices_file} ({', '.join(fees)}): SageMaker rows are instances "
             "only (`on-demand, no fee`). Add the fee from the listing's pricing tab."
         )
+    capacity = settings.environment.sagemaker.capacity
+    if capacity.ml_reservation_arn is not None:
+        notes.append(
+            f"sagemaker.capacity.ml_reservation_arn: the endpoint's instances come only from the training plan "
+            f"{capacity.ml_reservation_arn.rsplit('/', 1)[1]}, paid up front (its UpfrontFee: `aws sagemaker "
+            "describe-training-plan`); the SageMaker rows' hourly prices are what the same instances cost without it."
+        )
     unverified = {row for row in used if row.unverified}
     return Plan(
         workload=workload,

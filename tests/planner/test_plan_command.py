@@ -302,3 +302,30 @@ def test_run_elsewhere_the_default_config_folder_is_named(
         main(["plan"])
     assert stopped.value.code == 2
     assert "--config-dir 'config': no such folder" in capsys.readouterr().err
+
+
+def test_the_fallback_types_are_priced_beside_the_first(
+    capsys: pytest.CaptureFixture[str], edit_config: EditConfig
+) -> None:
+    types = 'instance_types = ["ml.g6e.xlarge"]\nsource = "Cartesia docs'
+    edit_config("instance_types.toml", types, types.replace('"]', '", "ml.g6e.2xlarge"]'))
+    config = edit_config(
+        "environments/dev.toml", "", '\n[sagemaker.capacity]\nfallback_types = ["ml.g6e.2xlarge"]\n'
+    )
+    assert main(["plan", "--config-dir", str(config), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert [row["instance_type"] for row in plan["rows"]][:1] == ["ml.g6e.xlarge"]
+    assert "ml.g6e.2xlarge" in [row["instance_type"] for row in plan["rows"]]
+    assert plan["streams_per_instance"]["ml.g6e.2xlarge"]["streams"] == 8  # 1 x L40S at 8 (sonic-3)
+
+
+def test_a_reservation_is_named_in_the_notes(
+    capsys: pytest.CaptureFixture[str], edit_config: EditConfig
+) -> None:
+    plan = "arn:aws:sagemaker:us-east-2:123456789012:training-plan/sonic-endpoints"
+    config = edit_config(
+        "environments/dev.toml", "", f'\n[sagemaker.capacity]\nml_reservation_arn = "{plan}"\n'
+    )
+    assert main(["plan", "--config-dir", str(config), "--json"]) == 0
+    (note,) = [n for n in json.loads(capsys.readouterr().out)["notes"] if "ml_reservation_arn" in n]
+    assert "only from the training plan sonic-endpoints, paid up front" in note
