@@ -9,7 +9,9 @@ What the API does, this code relies on (cartesia_api names the sources): several
 `context_id` with `continue: true` are one audio stream; `{"context_id", "cancel": true}` stops it; `done`
 or `error` ends it. An `error` without a `context_id` goes to the socket's one open context, or, with
 several open, to the one sent last of those still waiting for their first message (the one the server
-most likely refused; see `CartesiaSocket._route`). A socket closed with 1013 ("try again later") means the
+most likely refused; see `CartesiaSocket._route`). A refused context sends nothing more; a 429 naming no
+context that may answer a piece it had sent is dropped (late_refusals.py says when, and what that costs).
+A socket closed with 1013 ("try again later") means the
 server is over capacity. A message for a context never opened on the socket is dropped on a dedicated
 socket (one context at a time), as the official SDK drops it, and counted (`Context.foreign`); on a
 multiplexed socket, where it could be any open context's audio, it ends every context on it at once
@@ -35,6 +37,7 @@ from websockets.frames import DATA_OPCODES, Frame
 from websockets.protocol import Event, State
 
 from sonic_deploy.client import cartesia_api
+from sonic_deploy.client.late_refusals import LateRefusals
 
 Deliver = Callable[[dict[str, Any], float], None]
 _ENDED_KEPT = 4096  # ended context ids remembered per socket, for the late messages of each
@@ -136,6 +139,9 @@ class Context:
         self.socket, self.id = socket, context_id
         self.answered = False
         self.sent = 0  # the socket's count of first sends when this context first sent (0: not yet)
+        self.pieces = 0  # messages sent for it
+        self.first_sent = self.last_sent = 0  # the socket's count of messages at its first and last send
+        self.first_sent_at = 0.0  # perf_counter() at its first send
         self.ended = asyncio.Event()
         self.closed: SocketClosedError | None = None
         self.lost: UnattributableMessageError | None = None
@@ -171,10 +177,16 @@ class Context:
                 self._queue.put_nowait(None)
 
     async def send(self, body: dict[str, Any]) -> None:
-        """A generation request or a piece of one (`continue`), for this context."""
+        """A generation request or a piece of one (`continue`), for this context; nothing once it has ended
+        (a refused context's further pieces would only be refused again)."""
+        if self.ended.is_set():
+            return
         if not self.sent:
             self.sent = self.socket.first_send()
-        await self.socket.send({**body, "context_id": self.id})
+        self.pieces += 1
+        self.first_sent_at = self.first_sent_at or time.perf_counter()
+        self.last_sent = await self.socket.send({**body, "context_id": self.id})
+        self.first_sent = self.first_sent or self.last_sent
 
     async def cancel(self) -> None:
         """Stop this context's audio (also once it has ended here, so that a server still generating for a
@@ -217,6 +229,8 @@ class CartesiaSocket:
         # a cancel, a second `done`) is dropped, as the SDK drops events of contexts it no longer waits for.
         self._ended: dict[str, None] = {}
         self._lost: UnattributableMessageError | None = None
+        self._messages = 0
+        self.late = LateRefusals()
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
@@ -271,8 +285,12 @@ class CartesiaSocket:
         if self.on_room is not None:
             self.on_room(self)
 
-    async def send(self, body: dict[str, Any]) -> None:
+    async def send(self, body: dict[str, Any]) -> int:
+        """Sends `body`; returns the count of messages sent on the socket, this one included."""
+        self._messages += 1
+        count = self._messages
         await self.connection.send(json.dumps(body))
+        return count
 
     async def _read(self) -> None:
         connection = self.connection
@@ -284,9 +302,15 @@ class CartesiaSocket:
                 except MalformedMessageError as error:
                     self._unattributable("malformed", f"a message that is not an event: {error}")
                     continue
+                if self.late.drop(message, at):
+                    continue
                 context = self._route(message)
                 if context is not None:
                     context.receive(message, at)
+                    if message.get("type") != "error":
+                        self.late.answered(context.first_sent)
+                    elif message.get("context_id") is None:
+                        self.late.refused(context.pieces, context.first_sent_at, context.last_sent, at)
                 elif (named := message.get("context_id")) is None or str(named) not in self._ended:
                     if not self.multiplexed:
                         self._foreign()
@@ -334,12 +358,12 @@ class CartesiaSocket:
         named = message.get("context_id")
         if named is not None:
             return self._contexts.get(str(named))
-        if message.get("type") == "error":
-            if len(self._contexts) == 1:
-                return next(iter(self._contexts.values()))
-            waiting = [c for c in self._contexts.values() if c.sent and not c.answered]
-            return max(waiting, key=lambda c: c.sent, default=None)
-        return None
+        if message.get("type") != "error":
+            return None
+        if len(self._contexts) == 1:
+            return next(iter(self._contexts.values()))
+        waiting = [c for c in self._contexts.values() if c.sent and not c.answered]
+        return max(waiting, key=lambda c: c.sent, default=None)
 
     def _close_code(self) -> int | None:
         return self.connection.close_code
@@ -415,11 +439,11 @@ class SocketPool:
 
     def _take(self) -> CartesiaSocket | None:
         """The newest open socket with room, its place kept; stale ones met on the way are retired."""
-        now = time.monotonic()
+        now, clock = time.monotonic(), time.perf_counter()
         found: CartesiaSocket | None = None
         stale: list[CartesiaSocket] = []
         for socket in reversed(self._sockets):
-            if socket.in_flight >= self.contexts_per_socket:
+            if socket.in_flight >= self.contexts_per_socket or socket.late.pending(clock):
                 continue
             if self._stale(socket, now):
                 stale.append(socket)

@@ -53,6 +53,7 @@ class _Socket:
         # refused stream, not a new one. And contexts that completed (their `done` was sent).
         self.silenced = _RecentIds()
         self.completed = _RecentIds()
+        self.refused = _RecentIds()  # refused for want of capacity (a subset of silenced)
 
     async def send(self, text: str) -> None:
         await self.socket.send_str(text)
@@ -80,6 +81,9 @@ class _Socket:
         context = self.contexts.get(generation.context_id)
         if context is None:
             if generation.context_id in self.silenced:
+                if generation.context_id in self.refused and self.behaviour.config.unnamed_refusals:
+                    self.behaviour.counts["late_refusals"] += 1
+                    await self.error(429, "no free capacity", None)
                 return  # no stream left to join
             if generation.context_id in self.completed:
                 await self.error(422, f"context {generation.context_id} has ended", generation.context_id)
@@ -95,7 +99,9 @@ class _Socket:
         if fault is None or fault in STATUS_FAULTS:
             self.silenced.add(generation.context_id)
             if fault is None:
-                await self.error(429, "no free capacity", generation.context_id)
+                self.refused.add(generation.context_id)
+                unnamed = self.behaviour.config.unnamed_refusals
+                await self.error(429, "no free capacity", None if unnamed else generation.context_id)
             else:
                 self.behaviour.release(False)
                 await self.error(STATUS_FAULTS[fault], "injected fault", generation.context_id)

@@ -39,6 +39,9 @@ class ServerConfig:
     stall_ms: float = 2000.0
     parts: str = "aligned"
     api_key: str | None = None
+    # A refused context's 429 names no context, and each further piece sent for it gets another (a server
+    # the clients must not take at its word; issue 31's "429 without context_id").
+    unnamed_refusals: bool = False
     # What a continued context waits for more text when the request names no max_buffer_delay_ms (see
     # cartesia_api: the documented default).
     default_buffer_delay_ms: float = cartesia_api.DEFAULT_BUFFER_DELAY_MS

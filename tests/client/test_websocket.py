@@ -189,3 +189,30 @@ def test_an_error_naming_no_context_after_audio_is_the_one_utterances_429() -> N
     with pytest.raises(ThrottledError) as raised:
         asyncio.run(speak())
     assert (raised.value.kind, raised.value.status) == ("error_event_429", 429)
+
+
+def test_a_refused_utterances_late_pieces_do_not_end_the_admitted_one(
+    reference_server: ServerFactory,
+) -> None:
+    """Room for one stream; a second utterance on the same socket is refused with a 429 that names no
+    context, and so is each piece it had sent before the refusal came back. Those late 429s are the refused
+    utterance's: the admitted one plays whole (it was ended by them, with no audio, before)."""
+    server = reference_server(*PACED, "--audio-ms", "300", "--capacity", "1", "--unnamed-refusals")
+
+    async def run() -> tuple[int, BaseException | int]:
+        async with _client(server, contexts_per_socket=2) as client, client.utterance(voice=VOICE) as first:
+            await first.send("Your table is booked.", final=True)
+            async with client.utterance(voice=VOICE) as second:
+                for piece in ("One, ", "two, ", "three, "):
+                    await second.send(piece)
+                await second.send("four.", final=True)
+                refused = await asyncio.gather(_audio(second), return_exceptions=True)
+            played = await _audio(first)
+            return played, refused[0]
+
+    played, refused = asyncio.run(run())
+    assert isinstance(refused, ThrottledError)
+    assert played == stream_bytes("Your table is booked.", audio_ms=300)
+    stats = server.stats()
+    # The refused utterance's later pieces were each refused again, naming no context.
+    assert (stats["admitted"], stats["over_capacity"], stats.get("late_refusals", 0) >= 1) == (1, 1, True)

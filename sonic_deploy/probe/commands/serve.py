@@ -127,6 +127,12 @@ def add_parser(routes: Any) -> None:
         help="the certificate's private key (PEM, unencrypted)",
     )
     serve.add_argument(
+        "--unnamed-refusals",
+        action="store_true",
+        help="a WebSocket context refused for capacity gets a 429 naming no context_id, and another for each "
+        "further piece sent for it (how a client copes with a server that does not say whose error it is)",
+    )
+    serve.add_argument(
         "--control",
         action="store_true",
         help='also serve POST /control {"options": [...]}: from then on, do what these options say, from zero '
@@ -167,6 +173,7 @@ def _config(args: argparse.Namespace) -> ServerConfig:
         stall_ms=args.stall_ms,
         parts=args.parts,
         api_key=args.api_key,
+        unnamed_refusals=args.unnamed_refusals,
         seed=args.seed,
         exit_after_s=args.exit_after,
         tls_cert=None if args.tls_cert is None else str(args.tls_cert),
