@@ -45,6 +45,7 @@ from sonic_deploy.client.sagemaker import (
     ThrottledError,
     request_body,
 )
+from sonic_deploy.client.telemetry import Telemetry
 
 __all__ = ["SonicSageMakerTTS"]
 
@@ -83,6 +84,7 @@ class SonicSageMakerTTS(tts.TTS[Never]):  # no events beyond the base's
         endpoint_url: str | None = None,
         session: botocore.session.Session | None = None,
         client: SageMakerClient | None = None,
+        telemetry: Telemetry | None = None,
         tokenizer: tokenize.SentenceTokenizer | None = None,
         max_retry_silence_s: float = DEFAULT_RETRY_SILENCE_S,
     ) -> None:
@@ -110,12 +112,20 @@ class SonicSageMakerTTS(tts.TTS[Never]):  # no events beyond the base's
         if client is None:
             if not endpoint_name:
                 raise ValueError("no endpoint_name. Fix: the stack output EndpointName, or client=")
-            client = SageMakerClient(endpoint_name, region=region, endpoint_url=endpoint_url, session=session)
+            client = SageMakerClient(
+                endpoint_name, region=region, endpoint_url=endpoint_url, session=session, telemetry=telemetry
+            )
             self._owns_client = True
-        elif (endpoint_name not in (None, client.endpoint_name)) or region or endpoint_url or session:
+        elif (
+            (endpoint_name not in (None, client.endpoint_name))
+            or region
+            or endpoint_url
+            or session
+            or telemetry
+        ):
             raise ValueError(
                 "client= already names the endpoint and its credentials. Fix: pass endpoint_name, "
-                "region, endpoint_url and session to the SageMakerClient, not here"
+                "region, endpoint_url, session and telemetry to the SageMakerClient, not here"
             )
         else:
             self._owns_client = False

@@ -37,6 +37,7 @@ from sonic_deploy.client.sagemaker import (
     StreamError,
     ThrottledError,
 )
+from sonic_deploy.client.telemetry import Telemetry
 
 # How pipecat should treat each typed error, set on the ErrorFrame itself: a permanent category (the two
 # auth ones, INVALID_REQUEST) writes the service off for the call (utils/errors.py:66-72,
@@ -101,6 +102,7 @@ class SonicSageMakerTTSService(TTSService):
         endpoint_url: str | None = None,
         session: botocore.session.Session | None = None,
         client: SageMakerClient | None = None,
+        telemetry: Telemetry | None = None,
         settings: TTSSettings | None = None,
         **kwargs: Any,
     ) -> None:
@@ -115,16 +117,24 @@ class SonicSageMakerTTSService(TTSService):
                     "no endpoint. Fix: endpoint_name= (the stack output EndpointName), or client= a shared "
                     "SageMakerClient"
                 )
-            client = SageMakerClient(endpoint_name, region=region, endpoint_url=endpoint_url, session=session)
+            client = SageMakerClient(
+                endpoint_name, region=region, endpoint_url=endpoint_url, session=session, telemetry=telemetry
+            )
             self._owns_client = True
-        elif endpoint_name not in (None, client.endpoint_name) or (region, endpoint_url, session) != (
+        elif endpoint_name not in (None, client.endpoint_name) or (
+            region,
+            endpoint_url,
+            session,
+            telemetry,
+        ) != (
+            None,
             None,
             None,
             None,
         ):
             raise ValueError(
                 "client= already names its endpoint, Region and credentials. Fix: pass either client= "
-                "or endpoint_name= (with region=, endpoint_url=, session=), not both"
+                "or endpoint_name= (with region=, endpoint_url=, session=, telemetry=), not both"
             )
         else:
             self._owns_client = False

@@ -28,7 +28,7 @@ import contextlib
 import urllib.parse
 import uuid
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import botocore.session
@@ -57,6 +57,9 @@ from sonic_deploy.client.errors import (
 from sonic_deploy.client.eventstream import FrameDecoder, LineAssembler
 from sonic_deploy.client.http import READ_ERRORS, Trace, error_body, read_error, stamped_body
 from sonic_deploy.client.sigv4 import RequestSigner
+
+if TYPE_CHECKING:
+    from sonic_deploy.client.telemetry import Telemetry
 
 OPERATION = "InvokeEndpointWithResponseStream"
 _STREAM_ERRORS = {
@@ -107,7 +110,10 @@ class SageMakerClient(StreamingClient):
         max_connections: int = 64,
         connect_timeout_s: float = 10.0,
         read_timeout_s: float = 30.0,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        """`telemetry`: where each utterance's figures go (client/telemetry.py); none when left out."""
+        self.telemetry = telemetry
         if not endpoint_name:
             raise ValueError(
                 "endpoint_name is empty. Fix: the stack output EndpointName (sonic-deploy connect)"
@@ -155,11 +161,22 @@ class SageMakerClient(StreamingClient):
             context_id=context_id,
             extra=extra,
         )
+        request = None if self.telemetry is None else self.telemetry.request(encoding, sample_rate)
         events = self.events(body)
         try:
             async for at, event in events:
                 if event.get("type") == "chunk" and event.get("data"):
-                    yield AudioChunk(_audio(event["data"]), at)
+                    chunk = AudioChunk(_audio(event["data"]), at)
+                    if request is not None:
+                        request.chunk(chunk)
+                    yield chunk
+        except Exception as error:
+            if request is not None:
+                request.end(error)
+            raise
+        else:
+            if request is not None:
+                request.end()
         finally:
             await events.aclose()
 

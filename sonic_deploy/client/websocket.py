@@ -26,7 +26,7 @@ import ssl
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
@@ -38,6 +38,9 @@ from sonic_deploy.client.cartesia_ws import (
     UnattributableMessageError,
 )
 from sonic_deploy.client.errors import AudioChunk, SonicError, error_for
+
+if TYPE_CHECKING:
+    from sonic_deploy.client.telemetry import Request, Telemetry
 
 
 def connect_error_kind(error: BaseException) -> str:
@@ -95,7 +98,10 @@ class WebSocketClient:
         idle_s: float = 300.0,
         timeout_s: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        """`telemetry`: where each utterance's figures go (client/telemetry.py); none when left out."""
+        self.telemetry = telemetry
         if not url.startswith(("ws://", "wss://")):
             raise ValueError(f"url {url!r} is not a WebSocket URL. Fix: ws://HOST:PORT/tts/websocket")
         self.model_id, self._timeout_s = model_id, timeout_s
@@ -148,7 +154,9 @@ class WebSocketClient:
         }
         if language is not None:
             template["language"] = language
-        return Utterance(self._pool, context_id or uuid.uuid4().hex, template, self._timeout_s)
+        return Utterance(
+            self._pool, context_id or uuid.uuid4().hex, template, self._timeout_s, self.telemetry
+        )
 
     async def speak(
         self,
@@ -173,10 +181,19 @@ class WebSocketClient:
 class Utterance:
     """One context: `send` its text in pieces, `end` it, iterate its audio; `cancel` stops it."""
 
-    def __init__(self, pool: SocketPool, context_id: str, template: dict[str, Any], timeout_s: float) -> None:
+    def __init__(
+        self,
+        pool: SocketPool,
+        context_id: str,
+        template: dict[str, Any],
+        timeout_s: float,
+        telemetry: Telemetry | None = None,
+    ) -> None:
         self.id, self._pool, self._template, self._timeout_s = context_id, pool, template, timeout_s
         self._context: Context | None = None
         self._ended = False
+        self._telemetry = telemetry
+        self._request: Request | None = None  # from the first send
 
     async def __aenter__(self) -> Self:
         try:
@@ -213,6 +230,9 @@ class Utterance:
     async def _send(self, body: dict[str, Any]) -> None:
         if self._ended:
             raise RuntimeError(f"utterance {self.id} has ended: open another for more text")
+        if self._telemetry is not None and self._request is None:
+            output = self._template["output_format"]
+            self._request = self._telemetry.request(output["encoding"], output["sample_rate"])
         try:
             await self._opened().send(body)
         except ConnectionClosed as error:
@@ -228,7 +248,7 @@ class Utterance:
                     async with asyncio.timeout(self._timeout_s):
                         message, at = await anext(messages)
                 except StopAsyncIteration:
-                    return
+                    break
                 except TimeoutError:
                     await context.cancel()
                     raise error_for(
@@ -236,7 +256,10 @@ class Utterance:
                     ) from None
                 kind = message.get("type")
                 if kind == "chunk" and message.get("data"):
-                    yield AudioChunk(_audio(message["data"]), at)
+                    chunk = AudioChunk(_audio(message["data"]), at)
+                    if self._request is not None:
+                        self._request.chunk(chunk)
+                    yield chunk
                 elif kind == "error":
                     status = message.get("status_code")
                     raise error_for(
@@ -244,12 +267,21 @@ class Utterance:
                         cartesia_api.error_text(message),
                         status if isinstance(status, int) else None,
                     )
+            if self._request is not None:
+                self._request.end()
         except SocketClosedError as closed:
-            raise error_for(closed_kind(closed), str(closed)) from closed
+            raise self._failed(error_for(closed_kind(closed), str(closed))) from closed
         except UnattributableMessageError as lost:
-            raise error_for(lost.kind, str(lost)) from lost
+            raise self._failed(error_for(lost.kind, str(lost))) from lost
+        except SonicError as error:
+            raise self._failed(error) from None
         finally:
             await messages.aclose()
+
+    def _failed(self, error: SonicError) -> SonicError:
+        if self._request is not None:
+            self._request.end(error)
+        return error
 
 
 def _audio(data: object) -> bytes:
