@@ -149,6 +149,20 @@ class CanaryConfig(Strict):
     )
 
 
+class AgentConfig(Strict):
+    """Your voice agent's own telemetry (sonic_deploy/client/telemetry.py; docs/client.md, "Telemetry"): the
+    dashboard's agent row and the alarms on what its callers got."""
+
+    enabled: bool = Field(default=False, description="your agent writes telemetry for this environment")
+    first_audio_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = Field(
+        default=500.0,
+        description="the alarm: the agent's first-audio p95 above this for 3 periods of 5 minutes",
+    )
+    error_percent: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=5.0, description="the alarm: failed utterances above this share of all, over 5 minutes, twice"
+    )
+
+
 class EnvironmentConfig(Strict):
     """One file in config/environments/: where and how to deploy."""
 
@@ -163,6 +177,7 @@ class EnvironmentConfig(Strict):
     ecs: EcsConfig | None = None
     probe: ProbeTaskConfig = ProbeTaskConfig()
     canary: CanaryConfig = CanaryConfig()
+    agent: AgentConfig = AgentConfig()
 
 
 class ModelPackages(Strict):

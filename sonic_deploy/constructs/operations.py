@@ -27,15 +27,36 @@ actions. docs/operate.md, "Operating sonic-deploy", has each one with what to do
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from sonic_deploy.config import Settings
+from sonic_deploy.constructs.agent_telemetry import AgentAlarms, AgentMetrics, agent_row
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.canary_alarms import CanaryAlarms, CanaryMetrics
 from sonic_deploy.constructs.probe_canary import ProbeCanary
+
+
+@dataclass(frozen=True)
+class Agent:
+    """The agent's telemetry on a route: its metrics, its alarms, its dashboard row."""
+
+    metrics: AgentMetrics
+    alarms: AgentAlarms
+    row: list[cloudwatch.IWidget]
+
+
+def agent_for(scope: Construct, settings: Settings, alerting: Alerting, route: str) -> Agent | None:
+    """The agent's alarms and dashboard row on the route, when `[agent]` is enabled (else None)."""
+    agent = settings.environment.agent
+    if not agent.enabled:
+        return None
+    metrics = AgentMetrics(environment=settings.environment_name, route=route)
+    alarms = AgentAlarms(scope, "AgentAlarms", alerting=alerting, metrics=metrics, agent=agent)
+    return Agent(metrics, alarms, agent_row(metrics, agent))
 
 
 def canary_alarms_for(

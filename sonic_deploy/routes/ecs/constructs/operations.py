@@ -11,7 +11,7 @@ from constructs import Construct
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.dashboard import OperationsDashboard
-from sonic_deploy.constructs.operations import canary_alarms_for, page_composites
+from sonic_deploy.constructs.operations import agent_for, canary_alarms_for, page_composites
 from sonic_deploy.constructs.probe_canary import ProbeCanary
 from sonic_deploy.routes.ecs.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.routes.ecs.constructs.capacity_events import CapacityEvents
@@ -103,6 +103,9 @@ class EcsOperations(Construct):
         if canary is not None:
             callers += canary.caller_facing
             blind += canary.blind
+        agent = agent_for(self, settings, alerting, "ecs")
+        if agent is not None:
+            callers += agent.alarms.caller_facing
         at_risk: list[cloudwatch.IAlarm] = [
             worker_alarms.capacity_exhausted,
             self.tasks_waiting,
@@ -128,15 +131,18 @@ class EcsOperations(Construct):
             self,
             "Dashboard",
             dashboard_name=f"{settings.resource_prefix}-ecs",
-            rows=ecs_rows(
-                settings=settings,
-                canary=canary.metrics if canary is not None else None,
-                metrics=metrics,
-                load_balancer=load_balancer,
-                workers=workers,
-                gpu_capacities=capacities,
-                waiting=waiting,
-                capacity_events=self.capacity_events,
-                alarms=alarms,
-            ),
+            rows=[
+                *ecs_rows(
+                    settings=settings,
+                    canary=canary.metrics if canary is not None else None,
+                    metrics=metrics,
+                    load_balancer=load_balancer,
+                    workers=workers,
+                    gpu_capacities=capacities,
+                    waiting=waiting,
+                    capacity_events=self.capacity_events,
+                    alarms=alarms,
+                ),
+                *([agent.row] if agent is not None else []),
+            ],
         )

@@ -9,7 +9,7 @@ from constructs import Construct
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.dashboard import OperationsDashboard
-from sonic_deploy.constructs.operations import canary_alarms_for, page_composites
+from sonic_deploy.constructs.operations import agent_for, canary_alarms_for, page_composites
 from sonic_deploy.constructs.probe_canary import ProbeCanary
 from sonic_deploy.routes.sagemaker.constructs.dashboard import sagemaker_rows
 from sonic_deploy.routes.sagemaker.constructs.endpoint_alarms import EndpointAlarms
@@ -41,6 +41,9 @@ class SageMakerOperations(Construct):
         if canary is not None:
             callers += canary.caller_facing
             blind += canary.blind
+        agent = agent_for(self, settings, alerting, "sagemaker")
+        if agent is not None:
+            callers += agent.alarms.caller_facing
         alarms = page_composites(
             alerting,
             callers=callers,
@@ -56,11 +59,14 @@ class SageMakerOperations(Construct):
             self,
             "Dashboard",
             dashboard_name=f"{settings.resource_prefix}-sagemaker",
-            rows=sagemaker_rows(
-                settings=settings,
-                canary=canary.metrics if canary is not None else None,
-                endpoint=endpoint,
-                gpus_per_instance=gpus_per_instance,
-                alarms=alarms,
-            ),
+            rows=[
+                *sagemaker_rows(
+                    settings=settings,
+                    canary=canary.metrics if canary is not None else None,
+                    endpoint=endpoint,
+                    gpus_per_instance=gpus_per_instance,
+                    alarms=alarms,
+                ),
+                *([agent.row] if agent is not None else []),
+            ],
         )
