@@ -138,9 +138,9 @@ class Context:
     def __init__(self, socket: CartesiaSocket, context_id: str, deliver: Deliver | None) -> None:
         self.socket, self.id = socket, context_id
         self.answered = False
-        self.sent = 0  # the socket's count of first sends when this context first sent (0: not yet)
         self.pieces = 0  # messages sent for it
-        self.first_sent = self.last_sent = 0  # the socket's count of messages at its first and last send
+        # The socket's number of its first and last message (0: none yet), taken before the send is awaited.
+        self.first_sent = self.last_sent = 0
         self.first_sent_at = 0.0  # perf_counter() at its first send
         self.ended = asyncio.Event()
         self.closed: SocketClosedError | None = None
@@ -181,12 +181,11 @@ class Context:
         (a refused context's further pieces would only be refused again)."""
         if self.ended.is_set():
             return
-        if not self.sent:
-            self.sent = self.socket.first_send()
         self.pieces += 1
-        self.first_sent_at = self.first_sent_at or time.perf_counter()
-        self.last_sent = await self.socket.send({**body, "context_id": self.id})
+        self.last_sent = self.socket.number_message()
         self.first_sent = self.first_sent or self.last_sent
+        self.first_sent_at = self.first_sent_at or time.perf_counter()
+        await self.socket.send({**body, "context_id": self.id})
 
     async def cancel(self) -> None:
         """Stop this context's audio (also once it has ended here, so that a server still generating for a
@@ -219,7 +218,6 @@ class CartesiaSocket:
         self.opened_at = self.used_at = time.monotonic()
         self._usable = True
         self.reserved = 0
-        self._sends = 0
         # Told when a context leaves: a pool closes a socket it retired once its last context has left.
         self.on_room: Callable[[CartesiaSocket], None] | None = None
         self.unattributed = 0  # messages that no context could own, which ended the socket's contexts
@@ -256,10 +254,6 @@ class CartesiaSocket:
         """Contexts open on it, and places promised to callers of `SocketPool.acquire`."""
         return len(self._contexts) + self.reserved
 
-    def first_send(self) -> int:
-        self._sends += 1
-        return self._sends
-
     def context(self, context_id: str, deliver: Deliver | None = None, *, reserved: bool = False) -> Context:
         """A context on this socket; `reserved`: in the place `SocketPool.acquire` kept for it."""
         if reserved:
@@ -285,12 +279,13 @@ class CartesiaSocket:
         if self.on_room is not None:
             self.on_room(self)
 
-    async def send(self, body: dict[str, Any]) -> int:
-        """Sends `body`; returns the count of messages sent on the socket, this one included."""
+    def number_message(self) -> int:
+        """The number of a context's message about to be sent: 1, 2, ... in the socket's order."""
         self._messages += 1
-        count = self._messages
+        return self._messages
+
+    async def send(self, body: dict[str, Any]) -> None:
         await self.connection.send(json.dumps(body))
-        return count
 
     async def _read(self) -> None:
         connection = self.connection
@@ -362,8 +357,8 @@ class CartesiaSocket:
             return None
         if len(self._contexts) == 1:
             return next(iter(self._contexts.values()))
-        waiting = [c for c in self._contexts.values() if c.sent and not c.answered]
-        return max(waiting, key=lambda c: c.sent, default=None)
+        waiting = [c for c in self._contexts.values() if c.first_sent and not c.answered]
+        return max(waiting, key=lambda c: c.first_sent, default=None)
 
     def _close_code(self) -> int | None:
         return self.connection.close_code

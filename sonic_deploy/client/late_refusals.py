@@ -7,7 +7,8 @@ from typing import Any
 
 # How long after a refusal its late errors may come: twice the refused request's round trip, and at least
 # this (a server answers each piece as it reads it; the pieces were all sent before the refusal came back).
-MIN_WINDOW_S = 0.1
+# Generous: the socket only waits that long before taking new contexts, and a busy machine is slow.
+MIN_WINDOW_S = 1.0
 
 
 class LateRefusals:
