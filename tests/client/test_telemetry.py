@@ -42,13 +42,14 @@ def test_a_request_is_one_line_with_what_the_caller_got(reference_server: Server
     lines: list[str] = []
     telemetry = Telemetry("sagemaker", environment="dev", endpoint="sonic-test", write=lines.append)
 
-    async def speak() -> int:
+    async def speak() -> list[AudioChunk]:
         async with SageMakerClient(
             "sonic-test", region="us-east-2", endpoint_url=server.base, telemetry=telemetry
         ) as client:
-            return sum([len(c.data) async for c in client.speak("Hello there.", voice=VOICE)])
+            return [c async for c in client.speak("Hello there.", voice=VOICE)]
 
-    audio = asyncio.run(speak())
+    chunks = asyncio.run(speak())
+    audio = sum(len(c.data) for c in chunks)
     (line,) = lines
     document = emf(line)
     assert (document["Route"], document["Endpoint"], document["Requests"], document["Errors"]) == (
@@ -62,7 +63,13 @@ def test_a_request_is_one_line_with_what_the_caller_got(reference_server: Server
     # 400 ms of audio sent at half real time after the first byte: the stream takes >= 60 + 190 ms.
     assert document["StreamTime"] >= 250
     assert document["RealTimeFactor"] == pytest.approx(document["StreamTime"] / 400, abs=0.01)
-    assert document["Underruns"] == 0  # faster than real time
+    # Sent faster than real time, yet a busy machine may still stall a chunk past the audio before it: the
+    # count is of the gaps in what this caller received.
+    gaps, played_s = 0, 0.0
+    for chunk in chunks:
+        gaps += chunk is not chunks[0] and chunk.at > chunks[0].at + played_s
+        played_s += len(chunk.data) / 48_000
+    assert document["Underruns"] == gaps
     assert [d["Dimensions"] for d in document["_aws"]["CloudWatchMetrics"]] == [[["Environment", "Route"]]]
     assert document["Environment"] == "dev"
 
