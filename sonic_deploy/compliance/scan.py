@@ -7,10 +7,11 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import App, Validations
+from aws_cdk import App, CloudFormationValidatePlugin, Validations
 
 from sonic_deploy.compliance.context import cli_context
 from sonic_deploy.config import load_settings
@@ -70,8 +71,16 @@ def nag_app(outdir: Path) -> App:
     import cdk_nag
 
     app = App(context=cli_context(), outdir=str(outdir))
-    Validations.of(app).add_plugins(*(getattr(cdk_nag, pack)(app) for pack in NAG_PACKS.values()))
+    packs = (getattr(cdk_nag, pack)(app) for pack in NAG_PACKS.values())
+    Validations.of(app).add_plugins(_cloudformation_validate(), *packs)
     return app
+
+
+@cache
+def _cloudformation_validate() -> CloudFormationValidatePlugin:
+    """CDK's own template checks, registered so that CDK_VALIDATION=false (the unit tests set it) cannot drop
+    them from the gate; one engine per process: building it takes a CPU-second."""
+    return CloudFormationValidatePlugin()
 
 
 def synth_and_report(app: App) -> Synthesized:
