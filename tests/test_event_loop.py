@@ -8,6 +8,7 @@ import gc
 import select
 import socket
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,11 +18,21 @@ from sonic_deploy.event_loop import PreciseEpollSelector, steady_collector
 from sonic_deploy.standins import server
 
 
+@pytest.fixture
+def nothing_frozen() -> Iterator[None]:
+    """A test that starts with nothing frozen; the session's freeze (tests/conftest.py) is put back after."""
+    gc.unfreeze()
+    yield
+    gc.collect()
+    gc.freeze()
+
+
 class _Node:
     def __init__(self) -> None:
         self.me = self  # a reference cycle: only the cycle collector frees it
 
 
+@pytest.mark.usefixtures("nothing_frozen")
 def test_the_collector_is_restored_and_unfrozen_afterwards() -> None:
     before = gc.get_threshold()
     with steady_collector(young_threshold=50_000):
@@ -45,6 +56,7 @@ def test_cycles_made_while_measuring_are_still_collected_once_enough_pile_up() -
         assert watch() is None  # ...this still does, once a growing heap reaches the threshold
 
 
+@pytest.mark.usefixtures("nothing_frozen")
 def test_the_collector_is_restored_when_the_level_fails() -> None:
     before = gc.get_threshold()
     try:
@@ -55,6 +67,7 @@ def test_the_collector_is_restored_when_the_level_fails() -> None:
     assert (gc.get_threshold(), gc.get_freeze_count()) == (before, 0)
 
 
+@pytest.mark.usefixtures("nothing_frozen")
 def test_objects_frozen_before_entry_stay_frozen() -> None:
     gc.freeze()
     try:
