@@ -20,21 +20,25 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncGenerator
-from typing import Never
+from typing import Any, Never, cast
 
 import botocore.session
 from livekit.agents import (
+    AgentSession,
     APIConnectionError,
     APIConnectOptions,
     APIError,
     APIStatusError,
     APITimeoutError,
+    ConversationItemAddedEvent,
     tokenize,
     tts,
     utils,
 )
+from livekit.agents.llm import ChatMessage
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, TimedString
 
+from sonic_deploy.client.metric_names import LLM_FIRST_TOKEN, STT_FINAL, TTS_FIRST_BYTE
 from sonic_deploy.client.sagemaker import (
     EndpointUnreachableError,
     InvalidRequestError,
@@ -47,7 +51,7 @@ from sonic_deploy.client.sagemaker import (
 )
 from sonic_deploy.client.telemetry import Telemetry
 
-__all__ = ["SonicSageMakerTTS"]
+__all__ = ["SonicSageMakerTTS", "report_turn_hops"]
 
 logger = logging.getLogger(__name__)
 
@@ -335,3 +339,26 @@ class _SentenceStream(tts.SynthesizeStream):
                 logger.warning("a sentence failed before its audio: %s; sent again in %s s", error, interval)
                 await asyncio.sleep(interval)
                 attempt += 1
+
+
+# LiveKit's per-turn latencies, on each message of the conversation (llm/chat_context.py:286-340): the user
+# message's transcription delay, the assistant message's first token and first audio, in seconds.
+_HOPS = (
+    ("transcription_delay", STT_FINAL),
+    ("llm_node_ttft", LLM_FIRST_TOKEN),
+    ("tts_node_ttfb", TTS_FIRST_BYTE),
+)
+
+
+def report_turn_hops(session: AgentSession[Any], telemetry: Telemetry) -> None:
+    """Writes each turn's hops as LiveKit measured them as `telemetry`'s hop lines, one a message (its
+    per-message metrics: `metrics_collected` is deprecated, voice/agent_session.py:770-777)."""
+
+    def added(event: ConversationItemAddedEvent) -> None:
+        if isinstance(event.item, ChatMessage):
+            measured = cast(dict[str, float], event.item.metrics)
+            telemetry.hops(
+                {hop: measured[key] * 1000 for key, hop in _HOPS if key in measured}, framework="livekit"
+            )
+
+    session.on("conversation_item_added", added)

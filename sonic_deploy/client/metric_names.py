@@ -10,3 +10,7 @@ FIRST_AUDIO, STREAM_TIME, REAL_TIME_FACTOR, UNDERRUNS = (
     "Underruns",
 )
 REQUESTS, ERRORS = "Requests", "Errors"
+# The turn's hops as the agent framework measures them (pipecat's TTFB metrics, LiveKit's per-turn metrics):
+# end of the caller's speech to the final transcript, the language model's first token, the TTS's first audio.
+STT_FINAL, LLM_FIRST_TOKEN, TTS_FIRST_BYTE = "STTFinal", "LLMFirstToken", "TTSFirstByte"
+HOPS = (STT_FINAL, LLM_FIRST_TOKEN, TTS_FIRST_BYTE)

@@ -20,13 +20,26 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import botocore.session
-from pipecat.frames.frames import CancelFrame, EndFrame, ErrorFrame, Frame, TTSAudioRawFrame, TTSStoppedFrame
+from pipecat.frames.frames import (
+    CancelFrame,
+    EndFrame,
+    ErrorFrame,
+    Frame,
+    MetricsFrame,
+    TTSAudioRawFrame,
+    TTSStoppedFrame,
+)
+from pipecat.metrics.metrics import TTFBMetricsData
+from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.services.cartesia.tts import language_to_cartesia_language
+from pipecat.services.llm_service import LLMService
 from pipecat.services.settings import TTSSettings
+from pipecat.services.stt_service import STTService
 from pipecat.services.tts_service import TTSService
 from pipecat.transcriptions.language import Language
 from pipecat.utils.errors import ErrorCategory
 
+from sonic_deploy.client.metric_names import LLM_FIRST_TOKEN, STT_FINAL, TTS_FIRST_BYTE
 from sonic_deploy.client.sagemaker import (
     AccessError,
     EndpointUnreachableError,
@@ -238,3 +251,32 @@ class SonicSageMakerTTSService(TTSService):
     async def _close_client(self) -> None:
         if self._owns_client:
             await self._client.close()
+
+
+# Which hop a service's TTFB metric is: STT services time it from the end of speech to the final
+# transcript (services/stt_service.py:644-667), LLM services to the first token (openai/base_llm.py:558-601),
+# TTS services to the first audio (tts_service.py:1631-1938).
+_HOP_OF: tuple[tuple[type[Any], str], ...] = (
+    (STTService, STT_FINAL),
+    (LLMService, LLM_FIRST_TOKEN),
+    (TTSService, TTS_FIRST_BYTE),
+)
+
+
+class TelemetryObserver(BaseObserver):
+    """The turn's hops as pipecat measures them, as `telemetry`'s hop lines: each TTFB metric a service
+    reports, by the kind of service. Needs `PipelineParams(enable_metrics=True)`; add it with
+    `PipelineWorker(..., observers=[TelemetryObserver(telemetry)])` (docs/client.md, "Telemetry")."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        # Each frame once, from the service that measured it (observers/base_observer.py:122-143).
+        super().__init__(observe_every_push=False)
+        self._telemetry = telemetry
+
+    async def on_push_frame(self, data: FramePushed) -> None:
+        if not isinstance(data.frame, MetricsFrame):
+            return
+        hop = next((name for kind, name in _HOP_OF if isinstance(data.source, kind)), None)
+        for metric in data.frame.data:
+            if hop is not None and isinstance(metric, TTFBMetricsData):
+                self._telemetry.hops({hop: metric.value * 1000}, framework="pipecat")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -24,6 +24,7 @@ from sonic_deploy.client.metric_names import (
     ERROR_KIND,
     ERRORS,
     FIRST_AUDIO,
+    HOPS,
     NAMESPACE,
     REAL_TIME_FACTOR,
     REQUESTS,
@@ -71,29 +72,29 @@ class Telemetry:
         return Request(self, BYTES_PER_SAMPLE.get(encoding, 2) * sample_rate)
 
     def emit(self, figures: dict[str, float], error_kind: str | None) -> None:
-        directives: list[dict[str, Any]] = [
-            {
-                "Namespace": self.namespace,
-                "Dimensions": [_DIMENSIONS],
-                "Metrics": _COUNTS + [m for m in _TIMES if m["Name"] in figures],
-            }
-        ]
-        line: dict[str, Any] = {
-            ENVIRONMENT: self.environment,
-            ROUTE: self.route,
-            "Endpoint": self.endpoint,
-        }
-        line |= {REQUESTS: 1, **figures}
-        line[ERRORS] = 0 if error_kind is None else 1
+        directives = [self._directive(_DIMENSIONS, _COUNTS + [m for m in _TIMES if m["Name"] in figures])]
+        line: dict[str, Any] = {REQUESTS: 1, **figures, ERRORS: 0 if error_kind is None else 1}
         if error_kind is not None:
             line[ERROR_KIND] = error_kind
-            directives.append(
-                {
-                    "Namespace": self.namespace,
-                    "Dimensions": [[*_DIMENSIONS, ERROR_KIND]],
-                    "Metrics": [_COUNTS[1]],
-                }
-            )
+            directives.append(self._directive([*_DIMENSIONS, ERROR_KIND], [_COUNTS[1]]))
+        self._write_line(line, directives)
+
+    def hops(self, figures_ms: Mapping[str, float], *, framework: str) -> None:
+        """One line of a turn's hops as the agent framework measured them (names in metric_names.HOPS, in
+        ms); `framework` (pipecat, livekit) is a property, not a dimension. Nothing is written for none."""
+        unknown = set(figures_ms) - set(HOPS)
+        if unknown:
+            raise ValueError(f"not a hop: {', '.join(sorted(unknown))} (one of {', '.join(HOPS)})")
+        if figures_ms:
+            metrics = [{"Name": name, "Unit": "Milliseconds"} for name in figures_ms]
+            figures = {name: round(ms, 1) for name, ms in figures_ms.items()}
+            self._write_line({"Framework": framework, **figures}, [self._directive(_DIMENSIONS, metrics)])
+
+    def _directive(self, dimensions: list[str], metrics: list[dict[str, str]]) -> dict[str, Any]:
+        return {"Namespace": self.namespace, "Dimensions": [dimensions], "Metrics": metrics}
+
+    def _write_line(self, fields: dict[str, Any], directives: list[dict[str, Any]]) -> None:
+        line = {ENVIRONMENT: self.environment, ROUTE: self.route, "Endpoint": self.endpoint, **fields}
         line["_aws"] = {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": directives}
         self._write(orjson.dumps(line).decode())
 

@@ -96,21 +96,35 @@ class AgentAlarms(Construct):
 
 
 def agent_row(metrics: AgentMetrics, agent: AgentConfig) -> list[cloudwatch.IWidget]:
-    """First audio (p50, p95, p99 and the budget), errors by kind, requests and underruns: 3 x 8 units."""
+    """First audio (p50, p95, p99 and the budget), errors by kind, requests and underruns, and the turn's
+    hops as the agent's framework measured them (p50): 4 x 6 units."""
     budget = agent.first_audio_p95_ms
     return [
         graph(
             "Agent: first audio its callers got (ms)",
             [metrics.first_audio(statistic) for statistic in ("p50", "p95", "p99")],
-            width=8,
+            width=6,
             left_label="ms",
             budget=(budget, f"budget p95 {budget:g} ms"),
         ),
-        graph("Agent: errors by kind", [metrics.errors_by_kind()], right=[metrics.error_percent()], width=8),
+        graph("Agent: errors by kind", [metrics.errors_by_kind()], right=[metrics.error_percent()], width=6),
         graph(
             "Agent: utterances and underruns",
             [metrics.metric(names.REQUESTS).with_(label="utterances")],
             right=[metrics.metric(names.UNDERRUNS).with_(label="underruns")],
-            width=8,
+            width=6,
+        ),
+        graph(
+            "Agent: turn hops, the framework's own (ms p50)",
+            [metrics.metric(hop, statistic="p50").with_(label=HOP_LABELS[hop]) for hop in names.HOPS],
+            width=6,
+            left_label="ms",
         ),
     ]
+
+
+HOP_LABELS = {
+    names.STT_FINAL: "speech end to final transcript",
+    names.LLM_FIRST_TOKEN: "LLM first token",
+    names.TTS_FIRST_BYTE: "TTS first audio",
+}

@@ -12,6 +12,7 @@ from aws_cdk.assertions import Template
 
 from sonic_deploy.client import metric_names as names
 from sonic_deploy.client.telemetry import Telemetry
+from sonic_deploy.dashboard_render import dashboards
 from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
 
 ROUTES = ["sagemaker", "ecs"]
@@ -66,6 +67,10 @@ def test_the_dashboard_has_the_agent_row(with_agent: dict[str, Template], route:
     (dashboard,) = resources_of(with_agent[route], "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     assert "Agent: first audio its callers got (ms)" in body and "budget p95 450 ms" in body
+    ((_, drawn),) = dashboards(with_agent[route].to_json()).items()
+    hops = next(w for w in drawn["widgets"] if "turn hops" in w["properties"].get("title", ""))
+    assert [line[1] for line in hops["properties"]["metrics"]] == list(names.HOPS)
+    assert {line[-1]["stat"] for line in hops["properties"]["metrics"]} == {"p50"}
     assert f'Route=\\\\\\"{route}\\\\\\"' in body or f'Route=\\"{route}\\"' in body  # the search, per route
 
 
