@@ -32,7 +32,7 @@ help:
 	@echo "make test    set up and run ruff, mypy --strict and pytest"
 	@echo "make compliance  cdk-nag (AwsSolutions, NIST 800-53 r5, HIPAA, PCI DSS), checkov, cfn-lint and the invariants; fails on a finding or stale docs"
 	@echo "make coverage  the suite with coverage.py: lines and branches of sonic_deploy/"
-	@echo "make regenerate  refresh every generated artefact: baselines, snapshots, compliance docs, the dashboard picture"
+	@echo "make regenerate  refresh every generated artefact: baselines, snapshots, compliance docs, the dashboard pictures"
 	@echo "make wheel   a wheel of sonic-deploy in dist/, to install the client, probe or framework services elsewhere"
 	@echo "make clean   remove cdk.out/ (keeps .venv and node_modules)"
 
@@ -95,12 +95,12 @@ compliance: setup checkov
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --check-docs
 
 # After an intended template change: the baselines, the syrupy snapshots and the compliance docs in one
-# step, to commit with the change itself; the dashboard picture of docs/operate.md is a snapshot too.
+# step, to commit with the change itself; the dashboard pictures of docs/operate.md are snapshots too.
 regenerate: setup checkov
 	$(MAKE) --no-print-directory baseline
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider --snapshot-update \
 	  tests/stacks/test_ecs_stack.py tests/stacks/test_sagemaker_stack.py tests/constructs/test_dashboard.py \
-	  tests/test_dashboard_render.py
+	  tests/test_dashboard_render.py tests/test_dashboard_agent.py
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --write-docs
 
 # A wheel of this checkout for a client host (sonic-deploy is not on PyPI: docs/client.md, "Install"):

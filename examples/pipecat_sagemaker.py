@@ -7,6 +7,9 @@ Offline, against the local stand-in (two terminals; any credentials sign for it)
     AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x python examples/pipecat_sagemaker.py \
         --endpoint-url http://127.0.0.1:8080 --region us-east-1 --out speech.wav
 
+`--telemetry FILE` appends what the agent would publish (docs/client.md, "Telemetry"): a line per utterance
+and a line per hop pipecat measured; `python -m sonic_deploy.dashboard_render` draws them in the agent row.
+
 Against your endpoint (the stack output EndpointName; credentials from boto3's chain, e.g. AWS_PROFILE):
 
     python examples/pipecat_sagemaker.py --endpoint sonic-dev --region us-east-2 --out speech.wav
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import wave
 from pathlib import Path
@@ -32,7 +36,8 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
-from sonic_deploy.client.pipecat import SonicSageMakerTTSService
+from sonic_deploy.client.pipecat import SonicSageMakerTTSService, TelemetryObserver
+from sonic_deploy.client.telemetry import Telemetry, appending_to
 
 VOICE_ID = "6ccbfb76-1fc6-48f7-b71d-91ac6298247b"
 RATES = (8000, 16000, 22050, 24000, 44100, 48000)
@@ -52,11 +57,16 @@ class WavWriter(FrameProcessor):
         await self.push_frame(frame, direction)
 
 
-async def speak(tts: SonicSageMakerTTSService, text: str, rate: int) -> tuple[bytes, list[str]]:
+async def speak(
+    tts: SonicSageMakerTTSService, text: str, rate: int, telemetry: Telemetry | None
+) -> tuple[bytes, list[str]]:
     """The sentence's audio, and the errors the pipeline reported."""
     writer, errors = WavWriter(), []
     worker = PipelineWorker(
-        Pipeline([tts, writer]), params=PipelineParams(audio_out_sample_rate=rate), enable_rtvi=False
+        Pipeline([tts, writer]),
+        params=PipelineParams(audio_out_sample_rate=rate, enable_metrics=telemetry is not None),
+        observers=[TelemetryObserver(telemetry)] if telemetry is not None else None,
+        enable_rtvi=False,
     )
 
     async def started(worker: PipelineWorker, frame: Frame) -> None:
@@ -84,19 +94,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-rate", type=int, choices=RATES, default=24000)
     parser.add_argument("--text", default="Hello from Sonic on SageMaker, through pipecat.")
     parser.add_argument("--out", type=Path, default=Path("speech.wav"), help="WAV file to write")
+    parser.add_argument("--telemetry", type=Path, help="append the telemetry lines to this file")
+    parser.add_argument(
+        "--env", default="dev", help="the stacks' environment, for the telemetry (default dev)"
+    )
     args = parser.parse_args(argv)
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
-    try:
-        tts = SonicSageMakerTTSService(
-            endpoint_name=args.endpoint,
-            region=args.region,
-            endpoint_url=args.endpoint_url,
-            voice_id=args.voice,
-        )
-    except ValueError as error:  # no Region, an empty name: the message says what to do
-        parser.error(str(error))
-    audio, errors = asyncio.run(speak(tts, args.text, args.sample_rate))
+    with contextlib.ExitStack() as files:
+        telemetry = None
+        if args.telemetry is not None:
+            telemetry = files.enter_context(
+                appending_to(args.telemetry, "sagemaker", environment=args.env, endpoint=args.endpoint)
+            )
+        try:
+            tts = SonicSageMakerTTSService(
+                endpoint_name=args.endpoint,
+                region=args.region,
+                endpoint_url=args.endpoint_url,
+                voice_id=args.voice,
+                telemetry=telemetry,
+            )
+        except ValueError as error:  # no Region, an empty name: the message says what to do
+            parser.error(str(error))
+        audio, errors = asyncio.run(speak(tts, args.text, args.sample_rate, telemetry))
     if errors or not audio:
         print(f"error: {'; '.join(errors) or 'no audio came back'}", file=sys.stderr)
         return 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,6 +24,7 @@ TEMPLATE_FIX = (
     "pass a template `cdk synth` wrote (cdk.out/SonicEcs.template.json or SonicSageMaker.template.json)"
 )
 SAMPLES_FIX = "pass the samples.jsonl a probe run wrote (OUT/samples.jsonl)"
+AGENT_FIX = 'pass the lines an agent\'s Telemetry wrote (docs/client.md, "Telemetry"), one JSON object a line'
 
 
 def _refuse(path: Path, field: str, value: object, problem: str, fix: str) -> NoReturn:
@@ -176,14 +178,17 @@ def _check_properties(path: Path, where: str, properties: object, fix: str) -> N
             _refuse(path, f"{field}.label", annotation["label"], "not a string", fix)
 
 
+def _json_lines(path: Path, fix: str) -> Iterator[tuple[str, Any]]:
+    """Each non-blank line of a JSON-lines file, parsed, with its name for an error ("line 3")."""
+    for number, line in enumerate(read_text(path, fix).splitlines(), start=1):
+        if line.strip():
+            yield f"line {number}", parse_json(path, f"line {number}", line, fix)
+
+
 def sample_records(path: Path) -> list[dict[str, Any]]:
     """The records of a probe run's samples.jsonl, each with the fields the renderer reads, checked."""
     records = []
-    for number, line in enumerate(read_text(path, SAMPLES_FIX).splitlines(), start=1):
-        if not line.strip():
-            continue
-        field = f"line {number}"
-        record = parse_json(path, field, line, SAMPLES_FIX)
+    for field, record in _json_lines(path, SAMPLES_FIX):
         if not isinstance(record, dict):
             _refuse(path, field, record, "a sample is a JSON object", SAMPLES_FIX)
         time, total, ttfa = record.get("time"), record.get("total_ms"), record.get("ttfa_ms")
@@ -194,5 +199,26 @@ def sample_records(path: Path) -> list[dict[str, Any]]:
                 _refuse(path, f"{field}: {name}", value, "not a finite number of ms >= 0", SAMPLES_FIX)
         if not isinstance(record.get("ok"), bool):
             _refuse(path, f"{field}: ok", record.get("ok", "(missing)"), "not true or false", SAMPLES_FIX)
+        records.append(record)
+    return records
+
+
+def agent_records(path: Path) -> list[dict[str, Any]]:
+    """An agent's telemetry lines (CloudWatch embedded metric format), each with its metrics' values as
+    numbers and its `_aws.Timestamp` in ms, checked; lines that are not JSON objects with `_aws` are refused."""
+    records = []
+    for field, record in _json_lines(path, AGENT_FIX):
+        aws = record.get("_aws") if isinstance(record, dict) else None
+        if not isinstance(record, dict) or not isinstance(aws, dict):
+            _refuse(path, field, record, "not an embedded-metric-format object (no _aws)", AGENT_FIX)
+        if not _number(aws.get("Timestamp")):
+            _refuse(path, f"{field}: _aws.Timestamp", aws.get("Timestamp"), "not a time in ms", AGENT_FIX)
+        for directive in aws.get("CloudWatchMetrics") or []:
+            for metric in directive.get("Metrics") or []:
+                name = metric.get("Name")
+                if not _number(record.get(name)):
+                    _refuse(
+                        path, f"{field}: {name}", record.get(name), "a metric that is not a number", AGENT_FIX
+                    )
         records.append(record)
     return records

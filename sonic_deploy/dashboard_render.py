@@ -1,6 +1,7 @@
 """Draw a stack's CloudWatch dashboard offline, from its own JSON and a probe run's samples.
 
     python -m sonic_deploy.dashboard_render cdk.out/SonicEcs.template.json probe-runs/X/samples.jsonl -o out.png
+    python -m sonic_deploy.dashboard_render cdk.out/SonicSageMaker.template.json --agent agent.jsonl -o out.png
 
 The body is the synthesized DashboardBody (its Fn::Join resolved, references shown as <LogicalId>); every
 widget is drawn at its own x, y, width and height on the 24-column grid. What a probe run measures fills the
@@ -8,176 +9,47 @@ widgets that graph it: the canary's first audio (p50/p95 per time bin) and its s
 counts, and on SageMaker's streams widget the client's requests in flight (total, from each sample's start and
 end; not per instance, so the widget's per-instance line is left out). Every other line or widget says "no data
 offline: <metric>" (a Logs Insights widget: "no data offline: Logs Insights query over <log groups>"), as does
-a line with no value in the run: nothing here is invented. No aws_cdk: it reads
-files only.
+a line with no value in the run: nothing here is invented. With `--agent`, the lines an agent's Telemetry
+wrote (docs/client.md, "Telemetry") fill the agent row: each time bin's percentiles and sums of what the lines
+carry, the error-kind search as one line per kind found, the error share as its expression computes it. No
+aws_cdk: it reads files only.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sonic_deploy.arguments import OneLineParser, output_file
 from sonic_deploy.config.errors import ConfigError, one_line
-from sonic_deploy.dashboard_inputs import (
-    SAMPLES_FIX,
-    TEMPLATE_FIX,
-    dashboard_bodies,
-    sample_records,
-    template_dashboards,
-)
+from sonic_deploy.dashboard_inputs import TEMPLATE_FIX, dashboard_bodies, template_dashboards
 from sonic_deploy.dashboard_inputs import resolve as resolve
-from sonic_deploy.probe.publish_metrics import throttled
+from sonic_deploy.dashboard_series import (
+    STREAM_METRICS,
+    AgentRecord,
+    Sample,
+    agent_error_kinds,
+    lines,
+    load_agent,
+    load_samples,
+    log_sources,
+    ratio_series,
+    reads_agent,
+    series,
+)
 
 GRID_COLUMNS = 24
-CANARY_NAMESPACE = "SonicDeploy/Canary"  # sonic_deploy/probe/canary_metrics.py
-# Metrics that count streams in flight: the ECS workers' load, SageMaker's concurrent requests. Drawn offline as
-# what the probe measures instead, the client's requests in flight in total, under this label.
-STREAM_METRICS = ("inferno_worker_load", "ConcurrentRequestsPerModel")
 STREAM_LABEL = "client requests in flight (total, probe run)"
 
 
 def dashboards(template: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Logical ID -> dashboard body, for every AWS::CloudWatch::Dashboard in a template already read."""
     return template_dashboards(Path("(template)"), dict(template))
-
-
-@dataclass(frozen=True)
-class Line:
-    """One line of a metric widget: a metric (namespace, name, statistic) or an expression."""
-
-    namespace: str
-    name: str
-    stat: str
-    label: str
-    visible: bool
-
-    @property
-    def offline_name(self) -> str:
-        return self.name if self.namespace == "expression" else f"{self.namespace} {self.name} {self.stat}"
-
-
-def lines(properties: dict[str, Any]) -> list[Line]:
-    """The widget's metric array as lines ("." repeats the entry before, as CloudWatch's JSON allows)."""
-    found: list[Line] = []
-    previous: list[Any] = []
-    for entry in properties.get("metrics", []):
-        options = entry[-1] if entry and isinstance(entry[-1], dict) else {}
-        fields = [f for f in entry if not isinstance(f, dict)]
-        if "expression" in options:
-            found.append(
-                Line(
-                    "expression",
-                    options["expression"],
-                    "",
-                    str(options.get("label", options["expression"])),
-                    True,
-                )
-            )
-            continue
-        fields = [previous[i] if f == "." and i < len(previous) else f for i, f in enumerate(fields)]
-        previous = fields
-        namespace, name = fields[0], fields[1]
-        stat = options.get("stat", properties.get("stat", "Average"))
-        label = options.get("label", name)
-        found.append(Line(namespace, name, stat, label, options.get("visible", True)))
-    return found
-
-
-def log_sources(properties: dict[str, Any]) -> list[str]:
-    """The log groups a log widget's query reads (its `SOURCE '...'` clauses), or "no log group"."""
-    return re.findall(r"SOURCE '([^']*)'", str(properties.get("query", ""))) or ["no log group"]
-
-
-@dataclass(frozen=True)
-class Sample:
-    start: float
-    end: float
-    ok: bool
-    throttled: bool
-    ttfa_ms: float | None
-
-
-def load_samples(path: Path) -> list[Sample]:
-    """The measured requests of a probe run's samples.jsonl (warm-ups left out), times from the run's start."""
-    records = [r for r in sample_records(path) if not r.get("warmup")]
-    if not records:
-        raise ConfigError(
-            file=path, field="(file)", value=str(path), problem="no measured requests", fix=SAMPLES_FIX
-        )
-    samples = []
-    for r in records:
-        end = float(r["time"])
-        start = end - (r["total_ms"] or 0.0) / 1000
-        ok = bool(r["ok"])
-        # As the canary counts Throttled (publish_metrics.throttled): failed requests refused for capacity.
-        samples.append(Sample(start, end, ok, not ok and throttled(str(r.get("error"))), r.get("ttfa_ms")))
-    origin = min(s.start for s in samples)
-    return [Sample(s.start - origin, s.end - origin, s.ok, s.throttled, s.ttfa_ms) for s in samples]
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest rank, as the probe's progress line shows it."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
-
-
-def bins(samples: Sequence[Sample], count: int = 24) -> list[tuple[float, float]]:
-    """`count` windows of at least 1 s from the run's start to its last end; a sample ending at a window's
-    upper bound falls in the next one, except at the last window, which includes its upper bound."""
-    if not samples:
-        return []
-    span = max(s.end for s in samples)
-    width = max(span / count, 1.0)
-    return [(i * width, (i + 1) * width) for i in range(max(1, math.ceil(span / width)))]
-
-
-def offline_series(line: Line, samples: Sequence[Sample]) -> tuple[list[float], list[float]] | None:
-    """(bin midpoints in s, values) for a line a probe run measures, else None. A bin without a value (no
-    successful request for a TTFA percentile) has no point."""
-    windows = bins(samples)
-    xs, ys = [], []
-    for index, (lo, hi) in enumerate(windows):
-        last = index == len(windows) - 1
-        ended = [s for s in samples if lo <= s.end < hi or (last and s.end == hi)]
-        value: float | None = None
-        if line.namespace == CANARY_NAMESPACE and line.name == "TimeToFirstAudio":
-            ttfa = [s.ttfa_ms for s in ended if s.ok and s.ttfa_ms is not None]
-            match = re.fullmatch(r"p(\d+(?:\.\d+)?)", line.stat)
-            if match is None:
-                return None
-            value = percentile(ttfa, float(match.group(1))) if ttfa else None
-        elif line.namespace == CANARY_NAMESPACE and line.name in (
-            "Succeeded",
-            "Failed",
-            "Throttled",
-            "Requests",
-        ):
-            value = float(
-                sum(
-                    1
-                    for s in ended
-                    if {"Succeeded": s.ok, "Failed": not s.ok, "Throttled": s.throttled, "Requests": True}[
-                        line.name
-                    ]
-                )
-            )
-        elif line.name in STREAM_METRICS:
-            # Time-weighted requests in flight over the bin.
-            value = sum(max(0.0, min(hi, s.end) - max(lo, s.start)) for s in samples) / (hi - lo)
-        else:
-            return None
-        if value is not None:
-            xs.append((lo + hi) / 2)
-            ys.append(value)
-    return xs, ys
 
 
 def _markdown_text(markdown: str, width: int) -> str:
@@ -199,7 +71,14 @@ def _layout(widget: dict[str, Any], index: int) -> tuple[int, int, int, int]:
     return widget["x"], widget["y"], widget["width"], widget["height"]
 
 
-def render(body: dict[str, Any], samples: Sequence[Sample], out: Path, *, title: str = "") -> list[str]:
+def render(
+    body: dict[str, Any],
+    samples: Sequence[Sample],
+    out: Path,
+    *,
+    title: str = "",
+    agent: Sequence[AgentRecord] = (),
+) -> list[str]:
     """Draw every widget of `body` into `out` (PNG); returns, per widget, what was drawn (for tests)."""
     widgets = body.get("widgets") or []
     if not widgets:
@@ -222,7 +101,7 @@ def render(body: dict[str, Any], samples: Sequence[Sample], out: Path, *, title:
         left = x / GRID_COLUMNS + 0.028
         bottom = top * (1 - (y + h) / rows) + 0.05
         axes = figure.add_axes((left, bottom, w / GRID_COLUMNS - 0.038, top * h / rows - 0.1))
-        drawn.append(_draw(axes, widget, samples))
+        drawn.append(_draw(axes, widget, samples, agent))
     figure.savefig(out, dpi=90, format="png")
     plt.close(figure)
     return drawn
@@ -246,7 +125,7 @@ def _empty(axes: Any, title: str, missing: Iterable[str]) -> str:
     return f"{title}: {text}"
 
 
-def _draw(axes: Any, widget: dict[str, Any], samples: Sequence[Sample]) -> str:
+def _draw(axes: Any, widget: dict[str, Any], samples: Sequence[Sample], agent: Sequence[AgentRecord]) -> str:
     properties = widget.get("properties", {})
     title = properties.get("title", "")
     if widget["type"] == "text":
@@ -263,21 +142,33 @@ def _draw(axes: Any, widget: dict[str, Any], samples: Sequence[Sample]) -> str:
         )
     if widget["type"] != "metric":
         return _empty(axes, title or widget["type"], [f"{widget['type']} widget"])
-    shown = [line for line in lines(properties) if line.visible]
-    missing, plotted = [], []
+    every = lines(properties)
+    by_id = {line.id: line for line in every if line.id}
+    shown = [line for line in every if line.visible]
+    missing: list[str] = []
+    plotted: list[str] = []
+    sources: set[str] = set()
     streams = False
     for line in shown:
-        series = offline_series(line, samples)
-        if series is None or not series[0]:
+        source = "agent log" if reads_agent(line, by_id) else "probe run"
+        kinds = agent_error_kinds(line, agent)
+        for kind, found in kinds:
+            axes.plot(*found, marker=".", label=f"{kind} ({source})")
+            plotted.append(kind)
+        drawn = None if kinds else ratio_series(line, by_id, samples, agent) or series(line, samples, agent)
+        if not kinds and (drawn is None or not drawn[0]):
             missing.append(line.offline_name)
+            continue
+        sources.add(source)
+        if drawn is None:
             continue
         if line.name in STREAM_METRICS:
             # The client's total, not the metric's per-instance or per-worker figure: labelled as what it is.
             streams = True
-            axes.plot(*series, marker=".", label=STREAM_LABEL)
+            axes.plot(*drawn, marker=".", label=STREAM_LABEL)
             plotted.append(STREAM_LABEL)
         else:
-            axes.plot(*series, marker=".", label=f"{line.label} (probe run)")
+            axes.plot(*drawn, marker=".", label=f"{line.label} ({source})")
             plotted.append(line.label)
     if not plotted:
         return _empty(axes, title, missing)
@@ -301,7 +192,8 @@ def _draw(axes: Any, widget: dict[str, Any], samples: Sequence[Sample]) -> str:
     # Under the axis, wrapped to the widget's width, so it never covers a line.
     left_out = properties.get("annotations", {}).get("horizontal", []) if streams else []
     footnote = (
-        "x: seconds into the probe run"
+        "x: seconds into the "
+        + (" and the ".join(sorted(sources)) or "probe run")
         + ("; no data offline: " + "; ".join(missing) if missing else "")
         + (
             "; not drawn over a total: " + "; ".join(a.get("label", str(a["value"])) for a in left_out)
@@ -342,10 +234,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "template", type=Path, help="a synthesized template, e.g. cdk.out/SonicEcs.template.json"
     )
-    parser.add_argument("samples", type=Path, help="a probe run's samples.jsonl")
+    parser.add_argument("samples", type=Path, nargs="?", help="a probe run's samples.jsonl")
+    parser.add_argument(
+        "--agent",
+        type=Path,
+        help="the lines an agent's Telemetry wrote (embedded metric format), for its row",
+    )
     parser.add_argument("-o", "--out", type=png_file, default=Path("dashboard.png"), help="a .png file")
     parser.add_argument("--title", default=None, help="default: the dashboard's logical ID and the template")
     args = parser.parse_args(argv)
+    if args.samples is None and args.agent is None:
+        parser.error("nothing to draw from. Fix: give a probe run's samples.jsonl, --agent FILE, or both")
     try:
         found = dashboard_bodies(args.template)
         if len(found) != 1:
@@ -357,9 +256,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 fix=TEMPLATE_FIX,
             )
         ((logical_id, body),) = found.items()
-        samples = load_samples(args.samples)
+        samples = load_samples(args.samples) if args.samples is not None else []
+        agent = load_agent(args.agent) if args.agent is not None else []
         title = args.title if args.title is not None else f"{logical_id} ({args.template.name}), offline"
-        drawn = render(body, samples, args.out, title=title)
+        drawn = render(body, samples, args.out, title=title, agent=agent)
     except ConfigError as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2

@@ -109,6 +109,18 @@ def ecs_stack() -> Stack:
     return synthesized("dev")[1]["ecs"]
 
 
+@pytest.fixture(scope="session")
+def documented(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
+    """dev with the canary and the agent's telemetry on: what the docs' dashboard pictures draw, and the
+    agent row's and alarms' tests read."""
+    config = tmp_path_factory.mktemp("documented") / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    dev = config / "environments/dev.toml"
+    text = dev.read_text().replace("# enabled = true", "enabled = true")  # the canary's
+    dev.write_text(text + "\n[agent]\nenabled = true\nfirst_audio_p95_ms = 450\nerror_percent = 2\n")
+    return {route: Template.from_stack(stack) for route, stack in synthesize_from(config).items()}
+
+
 def synthesize_from(config_dir: Path, env_name: str = "dev") -> dict[str, Stack]:
     """Stacks from another config directory (variants the shipped config does not use)."""
     app = App(context=cli_context())

@@ -20,18 +20,9 @@ from syrupy.assertion import SnapshotAssertion
 
 from sonic_deploy import dashboard_render
 from sonic_deploy.dashboard_inputs import TEMPLATE_FIX
-from sonic_deploy.dashboard_render import (
-    STREAM_LABEL,
-    Line,
-    Sample,
-    dashboards,
-    lines,
-    load_samples,
-    offline_series,
-    render,
-    resolve,
-)
-from tests.conftest import CONFIG_DIR, synthesize_from
+from sonic_deploy.dashboard_render import STREAM_LABEL, dashboards, render, resolve
+from sonic_deploy.dashboard_series import Line, Sample, bins, lines, load_samples, offline_series
+from tests.conftest import CONFIG_DIR
 from tests.fuzz import dashboard as fuzz
 from tests.fuzz import examples
 
@@ -59,13 +50,9 @@ def _samples(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def canary_template(tmp_path_factory: pytest.TempPathFactory) -> Template:
-    config = tmp_path_factory.mktemp("render") / "config"
-    shutil.copytree(CONFIG_DIR, config)
-    dev = config / "environments/dev.toml"
-    dev.write_text(dev.read_text().replace("# enabled = true", "enabled = true"))
-    return Template.from_stack(synthesize_from(config)["ecs"])
+@pytest.fixture
+def canary_template(documented: dict[str, Template]) -> Template:
+    return documented["ecs"]
 
 
 def test_resolve_joins_and_shows_references() -> None:
@@ -117,12 +104,13 @@ def test_the_command_writes_the_picture(
     assert out.exists() and f"wrote {out}" in capsys.readouterr().out
 
 
-# docs/operate.md's picture: dev's ECS dashboard with the canary on, and the samples of the run it quotes.
+# docs/operate.md's picture: dev's ECS dashboard with the canary and agent on, and the samples of the run it
+# quotes.
 EXAMPLE_PICTURE = CONFIG_DIR.parent / "docs" / "dashboard-example.png"
 EXAMPLE_SAMPLES = CONFIG_DIR.parent / "docs" / "dashboard-example.samples.jsonl"
 EXAMPLE_TITLE = (
-    "SonicEcs dashboard (dev, canary on), drawn offline: canary widgets from a probe run against probe serve "
-    "--capacity 8"
+    "SonicEcs dashboard (dev, canary and agent on), drawn offline: canary widgets from a probe run against "
+    "probe serve --capacity 8"
 )
 
 
@@ -198,7 +186,7 @@ def test_plotted_values_are_the_samples_percentiles_and_counts(
         for i in range(120)
     ]
     samples = load_samples(_write(tmp_path / "s.jsonl", records))
-    windows = dashboard_render.bins(samples)
+    windows = bins(samples)
     ttfa_lines = _widget_lines(body, "Canary: time to first audio")
     assert [line.stat for line in ttfa_lines] == ["p50", "p95"]
     for line in ttfa_lines:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -137,3 +139,16 @@ class Request:
                 figures[REAL_TIME_FACTOR] = round(stream_s / self._audio_s, 3) if self._audio_s else 0.0
                 figures[UNDERRUNS] = self.underruns
         self._telemetry.emit(figures, kind)
+
+
+@contextmanager
+def appending_to(path: Path, route: str, *, environment: str, endpoint: str) -> Iterator[Telemetry]:
+    """A Telemetry whose lines are appended to `path`, each flushed as written, the file closed on exit: for an
+    agent whose stdout is not the log CloudWatch reads (the examples' `--telemetry FILE`)."""
+    with path.open("a", encoding="utf-8") as lines:
+        yield Telemetry(
+            route,
+            environment=environment,
+            endpoint=endpoint,
+            write=lambda line: print(line, file=lines, flush=True),
+        )

@@ -4,7 +4,6 @@ dashboard's agent row, on both routes, reading the names and dimensions the clie
 from __future__ import annotations
 
 import json
-import shutil
 from typing import Any
 
 import pytest
@@ -13,20 +12,14 @@ from aws_cdk.assertions import Template
 from sonic_deploy.client import metric_names as names
 from sonic_deploy.client.telemetry import Telemetry
 from sonic_deploy.dashboard_render import dashboards
-from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
+from tests.conftest import resources_of
 
 ROUTES = ["sagemaker", "ecs"]
 
 
-@pytest.fixture(scope="module")
-def with_agent(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
-    config = tmp_path_factory.mktemp("agent") / "config"
-    shutil.copytree(CONFIG_DIR, config)
-    dev = config / "environments/dev.toml"
-    dev.write_text(
-        dev.read_text() + "\n[agent]\nenabled = true\nfirst_audio_p95_ms = 450\nerror_percent = 2\n"
-    )
-    return {route: Template.from_stack(stack) for route, stack in synthesize_from(config).items()}
+@pytest.fixture
+def with_agent(documented: dict[str, Template]) -> dict[str, Template]:
+    return documented
 
 
 def _alarm(template: Template, name: str) -> dict[str, Any]:

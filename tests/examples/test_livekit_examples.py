@@ -12,7 +12,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from aws_cdk.assertions import Template
 
+from tests.examples.agent_row import agent_row
 from tests.standins.harness import ServerFactory
 from tests.standins.real_clients import FAST, KEY, RATE, stream_bytes
 
@@ -41,19 +43,36 @@ def _example(name: str) -> ModuleType:
     ],
 )
 def test_an_example_speaks_a_sentence_into_a_wav_file(
-    example: str, route: list[str], reference_server: ServerFactory, tmp_path: Path
+    example: str,
+    route: list[str],
+    reference_server: ServerFactory,
+    tmp_path: Path,
+    documented: dict[str, Template],
 ) -> None:
     server = reference_server(*FAST)
     out = tmp_path / "speech.wav"
     argv = [arg.format(base=server.base, ws_url=server.ws_url) for arg in route]
+    telemetry = ["--telemetry", str(tmp_path / "agent.jsonl")] if example == "livekit_sagemaker" else []
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / f"{example}.py"), *argv, "--text", TEXT, "--out", str(out)],
+        [
+            sys.executable,
+            str(EXAMPLES / f"{example}.py"),
+            *argv,
+            *telemetry,
+            "--text",
+            TEXT,
+            "--out",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
         env={**os.environ, "CARTESIA_API_KEY": KEY},  # as the examples' docstrings pass it
     )
     assert done.returncode == 0, done.stderr
+    if telemetry:  # what the dashboard's agent row draws: the utterances' first audio and count
+        drawn = agent_row(documented["sagemaker"], tmp_path / "agent.jsonl")
+        assert drawn["Agent: first audio its callers got (ms)"] and drawn["Agent: utterances and underruns"]
     assert out.read_bytes()[:4] == b"RIFF" and out.read_bytes()[8:12] == b"WAVE"
     with wave.open(str(out)) as wav:
         assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (RATE, 1, 2)

@@ -10,8 +10,10 @@ import wave
 from pathlib import Path
 
 import pytest
+from aws_cdk.assertions import Template
 
 from tests.cdk_context import ROOT
+from tests.examples.agent_row import agent_row
 from tests.standins.harness import ServerFactory
 from tests.standins.real_clients import FAST, KEY, stream_bytes
 
@@ -26,7 +28,7 @@ def _example(name: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[st
 
 @pytest.mark.parametrize("route", ["sagemaker", "ecs"])
 def test_an_example_speaks_the_sentence_into_a_wav(
-    route: str, reference_server: ServerFactory, tmp_path: Path
+    route: str, reference_server: ServerFactory, tmp_path: Path, documented: dict[str, Template]
 ) -> None:
     server = reference_server(*FAST)
     where = (
@@ -34,8 +36,14 @@ def test_an_example_speaks_the_sentence_into_a_wav(
         if route == "sagemaker"
         else ["--api-url", server.ws_url, "--api-key", KEY]
     )
-    run = _example(f"pipecat_{route}.py", *where, "--sample-rate", "16000", "--text", TEXT, cwd=tmp_path)
+    telemetry = ["--telemetry", str(tmp_path / "agent.jsonl")] if route == "sagemaker" else []
+    run = _example(
+        f"pipecat_{route}.py", *where, *telemetry, "--sample-rate", "16000", "--text", TEXT, cwd=tmp_path
+    )
     assert run.returncode == 0, run.stderr
+    if telemetry:  # what the dashboard's agent row draws: the utterance's first audio, pipecat's TTS hop
+        drawn = agent_row(documented["sagemaker"], tmp_path / "agent.jsonl")
+        assert drawn["Agent: first audio its callers got (ms)"] and drawn["Agent: turn hops"]
     with wave.open(str(tmp_path / "speech.wav")) as wav:
         assert (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (1, 2, 16000)
         assert wav.getnframes() * 2 == stream_bytes(TEXT, rate=16000)
