@@ -182,17 +182,21 @@ def write_report(out_dir: Path) -> Path:
     return path
 
 
-def compare(first: Path, second: Path, runs: list[dict[str, Any]], png: Path) -> str:
-    """Two runs side by side (e.g. SageMaker against ECS): a text table and a plot. `runs` are their
-    summaries as `probe compare` checked them (probe/summary_file.py `read_run`), read once."""
-    names = [one_line(f"A={first.name}"), one_line(f"B={second.name}")]
+def compare(
+    folders: list[Path], runs: list[dict[str, Any]], png: Path, agent: list[str] | None = None
+) -> str:
+    """Runs side by side (e.g. SageMaker against ECS; or one run beside an agent's telemetry, `agent` its lines
+    of figures): a text table and a plot. `runs` are their summaries as `probe compare` checked them
+    (probe/summary_file.py `read_run`), read once."""
+    letters = "AB"[: len(runs)]
+    names = [one_line(f"{letter}={folder.name}") for letter, folder in zip(letters, folders, strict=True)]
     lines = [f"{name}: {_title(run)}" for name, run in zip(names, runs, strict=True)]
     lines.append(
-        f"{'load':>10}  {'A p50':>7} {'A p95':>7} {'A p99':>7} {'A err':>5}   "
-        f"{'B p50':>7} {'B p95':>7} {'B p99':>7} {'B err':>5}"
+        f"{'load':>10}  "
+        + "   ".join(f"{f'{x} p50':>7} {f'{x} p95':>7} {f'{x} p99':>7} {f'{x} err':>5}" for x in letters)
     )
     keyed = [{load_axis(level): level for level in run["levels"]} for run in runs]
-    for key in sorted(set(keyed[0]) | set(keyed[1]), key=lambda k: (k[0], k[1])):
+    for key in sorted(set().union(*keyed), key=lambda k: (k[0], k[1])):
         cells = []
         for table in keyed:
             level = table.get(key)
@@ -203,8 +207,8 @@ def compare(first: Path, second: Path, runs: list[dict[str, Any]], png: Path) ->
             cells.append(f"{_fmt(ttfa['p50']):>7} {_fmt(ttfa['p95']):>7} {_fmt(ttfa['p99']):>7} {errors:>5}")
 
         load = f"{'c' if key[0] == 'concurrency' else 'r'}={key[1]:g}"
-        lines.append(f"{load:>10}  {cells[0]}   {cells[1]}")
-    for name, run in zip(("A", "B"), runs, strict=True):
+        lines.append(f"{load:>10}  " + "   ".join(cells))
+    for name, run in zip(letters, runs, strict=True):
         if run["target"].get("workload") == "agent":
             figures = ", ".join(
                 f"{_load_label(level)} {_fmt(level['ttfa_last_piece_ms']['p95'])}"
@@ -212,15 +216,18 @@ def compare(first: Path, second: Path, runs: list[dict[str, Any]], png: Path) ->
                 if "ttfa_last_piece_ms" in level
             )
             lines.append(f"{name}: TTFA from the turn's last piece, p95: {figures}")
-    for name, run in zip(("A", "B"), runs, strict=True):
+    for name, run in zip(letters, runs, strict=True):
         foreign = {_load_label(level): level.get("foreign_messages", 0) for level in run["levels"]}
         if any(foreign.values()):
             lines.append(f"{name}: {_foreign_line(foreign)}")
+    lines.extend(agent or [])
     figure, axis = plt.subplots(figsize=(7, 4.2), dpi=90)
-    _percentile_lines(axis, runs[0], "A ", "-")
-    _percentile_lines(axis, runs[1], "B ", "--")
+    for letter, run, style in zip(letters, runs, ("-", "--"), strict=False):
+        _percentile_lines(axis, run, f"{letter} ", style)
     routes = [one_line(run["target"]["route"]) for run in runs]
-    axis.set_title(f"A: {routes[0]}  vs  B: {routes[1]}", fontsize=10)
+    axis.set_title(
+        "  vs  ".join(f"{x}: {route}" for x, route in zip(letters, routes, strict=True)), fontsize=10
+    )
     figure.tight_layout()
     try:
         write_output(png, "--png", figure.savefig)

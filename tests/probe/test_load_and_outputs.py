@@ -191,7 +191,7 @@ def test_summary_schema_report_and_compare(
         assert set(level["ttfa_ms"]) == set(level["total_ms"]) == set(level["rtf"]) == PERCENTILE_KEYS
     for out in outs:
         assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    text = compare(outs[0], outs[1], [read_run(out) for out in outs], tmp_path / "compare.png")
+    text = compare(outs, [read_run(out) for out in outs], tmp_path / "compare.png")
     assert "A=ws" in text and "B=sm" in text and "c=1" in text and "c=2" in text
     assert (tmp_path / "compare.png").stat().st_size > 1000
     assert write_report(outs[0]) == outs[0] / "report.png"

@@ -79,7 +79,7 @@ def test_the_search_finds_the_server_s_capacity_exactly(
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "summary.json").write_text(json.dumps({k: v for k, v in run.summary.items() if k != "slo"}))
-    text = compare(run.out, plain, [read_run(run.out), read_run(plain)], tmp_path / "compare.png")
+    text = compare([run.out, plain], [read_run(run.out), read_run(plain)], tmp_path / "compare.png")
     assert all(f"c={c}" in text for c in (1, 2, 4, 6, 7, 8))
 
 

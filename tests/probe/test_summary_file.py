@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sonic_deploy.cli import main
+from sonic_deploy.client.telemetry import Telemetry
 from sonic_deploy.probe import report
 from tests.cdk_context import ROOT
 from tests.fuzz.arguments import CORRUPT_SUMMARIES, summary_json, summary_level
@@ -169,3 +170,36 @@ def test_messages_for_another_context_are_shown_when_there_are_any(
     table = report.summary_table(summary_json([quiet, mixed]))
     assert table.splitlines()[-1] == "messages for another context (not credited to any request): c=4 3"
     assert "another context" not in report.summary_table(summary_json([quiet]))
+
+
+def test_a_run_beside_an_agent_s_telemetry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`probe compare RUN --agent FILE`: the run's table, then per route the agent's utterances, failures by
+    kind, first audio percentiles (nearest rank) and the hops' medians, from the lines it wrote."""
+    lines: list[str] = []
+    telemetry = Telemetry("sagemaker", environment="dev", endpoint="sonic-dev", write=lines.append)
+    for ms in (90.0, 110.0, 130.0, 400.0):
+        telemetry.emit({"FirstAudio": ms}, None)
+    telemetry.emit({}, "model_error_429")
+    telemetry.hops({"TTSFirstByte": 80.0, "LLMFirstToken": 300.0}, framework="pipecat")
+    agent = tmp_path / "agent.jsonl"
+    agent.write_text("\n".join(lines) + "\n")
+    good = run(tmp_path, "valid")
+    assert main(["probe", "compare", str(good), "--agent", str(agent), "--png", str(tmp_path / "c.png")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("A=valid: ") and "B p50" not in out[1]
+    start = out.index("agent=agent.jsonl dev/sagemaker: 5 utterances, 1 failed (model_error_429 1)")
+    assert out[start + 1 : start + 3] == [
+        "  first audio (ms): p50 110.0  p95 400.0  p99 400.0  (4 with audio)",
+        "  hops, p50 (ms): LLMFirstToken 300.0, TTSFirstByte 80.0",
+    ]
+
+
+def test_compare_needs_a_second_run_or_an_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = run(tmp_path, "valid")
+    with pytest.raises(SystemExit) as stopped:
+        main(["probe", "compare", str(good)])
+    assert stopped.value.code == 2 and "Fix: give a second run's folder, or --agent FILE" in one_line(capsys)
+    (tmp_path / "agent.jsonl").write_text('{"FirstAudio": 1}\n')
+    with pytest.raises(SystemExit) as stopped:
+        main(["probe", "compare", str(good), "--agent", str(tmp_path / "agent.jsonl")])
+    assert "line 1" in one_line(capsys)
