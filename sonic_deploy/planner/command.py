@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from datetime import UTC, datetime
@@ -19,12 +20,12 @@ from sonic_deploy.arguments import (
     real,
     whole,
 )
-from sonic_deploy.config import ConfigError, load_settings
+from sonic_deploy.config import ConfigError, Settings, load_settings
 from sonic_deploy.planner.capacity import HOURS_PER_DAY, Workload
 from sonic_deploy.planner.chart import write_chart
 from sonic_deploy.planner.costs import EcsOverheads
 from sonic_deploy.planner.plan import DEFAULT_INSTANCE_TYPES, build_plan
-from sonic_deploy.planner.price_table import PRICES_FILE, load_price_table
+from sonic_deploy.planner.price_table import PRICES_FILE, PriceLookup, load_price_table
 from sonic_deploy.planner.probe_summary import measured_streams
 from sonic_deploy.planner.report import plan_as_json, plan_as_table
 
@@ -145,7 +146,12 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help=f"first fetch current prices from AWS into config/{PRICES_FILE} (needs credentials)",
     )
-    output.add_argument("--profile", help="AWS profile for --refresh-prices")
+    output.add_argument(
+        "--price-reservation",
+        action="store_true",
+        help="price sagemaker.capacity.ml_reservation_arn's training plan (DescribeTrainingPlan; needs credentials)",
+    )
+    output.add_argument("--profile", help="AWS profile for --refresh-prices and --price-reservation")
     parser.set_defaults(func=run_plan, check=check_plan, command_parser=parser)
 
 
@@ -205,9 +211,10 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.refresh_prices and not _refresh(args, types, prices_file, region):
         return 1
     today = datetime.now(UTC).date()
+    table = load_price_table(config_dir)
     plan = build_plan(
         settings,
-        load_price_table(config_dir),
+        table,
         prices_file,
         workload,
         region,
@@ -216,6 +223,11 @@ def run_plan(args: argparse.Namespace) -> int:
         today,
         measured,
     )
+    if args.price_reservation:
+        note = _reservation_note(args, settings, region, PriceLookup(table, prices_file, region))
+        if note is None:
+            return 1
+        plan = dataclasses.replace(plan, notes=[*plan.notes, note])
     if args.plot is not None:
         write_chart(plan, args.plot)
     print(json.dumps(plan_as_json(plan), indent=2) if args.json else plan_as_table(plan))
@@ -256,3 +268,40 @@ def _refresh(args: argparse.Namespace, types: list[str], prices_file: Path, regi
     for problem in problems:
         print(f"not refreshed: {problem}", file=sys.stderr)
     return True
+
+
+def _reservation_note(
+    args: argparse.Namespace, settings: Settings, region: str, prices: PriceLookup
+) -> str | None:
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from sonic_deploy.planner.reservation import describe, reservation_note
+
+    arn = settings.environment.sagemaker.capacity.ml_reservation_arn
+    if arn is None:
+        raise ConfigError(
+            file=settings.config_dir / "environments" / f"{settings.environment_name}.toml",
+            field="sagemaker.capacity.ml_reservation_arn",
+            value=None,
+            problem="not set: --price-reservation has no training plan to price",
+            fix="set it (docs/capacity.md, SageMaker), or plan without --price-reservation",
+        )
+    try:
+        sagemaker = boto3.Session(profile_name=args.profile).client(
+            "sagemaker", region_name=arn.split(":")[3]
+        )
+        reservation = describe(sagemaker, arn)
+    except (BotoCoreError, ClientError) as error:
+        print(
+            f"sonic-deploy plan: could not read the training plan: {error}. Fix: run with AWS credentials "
+            "allowed sagemaker:DescribeTrainingPlan (e.g. --profile NAME), or plan without --price-reservation",
+            file=sys.stderr,
+        )
+        return None
+
+    def on_demand(instance_type: str) -> float | None:
+        row = prices.instance("sagemaker_hosting", instance_type)
+        return row.usd if row is not None else None
+
+    return reservation_note(reservation, on_demand)

@@ -77,8 +77,8 @@ def build_plan(
     if capacity.ml_reservation_arn is not None:
         notes.append(
             f"sagemaker.capacity.ml_reservation_arn: the endpoint's instances come only from the training plan "
-            f"{capacity.ml_reservation_arn.rsplit('/', 1)[1]}, paid up front (its UpfrontFee: `aws sagemaker "
-            "describe-training-plan`); the SageMaker rows' hourly prices are what the same instances cost without it."
+            f"{capacity.ml_reservation_arn.rsplit('/', 1)[1]}, paid up front (`plan --price-reservation` prices "
+            "its UpfrontFee); the SageMaker rows' hourly prices are what the same instances cost without it."
         )
     unverified = {row for row in used if row.unverified}
     return Plan(
