@@ -1,15 +1,18 @@
-"""What the pipecat tests share: quiet logs, and a processor that records the frames passing one way."""
+"""What the pipecat tests share: quiet logs, a processor that records the frames passing one way, and a
+worker run by a script."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 from loguru import logger
-from pipecat.frames.frames import Frame
+from pipecat.frames.frames import EndFrame, Frame
+from pipecat.pipeline.worker import PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.workers.runner import WorkerRunner
 
 from tests.standins.real_clients import TIMEOUT_S
 
@@ -62,3 +65,32 @@ class FrameRecorder(FrameProcessor):
         """The first frame of `kind`, once it has arrived."""
         await self.wait_until(lambda: bool(self.of(kind)))
         return self.of(kind)[0]
+
+
+async def run_worker(
+    worker: PipelineWorker, script: Callable[[], Awaitable[None]], *, cancel: bool = False
+) -> None:
+    """Runs `worker` on a runner, `script()` once its pipeline has started, then an EndFrame (which waits for
+    what is still on its way), or with `cancel` a cancellation; a script that fails cancels the worker."""
+    started = asyncio.Event()
+
+    async def _started(worker: PipelineWorker, frame: Frame) -> None:
+        started.set()
+
+    worker.add_event_handler("on_pipeline_started", _started)
+
+    async def drive() -> None:
+        try:
+            await asyncio.wait_for(started.wait(), TIMEOUT_S)
+            await script()
+        except BaseException:
+            await worker.cancel()
+            raise
+        if cancel:
+            await worker.cancel()
+        else:
+            await worker.queue_frame(EndFrame())
+
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(worker)
+    await asyncio.wait_for(asyncio.gather(runner.run(), drive()), 2 * TIMEOUT_S)

@@ -9,22 +9,21 @@ from typing import Any
 
 from livekit.agents import AgentSession, ConversationItemAddedEvent
 from livekit.agents.llm import ChatMessage
-from pipecat.frames.frames import EndFrame, Frame, LLMContextFrame, TTSStoppedFrame
+from pipecat.frames.frames import LLMContextFrame, TTSStoppedFrame
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.openai.llm import OpenAILLMService
-from pipecat.workers.runner import WorkerRunner
 
 from sonic_deploy.client.livekit import report_turn_hops
 from sonic_deploy.client.metric_names import LLM_FIRST_TOKEN, STT_FINAL, TTS_FIRST_BYTE
 from sonic_deploy.client.pipecat import SonicSageMakerTTSService, TelemetryObserver
 from sonic_deploy.client.telemetry import Telemetry
 from tests.client.test_telemetry import emf
-from tests.pipecat_frames import FrameRecorder
+from tests.pipecat_frames import FrameRecorder, run_worker
 from tests.standins.harness import ServerFactory
-from tests.standins.real_clients import FAST, TIMEOUT_S
+from tests.standins.real_clients import FAST
 
 VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
 FIRST_TOKEN_MS = 150
@@ -50,23 +49,13 @@ def test_a_pipecat_turn_writes_the_llm_and_tts_hops_pipecat_measured(reference_s
             cancel_on_idle_timeout=False,
             enable_rtvi=False,
         )
-        started = asyncio.Event()
 
-        async def _started(worker: PipelineWorker, frame: Frame) -> None:
-            started.set()
-
-        worker.add_event_handler("on_pipeline_started", _started)
-
-        async def drive() -> None:
-            await asyncio.wait_for(started.wait(), TIMEOUT_S)
+        async def script() -> None:
             context = LLMContext(messages=[{"role": "user", "content": "Is my table booked?"}])
             await worker.queue_frame(LLMContextFrame(context))
             await downstream.wait_until(lambda: downstream.count(TTSStoppedFrame) >= 1)
-            await worker.queue_frame(EndFrame())
 
-        runner = WorkerRunner(handle_sigint=False)
-        await runner.add_workers(worker)
-        await asyncio.wait_for(asyncio.gather(runner.run(), drive()), 2 * TIMEOUT_S)
+        await run_worker(worker, script)
 
     asyncio.run(turn())
     hops = [document for document in map(emf, lines) if document.get("Framework") == "pipecat"]

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from pipecat.frames.frames import (
-    EndFrame,
     ErrorFrame,
     Frame,
     InterruptionFrame,
@@ -34,13 +33,12 @@ from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.utils.errors import ErrorCategory
-from pipecat.workers.runner import WorkerRunner
 
 from sonic_deploy.client import SageMakerClient
 from sonic_deploy.client.errors import InvalidRequestError, ThrottledError
 from sonic_deploy.client.pipecat import SonicSageMakerTTSService, error_category
 from tests.client.refreshing import Clock, refreshing_session
-from tests.pipecat_frames import FrameRecorder
+from tests.pipecat_frames import FrameRecorder, run_worker
 from tests.standins.harness import ReferenceServer, ServerFactory
 from tests.standins.real_clients import FAST, PACED, TIMEOUT_S, counted, stream_bytes, wait_for_stats
 
@@ -101,29 +99,12 @@ def _run(
             enable_rtvi=False,
         )
         pipeline = _Pipeline(worker, upstream, downstream)
-        started = asyncio.Event()
-
-        async def _started(worker: PipelineWorker, frame: Frame) -> None:
-            started.set()
 
         async def _request(service: SonicSageMakerTTSService, context_id: str, text: str) -> None:
             pipeline.requests.append(text)
 
-        worker.add_event_handler("on_pipeline_started", _started)
         service.add_event_handler("on_tts_request", _request)
-
-        async def drive() -> None:
-            try:
-                await asyncio.wait_for(started.wait(), TIMEOUT_S)
-                await script(pipeline)
-            except BaseException:
-                await worker.cancel()
-                raise
-            await worker.queue_frame(EndFrame())
-
-        runner = WorkerRunner(handle_sigint=False)
-        await runner.add_workers(worker)
-        await asyncio.wait_for(asyncio.gather(runner.run(), drive()), 2 * TIMEOUT_S)
+        await run_worker(worker, lambda: script(pipeline))
         return pipeline
 
     return asyncio.run(run())

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import pytest
 from pipecat.frames.frames import (
-    EndFrame,
     ErrorFrame,
     Frame,
     InterruptionFrame,
@@ -32,12 +31,11 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.cartesia.tts import CartesiaHttpTTSService, CartesiaTTSService
 from pipecat.services.tts_service import TTSService
-from pipecat.workers.runner import WorkerRunner
 
-from tests.pipecat_frames import FrameRecorder
+from tests.pipecat_frames import FrameRecorder, run_worker
 
 from .harness import ReferenceServer, ServerFactory
-from .real_clients import FAST, KEY, PACED, TIMEOUT_S, counted, stream_bytes, wait_for_stats
+from .real_clients import FAST, KEY, PACED, counted, stream_bytes, wait_for_stats
 
 pytestmark = pytest.mark.usefixtures("quiet_pipecat")
 
@@ -82,28 +80,7 @@ def _run(
             cancel_on_idle_timeout=False,
         )
         pipeline = _Pipeline(worker, upstream, downstream)
-        started = asyncio.Event()
-
-        async def _started(worker: PipelineWorker, frame: Frame) -> None:
-            started.set()
-
-        worker.add_event_handler("on_pipeline_started", _started)
-
-        async def drive() -> None:
-            try:
-                await asyncio.wait_for(started.wait(), TIMEOUT_S)
-                await script(pipeline)
-            except BaseException:
-                await worker.cancel()
-                raise
-            if cancel:
-                await worker.cancel()
-            else:
-                await worker.queue_frame(EndFrame())
-
-        runner = WorkerRunner(handle_sigint=False)
-        await runner.add_workers(worker)
-        await asyncio.wait_for(asyncio.gather(runner.run(), drive()), 2 * TIMEOUT_S)
+        await run_worker(worker, lambda: script(pipeline), cancel=cancel)
         return pipeline
 
     return asyncio.run(run())

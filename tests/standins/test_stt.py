@@ -19,7 +19,6 @@ from cartesia.types.stt import (
 )
 from cartesia.types.stt_error_response import STTErrorResponse
 from pipecat.frames.frames import (
-    EndFrame,
     ErrorFrame,
     Frame,
     InputAudioRawFrame,
@@ -32,13 +31,12 @@ from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.aws import stt as pipecat_aws_stt
 from pipecat.services.aws.stt import AWSTranscribeSTTService
 from pipecat.services.aws.utils import get_presigned_url
-from pipecat.workers.runner import WorkerRunner
 from websockets.exceptions import InvalidStatus
 
 from sonic_deploy.client import eventstream
 from sonic_deploy.client.transcribe import audio_event
 from sonic_deploy.standins.stt import TRANSCRIPT
-from tests.pipecat_frames import FrameRecorder
+from tests.pipecat_frames import FrameRecorder, run_worker
 from tests.stt_speech import FINAL_MS, TIMEOUT_S, chunk, speak
 
 from .harness import ReferenceServer, ServerFactory
@@ -178,29 +176,15 @@ def test_pipecats_transcribe_service_yields_interim_and_final_transcriptions(
             cancel_on_idle_timeout=False,
             enable_rtvi=False,
         )
-        started = asyncio.Event()
-
-        async def _started(worker: PipelineWorker, frame: Frame) -> None:
-            started.set()
-
-        worker.add_event_handler("on_pipeline_started", _started)
 
         async def send(audio: bytes) -> None:
             await worker.queue_frame(InputAudioRawFrame(audio=audio, sample_rate=16000, num_channels=1))
 
-        async def drive() -> None:
-            try:
-                await asyncio.wait_for(started.wait(), TIMEOUT_S)
-                await speak(send, "pcm_s16le", 16000)
-                await downstream.wait_for(TranscriptionFrame)
-            except BaseException:
-                await worker.cancel()
-                raise
-            await worker.queue_frame(EndFrame())
+        async def script() -> None:
+            await speak(send, "pcm_s16le", 16000)
+            await downstream.wait_for(TranscriptionFrame)
 
-        runner = WorkerRunner(handle_sigint=False)
-        await runner.add_workers(worker)
-        await asyncio.wait_for(asyncio.gather(runner.run(), drive()), 2 * TIMEOUT_S)
+        await run_worker(worker, script)
         return upstream.frames, downstream.frames
 
     errors, frames = asyncio.run(run())
