@@ -10,13 +10,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import App
+from aws_cdk import App, Validations
 
 from sonic_deploy.compliance.context import cli_context
 from sonic_deploy.compliance.variants import Variant, config_for, variants
 from sonic_deploy.config import load_settings
 from sonic_deploy.stacks import add_stacks
-from tests.conftest import CONFIG_DIR
+from tests.conftest import CONFIG_DIR, cloudformation_validate
 
 VARIANTS = variants(CONFIG_DIR)
 _WORKDIR = Path(tempfile.mkdtemp(prefix="sonic-compliance-tests-"))
@@ -26,6 +26,7 @@ _WORKDIR = Path(tempfile.mkdtemp(prefix="sonic-compliance-tests-"))
 def _synthesized(variant: Variant) -> None:
     config = config_for(variant, CONFIG_DIR, _WORKDIR)
     app = App(context=cli_context(), outdir=str(_WORKDIR / f"cdk.out-{variant.slug}"))
+    Validations.of(app).add_plugins(cloudformation_validate())  # an error fails the synth, as `cdk synth`'s
     add_stacks(app, load_settings(config, variant.environment))
     app.synth()
 
