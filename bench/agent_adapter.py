@@ -27,164 +27,65 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
 import statistics
-import subprocess
 import sys
-import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+from agent_calls import (
+    RATE,
+    TEXT,
+    VOICE,
+    Close,
+    Speak,
+    client_call,
+    livekit_stream_call,
+    livekit_synthesize_call,
+    percentile,
+    pipecat_call,
+    prepare,
+    start_server,
+)
+
+if TYPE_CHECKING:
+    from sonic_deploy.client.livekit import SonicSageMakerTTS
 
 GOAL_P50_MS, GOAL_P99_MS = 1.0, 3.0
-VOICE = "a0e99841-438c-4a64-b679-ae501e7d6091"
-TEXT = "Your table for two is booked for eight tonight."
-RATE = 24000
 
 
-def start_server(first_byte_ms: float, cpu: int | None) -> tuple[subprocess.Popen[str], str]:
-    command = [
-        sys.executable, "-m", "sonic_deploy.cli", "probe", "serve", "--port", "0", "--exit-after", "3600",
-        "--first-byte-ms", str(first_byte_ms), "--jitter-ms", "0", "--chunk-ms", "20", "--pace", "0.5",
-        "--audio-ms", "400",
-    ]  # fmt: skip
-    preexec = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=preexec)
-    assert server.stdout is not None
-    line = server.stdout.readline()
-    if not line.startswith("listening on "):
-        raise SystemExit(f"reference server did not start: {line!r}")
-    return server, line.split("listening on ")[1].strip()
-
-
-Measure = Callable[[], Awaitable[float]]
-
-
-async def bare_caller(base: str) -> tuple[Measure, Callable[[], Awaitable[None]]]:
+async def bare_caller(base: str) -> tuple[Speak, Close]:
     from sonic_deploy.client import SageMakerClient
 
     client = SageMakerClient("bench", region="us-east-2", endpoint_url=base)
-
-    async def measure() -> float:
-        began = time.perf_counter()
-        first: float | None = None
-        async with contextlib.aclosing(client.speak(TEXT, voice=VOICE, sample_rate=RATE)) as audio:
-            async for _ in audio:
-                first = first or time.perf_counter()
-        assert first is not None
-        return first - began
-
-    return measure, client.close
+    return lambda: client_call(client.speak(TEXT, voice=VOICE, sample_rate=RATE)), client.close
 
 
-async def pipecat_caller(base: str) -> tuple[Measure, Callable[[], Awaitable[None]]]:
-    from pipecat.frames.frames import EndFrame, Frame, TTSAudioRawFrame, TTSSpeakFrame, TTSStoppedFrame
-    from pipecat.pipeline.pipeline import Pipeline
-    from pipecat.pipeline.worker import PipelineParams, PipelineWorker
-    from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
-    from pipecat.workers.runner import WorkerRunner
-
+async def pipecat_caller(base: str) -> tuple[Speak, Close]:
     from sonic_deploy.client.pipecat import SonicSageMakerTTSService
-
-    moments: dict[str, float] = {}
-    spoken = asyncio.Event()
-
-    class Before(FrameProcessor):
-        async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-            await super().process_frame(frame, direction)
-            if isinstance(frame, TTSSpeakFrame):
-                moments["began"] = time.perf_counter()
-            await self.push_frame(frame, direction)
-
-    class After(FrameProcessor):
-        async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-            await super().process_frame(frame, direction)
-            if isinstance(frame, TTSAudioRawFrame) and "first" not in moments:
-                moments["first"] = time.perf_counter()
-            elif isinstance(frame, TTSStoppedFrame):
-                spoken.set()
-            await self.push_frame(frame, direction)
 
     service = SonicSageMakerTTSService(
         endpoint_name="bench", region="us-east-2", endpoint_url=base, voice_id=VOICE, sample_rate=RATE
     )
-    worker = PipelineWorker(
-        Pipeline([Before(), service, After()]),
-        params=PipelineParams(audio_out_sample_rate=RATE),
-        idle_timeout_secs=None,  # no transport here, so no frames that would say the call is alive
-        enable_rtvi=False,
-    )
-    started = asyncio.Event()
-
-    async def _started(*_: Any) -> None:
-        started.set()
-
-    worker.add_event_handler("on_pipeline_started", _started)
-
-    runner = WorkerRunner(handle_sigint=False)
-    await runner.add_workers(worker)
-    running = asyncio.create_task(runner.run())
-    await started.wait()
-
-    async def measure() -> float:
-        moments.clear()
-        spoken.clear()
-        await worker.queue_frame(TTSSpeakFrame(TEXT))
-        await spoken.wait()
-        return moments["first"] - moments["began"]
-
-    async def close() -> None:
-        await worker.queue_frame(EndFrame())
-        await running
-
-    return measure, close
+    return await pipecat_call(service, TEXT)
 
 
-async def livekit_caller(base: str) -> tuple[Measure, Callable[[], Awaitable[None]]]:
+def livekit_tts(base: str) -> SonicSageMakerTTS:
     from sonic_deploy.client.livekit import SonicSageMakerTTS
 
-    tts = SonicSageMakerTTS(
+    return SonicSageMakerTTS(
         endpoint_name="bench", region="us-east-2", endpoint_url=base, voice=VOICE, sample_rate=RATE
     )
 
-    async def measure() -> float:
-        began = time.perf_counter()
-        first: float | None = None
-        async with tts.synthesize(TEXT) as stream:
-            async for _ in stream:
-                first = first or time.perf_counter()
-        assert first is not None
-        return first - began
 
-    return measure, tts.aclose
+async def livekit_caller(base: str) -> tuple[Speak, Close]:
+    tts = livekit_tts(base)
+    return lambda: livekit_synthesize_call(tts, TEXT), tts.aclose
 
 
-async def livekit_stream_caller(base: str) -> tuple[Measure, Callable[[], Awaitable[None]]]:
+async def livekit_stream_caller(base: str) -> tuple[Speak, Close]:
     """What an AgentSession does with a streaming TTS: the LLM's text pushed into `stream()`, cut into
     sentences by LiveKit's tokenizer, one request per sentence."""
-    from sonic_deploy.client.livekit import SonicSageMakerTTS
-
-    tts = SonicSageMakerTTS(
-        endpoint_name="bench", region="us-east-2", endpoint_url=base, voice=VOICE, sample_rate=RATE
-    )
-
-    async def measure() -> float:
-        began = time.perf_counter()
-        first: float | None = None
-        async with tts.stream() as stream:
-            stream.push_text(TEXT)
-            stream.end_input()
-            async for _ in stream:
-                first = first or time.perf_counter()
-        assert first is not None
-        return first - began
-
-    return measure, tts.aclose
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+    tts = livekit_tts(base)
+    return lambda: livekit_stream_call(tts, TEXT), tts.aclose
 
 
 async def run(base: str, rounds: int, warmup: int) -> dict[str, list[float]]:
@@ -200,9 +101,9 @@ async def run(base: str, rounds: int, warmup: int) -> dict[str, list[float]]:
             order = list(callers)
             shift = index % len(order)  # each caller first in turn
             for name in order[shift:] + order[:shift]:
-                seconds = await callers[name][0]()
+                spoken = await callers[name][0]()
                 if index >= warmup:
-                    figures[name].append(seconds * 1000)
+                    figures[name].append(spoken.first_s * 1000)
     finally:
         for _, close in callers.values():
             await close()
@@ -218,17 +119,11 @@ def main() -> int:
     parser.add_argument("--first-byte-ms", type=float, default=50.0)
     parser.add_argument("--pin", action="store_true", help="server on CPU 0, this process on CPU 1")
     args = parser.parse_args()
-    # pipecat logs every frame at DEBUG (loguru, to stderr), on the event loop being measured: an agent in
-    # production logs at INFO or above, and so does this run.
-    from loguru import logger
-
-    logger.remove()
-    logger.add(sys.stderr, level="WARNING")
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
-    if args.pin:
-        os.sched_setaffinity(0, {1})
-    server, base = start_server(args.first_byte_ms, 0 if args.pin else None)
+    server, base = start_server(
+        prepare(args.pin),
+        *("--first-byte-ms", str(args.first_byte_ms), "--jitter-ms", "0", "--chunk-ms", "20"),
+        *("--pace", "0.5", "--audio-ms", "400"),
+    )
     try:
         figures = asyncio.run(run(base, args.rounds, args.warmup))
     finally:

@@ -34,12 +34,12 @@ import asyncio
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+
+from agent_calls import prepare, start_server, start_worker
 
 BAR_P50_MS, BAR_P99_MS = 2.0, 10.0
 MODEL = "bench-model"
@@ -53,22 +53,6 @@ CALLER = [
     "Do you have vegetarian dishes?",
     "Thanks, that's all.",
 ]
-
-
-def start_server(
-    first_token_ms: float, tokens_per_s: float, cpu: int | None
-) -> tuple[subprocess.Popen[str], str]:
-    command = [
-        sys.executable, "-m", "sonic_deploy.cli", "probe", "serve", "--port", "0", "--exit-after", "3600",
-        "--llm-first-token-ms", str(first_token_ms), "--llm-tokens-per-s", str(tokens_per_s),
-    ]  # fmt: skip
-    preexec = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=preexec)
-    assert server.stdout is not None
-    line = server.stdout.readline()
-    if not line.startswith("listening on "):
-        raise SystemExit(f"reference server did not start: {line!r}")
-    return server, line.split("listening on ")[1].strip()
 
 
 @dataclass
@@ -147,12 +131,10 @@ async def pipecat_phase(plan: Plan, figures: Figures) -> None:
         MetricsFrame,
     )
     from pipecat.metrics.metrics import TTFBMetricsData
-    from pipecat.pipeline.pipeline import Pipeline
-    from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+    from pipecat.pipeline.worker import PipelineParams
     from pipecat.processors.aggregators.llm_context import LLMContext
     from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
     from pipecat.services.openai.llm import OpenAILLMService
-    from pipecat.workers.runner import WorkerRunner
 
     class Sink(FrameProcessor):
         """Just downstream of the service: where the agent's next processor (its TTS) would get the text."""
@@ -197,23 +179,8 @@ async def pipecat_phase(plan: Plan, figures: Figures) -> None:
             settings=OpenAILLMService.Settings(model=MODEL, system_instruction=SYSTEM),
         )
         sink = Sink(service.name)
-        worker = PipelineWorker(
-            Pipeline([service, sink]),
-            params=PipelineParams(enable_metrics=True),
-            idle_timeout_secs=None,  # no transport here, so no frames that would say the call is alive
-            enable_rtvi=False,
-        )
-        started = asyncio.Event()
-
-        async def _started(*_: Any) -> None:
-            started.set()
-
-        worker.add_event_handler("on_pipeline_started", _started)
-        runner = WorkerRunner(handle_sigint=False)
-        await runner.add_workers(worker)
-        running = asyncio.create_task(runner.run())
+        worker, running = await start_worker([service, sink], PipelineParams(enable_metrics=True))
         try:
-            await started.wait()
             context = LLMContext()
             for index in range(plan.requests):
                 context.add_message({"role": "user", "content": turn_text(index)})
@@ -290,17 +257,13 @@ def main() -> int:
     args = parser.parse_args()
     if args.requests < 2:
         parser.error("--requests must be at least 2 (the first of each conversation is a warm-up)")
-    # pipecat logs every frame at DEBUG (loguru, to stderr), on the event loop being measured: an agent in
-    # production logs at INFO or above, and this run at WARNING.
-    from loguru import logger
-
-    logger.remove()
-    logger.add(sys.stderr, level="WARNING")
+    cpu = prepare(args.pin)  # before pipecat logs its banner
     import pipecat
 
-    if args.pin:
-        os.sched_setaffinity(0, {1})
-    server, base = start_server(args.first_token_ms, args.tokens_per_s, 0 if args.pin else None)
+    server, base = start_server(
+        cpu,
+        *("--llm-first-token-ms", str(args.first_token_ms), "--llm-tokens-per-s", str(args.tokens_per_s)),
+    )
     print(
         f"# LLM hop: request started -> first token in the agent's hands; stand-in first token "
         f"{args.first_token_ms:g} ms after arrival, then {args.tokens_per_s:g} tokens/s; {args.requests} "
