@@ -213,12 +213,19 @@ def agent_records(path: Path) -> list[dict[str, Any]]:
             _refuse(path, field, record, "not an embedded-metric-format object (no _aws)", AGENT_FIX)
         if not _number(aws.get("Timestamp")):
             _refuse(path, f"{field}: _aws.Timestamp", aws.get("Timestamp"), "not a time in ms", AGENT_FIX)
-        for directive in aws.get("CloudWatchMetrics") or []:
-            for metric in directive.get("Metrics") or []:
-                name = metric.get("Name")
-                if not _number(record.get(name)):
-                    _refuse(
-                        path, f"{field}: {name}", record.get(name), "a metric that is not a number", AGENT_FIX
-                    )
+        directives = aws.get("CloudWatchMetrics") or []
+        metrics = [m for d in directives if isinstance(d, dict) for m in d.get("Metrics") or []]
+        if not isinstance(directives, list) or not all(isinstance(d, dict) for d in directives):
+            _refuse(
+                path, f"{field}: _aws.CloudWatchMetrics", directives, "not a list of directives", AGENT_FIX
+            )
+        for metric in metrics:
+            name = metric.get("Name") if isinstance(metric, dict) else None
+            if not isinstance(name, str):
+                _refuse(path, f"{field}: Metrics", metric, "a metric without a Name", AGENT_FIX)
+            if not _number(record.get(name)):
+                _refuse(
+                    path, f"{field}: {name}", record.get(name), "a metric that is not a number", AGENT_FIX
+                )
         records.append(record)
     return records

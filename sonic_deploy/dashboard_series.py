@@ -156,6 +156,8 @@ def agent_series(line: Line, records: Sequence[AgentRecord]) -> tuple[list[float
     if line.namespace != agent_names.NAMESPACE or not records:
         return None
     percent = re.fullmatch(r"p(\d+(?:\.\d+)?)", line.stat)
+    if percent is None and line.stat not in ("Sum", "Average"):
+        return None  # drawn as "no data offline", not as another statistic under its label
     windows = _windows(max(r.at for r in records))
     xs, ys = [], []
     for index, (lo, hi) in enumerate(windows):

@@ -76,7 +76,8 @@ def test_cli_synth_matches_the_tests_template(tmp_path: Path, sagemaker_template
     assert from_cli == sagemaker_template.to_json()
     report = json.loads((tmp_path / "validation-report.json").read_text())
     conclusions = {plugin["pluginName"]: plugin["conclusion"] for plugin in report["pluginReports"]}
-    assert conclusions["CloudFormation Validate"] == "success"
+    # CDK reports a clean plugin only when something was suppressed (W3010 is, in both stacks today).
+    assert conclusions.get("CloudFormation Validate", "success") == "success"
     # Published whole and stamped: the change classifier takes it; no staging folder, no lock left.
     assert check_assembly(tmp_path, environment="dev", config_dir=CONFIG_DIR) == [
         "SonicEcs",

@@ -21,6 +21,7 @@ from sonic_deploy.arguments import (
     whole,
 )
 from sonic_deploy.config import ConfigError, Settings, load_settings
+from sonic_deploy.config.errors import MISSING
 from sonic_deploy.planner.capacity import HOURS_PER_DAY, Workload
 from sonic_deploy.planner.chart import write_chart
 from sonic_deploy.planner.costs import EcsOverheads
@@ -283,7 +284,7 @@ def _reservation_note(
         raise ConfigError(
             file=settings.config_dir / "environments" / f"{settings.environment_name}.toml",
             field="sagemaker.capacity.ml_reservation_arn",
-            value=None,
+            value=MISSING,
             problem="not set: --price-reservation has no training plan to price",
             fix="set it (docs/capacity.md, SageMaker), or plan without --price-reservation",
         )

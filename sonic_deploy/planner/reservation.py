@@ -51,7 +51,7 @@ def reservation_note(reservation: Reservation, on_demand_usd: Callable[[str], fl
         f"reservation {r.name}: {r.fee:,.2f} {r.currency} up front for {held} over {r.hours:g} h: "
         f"{r.fee / r.hours:,.2f} an hour, {per_instance_hour:,.3f} an instance-hour"
     )
-    on_demand = {kind: on_demand_usd(kind) for kind in r.instances}
+    on_demand = {kind: usd if (usd := on_demand_usd(kind)) else None for kind in r.instances}  # $0: no price
     if r.currency != "USD" or None in on_demand.values():
         missing = [kind for kind, usd in on_demand.items() if usd is None]
         why = f"no on-demand price for {', '.join(missing)}" if missing else f"the fee is in {r.currency}"

@@ -129,7 +129,7 @@ def test_no_reservation_or_no_access_is_one_line(
     monkeypatch.setattr(boto3, "Session", _session(client))
     config = edit_config("environments/dev.toml", "", "")
     assert main(["plan", "--config-dir", str(config), "--price-reservation"]) == 2
-    assert "sagemaker.capacity.ml_reservation_arn = None: not set" in capsys.readouterr().err
+    assert "sagemaker.capacity.ml_reservation_arn = (missing): not set" in capsys.readouterr().err
     (config / "environments/dev.toml").write_text(
         (config / "environments/dev.toml").read_text()
         + f'\n[sagemaker.capacity]\nml_reservation_arn = "{PLAN}"\n'
