@@ -27,6 +27,7 @@ from pathlib import Path
 from livekit import rtc
 from livekit.agents import APIError
 
+from sonic_deploy.arguments import output_file
 from sonic_deploy.client.livekit import SonicSageMakerTTS
 from sonic_deploy.client.telemetry import appending_to
 
@@ -50,7 +51,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sample-rate", type=int, default=24000)
     parser.add_argument("--text", default="Hello from Sonic on SageMaker, spoken through LiveKit Agents.")
     parser.add_argument("--out", type=Path, required=True, help="the WAV file to write")
-    parser.add_argument("--telemetry", type=Path, help="append the telemetry lines to this file")
+    parser.add_argument(
+        "--telemetry", type=output_file("the telemetry lines"), help="append the telemetry lines to this file"
+    )
     parser.add_argument(
         "--env", default="dev", help="the stacks' environment, for the telemetry (default dev)"
     )

@@ -36,6 +36,7 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
+from sonic_deploy.arguments import output_file
 from sonic_deploy.client.pipecat import SonicSageMakerTTSService, TelemetryObserver
 from sonic_deploy.client.telemetry import Telemetry, appending_to
 
@@ -94,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-rate", type=int, choices=RATES, default=24000)
     parser.add_argument("--text", default="Hello from Sonic on SageMaker, through pipecat.")
     parser.add_argument("--out", type=Path, default=Path("speech.wav"), help="WAV file to write")
-    parser.add_argument("--telemetry", type=Path, help="append the telemetry lines to this file")
+    parser.add_argument(
+        "--telemetry", type=output_file("the telemetry lines"), help="append the telemetry lines to this file"
+    )
     parser.add_argument(
         "--env", default="dev", help="the stacks' environment, for the telemetry (default dev)"
     )

@@ -24,8 +24,10 @@ def agent_lines(path: Path, records: Sequence[AgentRecord]) -> list[str]:
         kinds = Counter(r.dimensions[names.ERROR_KIND] for r in group if names.ERROR_KIND in r.dimensions)
         failed = f", {sum(kinds.values())} failed ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))})"
         lines.append(
-            one_line(f"agent={path.name} {environment}/{route}: {utterances} utterances")
-            + (failed if kinds else "")
+            one_line(
+                f"agent={path.name} {environment}/{route}: {utterances} utterances"
+                + (failed if kinds else "")
+            )
         )
         first = [r.values[names.FIRST_AUDIO] for r in group if names.FIRST_AUDIO in r.values]
         if first:

@@ -17,11 +17,6 @@ from tests.conftest import resources_of
 ROUTES = ["sagemaker", "ecs"]
 
 
-@pytest.fixture
-def with_agent(documented: dict[str, Template]) -> dict[str, Template]:
-    return documented
-
-
 def _alarm(template: Template, name: str) -> dict[str, Any]:
     (alarm,) = [
         a["Properties"] for i, a in resources_of(template, "AWS::CloudWatch::Alarm").items() if name in i
@@ -30,8 +25,8 @@ def _alarm(template: Template, name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("route", ROUTES)
-def test_first_audio_and_errors_page_as_callers_affected(with_agent: dict[str, Template], route: str) -> None:
-    template = with_agent[route]
+def test_first_audio_and_errors_page_as_callers_affected(documented: dict[str, Template], route: str) -> None:
+    template = documented[route]
     first_audio = _alarm(template, "AgentFirstAudioP95")
     (query,) = first_audio["Metrics"]
     stat = query["MetricStat"]
@@ -56,11 +51,11 @@ def test_first_audio_and_errors_page_as_callers_affected(with_agent: dict[str, T
 
 
 @pytest.mark.parametrize("route", ROUTES)
-def test_the_dashboard_has_the_agent_row(with_agent: dict[str, Template], route: str) -> None:
-    (dashboard,) = resources_of(with_agent[route], "AWS::CloudWatch::Dashboard").values()
+def test_the_dashboard_has_the_agent_row(documented: dict[str, Template], route: str) -> None:
+    (dashboard,) = resources_of(documented[route], "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     assert "Agent: first audio its callers got (ms)" in body and "budget p95 450 ms" in body
-    ((_, drawn),) = dashboards(with_agent[route].to_json()).items()
+    ((_, drawn),) = dashboards(documented[route].to_json()).items()
     hops = next(w for w in drawn["widgets"] if "turn hops" in w["properties"].get("title", ""))
     assert [line[1] for line in hops["properties"]["metrics"]] == list(names.HOPS)
     assert {line[-1]["stat"] for line in hops["properties"]["metrics"]} == {"p50"}

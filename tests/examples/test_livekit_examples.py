@@ -96,6 +96,11 @@ def test_a_mistake_is_a_message_with_the_fix(capsys: pytest.CaptureFixture[str],
             ["--endpoint", "e", "--region", "us-east-2", "--sample-rate", "11025"],
             "8000, 16000",
         ),
+        (
+            "livekit_sagemaker",
+            ["--endpoint", "e", "--region", "us-east-2", "--telemetry", str(tmp_path)],
+            "a folder, not a file. Fix: give a path to write the telemetry lines to",
+        ),
     ]
     for example, argv, fix in cases:
         with pytest.raises(SystemExit) as exited:
