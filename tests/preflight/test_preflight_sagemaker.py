@@ -11,6 +11,7 @@ from sonic_deploy.routes.sagemaker.preflight import (
     check_endpoint_quota,
     check_model_package,
     check_zones_offer_hardware,
+    describe_model_package,
 )
 from tests.preflight.conftest import MOTO_ACCOUNT, SONIC_ARN, FakeAws
 
@@ -19,7 +20,9 @@ QUOTA_NAME = "ml.g6e.xlarge for endpoint usage"
 
 def test_subscribed_package_passes(fake_aws: FakeAws, settings: Settings) -> None:
     fake_aws.stub_sagemaker_package()
-    result = check_model_package(fake_aws.clients.sagemaker, settings, MOTO_ACCOUNT)
+    result = check_model_package(
+        describe_model_package(fake_aws.clients.sagemaker, SONIC_ARN), settings, MOTO_ACCOUNT
+    )
     assert (result.status, result.detail) == ("pass", f"{SONIC_ARN} can be described (Completed)")
 
 
@@ -27,7 +30,9 @@ def test_not_subscribed_is_recognised(fake_aws: FakeAws, settings: Settings) -> 
     fake_aws.stub_sagemaker_error(
         "ValidationException", "Caller is not subscribed to the marketplace offering."
     )
-    result = check_model_package(fake_aws.clients.sagemaker, settings, MOTO_ACCOUNT)
+    result = check_model_package(
+        describe_model_package(fake_aws.clients.sagemaker, SONIC_ARN), settings, MOTO_ACCOUNT
+    )
     assert result.status == "fail"
     assert result.detail == (
         f"account {MOTO_ACCOUNT} is not subscribed to {SONIC_ARN} "
@@ -40,13 +45,17 @@ def test_not_subscribed_is_recognised(fake_aws: FakeAws, settings: Settings) -> 
 
 def test_package_in_another_state_fails(fake_aws: FakeAws, settings: Settings) -> None:
     fake_aws.stub_sagemaker_package(status="Failed")
-    result = check_model_package(fake_aws.clients.sagemaker, settings, MOTO_ACCOUNT)
+    result = check_model_package(
+        describe_model_package(fake_aws.clients.sagemaker, SONIC_ARN), settings, MOTO_ACCOUNT
+    )
     assert (result.status, result.detail) == ("fail", f"{SONIC_ARN} is in state Failed, not Completed")
 
 
 def test_access_denied_names_the_permission(fake_aws: FakeAws, settings: Settings) -> None:
     fake_aws.stub_sagemaker_error("AccessDeniedException", "User is not authorized")
-    result = check_model_package(fake_aws.clients.sagemaker, settings, MOTO_ACCOUNT)
+    result = check_model_package(
+        describe_model_package(fake_aws.clients.sagemaker, SONIC_ARN), settings, MOTO_ACCOUNT
+    )
     assert result.status == "fail"
     assert result.detail == "not allowed to call sagemaker:DescribeModelPackage: User is not authorized"
 
@@ -57,7 +66,7 @@ def test_unknown_package_with_moto(settings: Settings) -> None:
 
     with mock_aws():
         sagemaker = boto3.client("sagemaker", region_name="us-east-2")
-        result = check_model_package(sagemaker, settings, MOTO_ACCOUNT)
+        result = check_model_package(describe_model_package(sagemaker, SONIC_ARN), settings, MOTO_ACCOUNT)
     assert result.status == "fail"
     assert result.detail.startswith(f"{SONIC_ARN} does not exist in us-east-2 (Model package")
     assert "Model packages > My subscriptions" in result.fix

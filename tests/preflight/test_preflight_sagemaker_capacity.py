@@ -16,6 +16,7 @@ from sonic_deploy.routes.sagemaker.preflight import (
     check_package_types,
     check_reservation,
     checks,
+    describe_model_package,
 )
 from tests.preflight.conftest import MOTO_ACCOUNT, REGION, SONIC_ARN, FakeAws
 
@@ -159,9 +160,31 @@ def test_the_pools_are_types_the_package_serves(
         "describe_model_package", package(*served), {"ModelPackageName": SONIC_ARN}
     )
     result = check_package_types(
-        fake_aws.clients.sagemaker, with_capacity(settings, fallback_types=["ml.g6e.2xlarge"])
+        describe_model_package(fake_aws.clients.sagemaker, SONIC_ARN),
+        with_capacity(settings, fallback_types=["ml.g6e.2xlarge"]),
     )
     assert (result.status, result.detail.startswith(detail)) == (status, True)
+
+
+def test_one_description_of_the_package_serves_both_checks(fake_aws: FakeAws, settings: Settings) -> None:
+    # Answered once: a second DescribeModelPackage would find no answer queued and raise.
+    fake_aws.sagemaker.add_response(
+        "describe_model_package",
+        package("ml.g6e.xlarge", "ml.g6e.2xlarge"),
+        {"ModelPackageName": SONIC_ARN},
+    )
+    for instance_type in ("ml.g6e.xlarge", "ml.g6e.2xlarge"):
+        fake_aws.stub_endpoint_quota(f"{instance_type} for endpoint usage", 8.0)
+        fake_aws.stub_other_endpoints()
+    results = checks(
+        fake_aws.clients, with_capacity(settings, fallback_types=["ml.g6e.2xlarge"]), MOTO_ACCOUNT
+    )
+    by_check = {result.check: (result.status, result.detail) for result in results}
+    assert by_check["model package subscription"] == ("pass", f"{SONIC_ARN} can be described (Completed)")
+    assert by_check["instance types the model package serves"] == (
+        "pass",
+        f"ml.g6e.xlarge, ml.g6e.2xlarge, of the 2 types {SONIC_ARN} serves",
+    )
 
 
 def test_each_pool_type_has_its_own_quota(fake_aws: FakeAws, settings: Settings) -> None:
@@ -179,6 +202,7 @@ def test_preflight_checks_every_type_and_the_plan(
     from sonic_deploy.routes.sagemaker import preflight
 
     seen: list[tuple[str, str | None]] = []
+    monkeypatch.setattr(preflight, "describe_model_package", lambda *args: seen.append(("describe", None)))
     monkeypatch.setattr(preflight, "check_model_package", lambda *args: seen.append(("package", None)))
     monkeypatch.setattr(preflight, "check_package_types", lambda *args: seen.append(("types", None)))
     monkeypatch.setattr(preflight, "check_endpoint_quota", lambda *args: seen.append(("quota", args[3])))
@@ -190,6 +214,7 @@ def test_preflight_checks_every_type_and_the_plan(
     checks(fake_aws.clients, with_capacity(settings, fallback_types=["ml.g6e.2xlarge"]), MOTO_ACCOUNT)
     assert seen == [
         ("plan", None),
+        ("describe", None),
         ("package", None),
         ("types", None),
         ("quota", "ml.g6e.xlarge"),

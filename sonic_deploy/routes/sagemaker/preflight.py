@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_logs import CloudWatchLogsClient
     from mypy_boto3_sagemaker import SageMakerClient
+    from mypy_boto3_sagemaker.type_defs import DescribeModelPackageOutputTypeDef
     from mypy_boto3_secretsmanager import SecretsManagerClient
     from mypy_boto3_service_quotas import ServiceQuotasClient
 
@@ -33,9 +35,28 @@ if TYPE_CHECKING:
 NOT_SUBSCRIBED = "not subscribed to the marketplace offering"
 
 
-def check_model_package(sagemaker: SageMakerClient, settings: Settings, account: str) -> CheckResult:
+@dataclass(frozen=True)
+class PackageAnswer:
+    """DescribeModelPackage on the configured ARN, asked once a run for the two checks that read it: what it
+    returned, or the error it raised (neither when no ARN is configured)."""
+
+    arn: str | None
+    package: DescribeModelPackageOutputTypeDef | None = None
+    error: ClientError | None = None
+
+
+def describe_model_package(sagemaker: SageMakerClient, arn: str | None) -> PackageAnswer:
+    if arn is None:
+        return PackageAnswer(arn)
+    try:
+        return PackageAnswer(arn, package=sagemaker.describe_model_package(ModelPackageName=arn))
+    except ClientError as error:
+        return PackageAnswer(arn, error=error)
+
+
+def check_model_package(answer: PackageAnswer, settings: Settings, account: str) -> CheckResult:
     check = "model package subscription"
-    arn = settings.model_package_arn
+    arn = answer.arn
     version, region = settings.environment.sonic_version, settings.environment.region
     if arn is None:  # the loader refuses a SageMaker environment without one; kept for a direct caller
         return failed(
@@ -43,9 +64,8 @@ def check_model_package(sagemaker: SageMakerClient, settings: Settings, account:
             f"no model-package ARN for {version} in {region}",
             f'add `{region} = "<ARN>"` under [versions."{version}"] in config/model_packages.toml',
         )
-    try:
-        package = sagemaker.describe_model_package(ModelPackageName=arn)
-    except ClientError as error:
+    if answer.error is not None:
+        error = answer.error
         message = error_message(error)
         if NOT_SUBSCRIBED in message.casefold():
             return failed(
@@ -62,7 +82,7 @@ def check_model_package(sagemaker: SageMakerClient, settings: Settings, account:
                 f"{region} into config/model_packages.toml",
             )
         return aws_error(check, error, "sagemaker:DescribeModelPackage")
-    status = package.get("ModelPackageStatus", "unknown")
+    status = answer.package.get("ModelPackageStatus", "unknown") if answer.package else "unknown"
     if status != "Completed":
         return failed(
             check,
@@ -174,14 +194,12 @@ def check_endpoint_log_group(
     return passed(check, "free for the stack to create")
 
 
-def check_package_types(sagemaker: SageMakerClient, settings: Settings) -> CheckResult:
+def check_package_types(answer: PackageAnswer, settings: Settings) -> CheckResult:
     """The types the endpoint may run on are ones the subscribed package lists for real-time inference."""
     check = "instance types the model package serves"
     wanted = [pool.instance_type for pool in settings.sagemaker_pools]
-    arn = settings.model_package_arn
-    try:
-        package = sagemaker.describe_model_package(ModelPackageName=arn or "")
-    except ClientError:
+    arn, package = answer.arn, answer.package
+    if package is None:
         return skipped(check, "the package cannot be described (the subscription check says why)")
     served = package.get("InferenceSpecification", {}).get("SupportedRealtimeInferenceInstanceTypes", [])
     if not served:
@@ -258,9 +276,10 @@ def checks(clients: AwsClients, settings: Settings, account: str) -> list[CheckR
     """The SageMaker route's part of `sonic-deploy preflight`, in the order a newcomer would fix them."""
     types = [pool.instance_type for pool in settings.sagemaker_pools]
     reservation = check_reservation(clients.sagemaker, settings)
+    package = describe_model_package(clients.sagemaker, settings.model_package_arn)
     return [
-        check_model_package(clients.sagemaker, settings, account),
-        *([check_package_types(clients.sagemaker, settings)] if len(types) > 1 else []),
+        check_model_package(package, settings, account),
+        *([check_package_types(package, settings)] if len(types) > 1 else []),
         *(check_endpoint_quota(clients.service_quotas, clients.sagemaker, settings, t) for t in types),
         *([reservation] if reservation is not None else []),
         *(check_zones_offer_hardware(clients.ec2, settings, t) for t in types),
