@@ -101,6 +101,11 @@ class Settings:
     def resource_prefix(self) -> str:
         return f"sonic-{self.environment_name}"
 
+    @property
+    def environment_file(self) -> Path:
+        """The environment's TOML file, for errors that name it."""
+        return self.config_dir / ENVIRONMENTS_DIR / f"{self.environment_name}.toml"
+
     def stack_name(self, route: str) -> str:
         return cloudformation_stack_name(self.environment_name, route)
 

@@ -12,6 +12,7 @@ from typing import Any
 from sonic_deploy.arguments import ENVIRONMENT, config_folder
 from sonic_deploy.config import load_settings, require_config_dir
 from sonic_deploy.config.placeholders import refusal
+from sonic_deploy.preflight.after_deploy import after_deploy
 from sonic_deploy.preflight.before_deploy import before_deploy
 from sonic_deploy.preflight.results import CheckResult
 from sonic_deploy.preflight.runner import AwsClients, run_preflight
@@ -25,17 +26,26 @@ def add_parser(subparsers: Any) -> None:
         "preflight",
         help="check the account before you deploy (real, read-only AWS calls)",
         description="Check with your AWS credentials that an environment can deploy: account, Marketplace "
-        "subscription, quotas, instance offering, CDK bootstrap, ECS images and secrets. Exits 1 if a check fails.",
+        "subscription, quotas, instance offering, CDK bootstrap, ECS images and secrets; with --after-deploy, "
+        "what only the deployed route shows. Exits 1 if a check fails.",
     )
     parser.add_argument("--env", required=True, type=ENVIRONMENT, help="environment in config/environments/")
     parser.add_argument("--config-dir", type=config_folder, default=Path("config"), help="the config/ folder")
     parser.add_argument("--profile", help="AWS profile to use (default: the usual credential chain)")
     parser.add_argument("--json", action="store_true", help="print JSON (for CI) instead of a table")
-    parser.add_argument(
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument(
         "--before-deploy",
         metavar="ROUTE",
         choices=tuple(ROUTES),
         help="only what a deploy of ROUTE fails on minutes in (Docker; the ECS secrets): `make deploy` runs it",
+    )
+    only.add_argument(
+        "--after-deploy",
+        metavar="ROUTE",
+        choices=tuple(ROUTES),
+        help="only what the deployed ROUTE shows once it has served traffic (SageMaker: the endpoint's instance "
+        "pools, their metrics, the scaling alarms)",
     )
     parser.set_defaults(func=run_preflight_command)
 
@@ -46,7 +56,17 @@ def run_preflight_command(args: argparse.Namespace) -> int:
 
     require_config_dir(args.config_dir)
     settings = load_settings(args.config_dir, args.env)
-    routes = [args.before_deploy] if args.before_deploy else settings.environment.routes
+    deployed = [str(route) for route in settings.environment.routes]
+    if args.after_deploy and args.after_deploy not in deployed:
+        print(
+            f"sonic-deploy preflight: --after-deploy {args.after_deploy}: environment {args.env} does not deploy "
+            f"that route (routes = {json.dumps(deployed)} in {args.config_dir / 'environments' / args.env}.toml). "
+            f"Fix: pass --after-deploy {' or '.join(deployed)}",
+            file=sys.stderr,
+        )
+        return 2
+    only = args.before_deploy or args.after_deploy
+    routes = [only] if only else settings.environment.routes
     refused = refusal(settings.environment_name, settings.placeholders, routes)
     if refused is not None:
         # Checked before any AWS call: the answers would be about a deployment that cannot happen.
@@ -62,6 +82,8 @@ def run_preflight_command(args: argparse.Namespace) -> int:
                 docker=os.environ.get("CDK_DOCKER") or "docker",
                 secretsmanager=session.client("secretsmanager", region_name=region),
             )
+        elif args.after_deploy:
+            results = after_deploy(AwsClients.from_session(session, region), settings, args.after_deploy)
         else:
             results = run_preflight(AwsClients.from_session(session, region), settings)
     except BotoCoreError as error:  # no profile of that name, no network, an endpoint missing in the Region

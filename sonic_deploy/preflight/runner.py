@@ -13,6 +13,7 @@ from sonic_deploy.routes import ROUTES
 if TYPE_CHECKING:
     from boto3 import Session
     from mypy_boto3_cloudformation import CloudFormationClient
+    from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_ecr import ECRClient
     from mypy_boto3_logs import CloudWatchLogsClient
@@ -36,6 +37,7 @@ class AwsClients:
     secretsmanager: SecretsManagerClient
     logs: CloudWatchLogsClient
     ssm: SSMClient
+    cloudwatch: CloudWatchClient  # `--after-deploy`'s metrics and alarms
 
     @classmethod
     def from_session(cls, session: Session, region: str) -> AwsClients:
@@ -49,6 +51,7 @@ class AwsClients:
             secretsmanager=session.client("secretsmanager", region_name=region),
             logs=session.client("logs", region_name=region),
             ssm=session.client("ssm", region_name=region),
+            cloudwatch=session.client("cloudwatch", region_name=region),
         )
 
 

@@ -76,7 +76,8 @@ class Route:
     """The stack outputs the in-VPC probe reads besides the probe task's own."""
     preflight: str
     """Its preflight module: `checks(clients, settings, account)`, everything `sonic-deploy preflight` asks
-    of AWS for it, and `before_deploy(settings, secretsmanager)`, what a deploy would fail on minutes in."""
+    of AWS for it; `before_deploy(settings, secretsmanager)`, what a deploy would fail on minutes in; and
+    `after_deploy(clients, settings)`, what only the deployed route shows (`--after-deploy`)."""
     rules: str
     """Its config rules module (`RouteRules`)."""
     network_half: int | None = None

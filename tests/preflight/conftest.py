@@ -21,6 +21,7 @@ from sonic_deploy.config import Settings, load_settings
 from sonic_deploy.preflight import AwsClients
 from sonic_deploy.routes.ecs.preflight_targets import EcsTargets
 from tests.cdk_context import ROOT
+from tests.preflight.deployed_aws import Aws, stubbed
 
 REGION = "us-east-2"
 MOTO_ACCOUNT = "123456789012"
@@ -205,6 +206,14 @@ def with_account(settings: Settings, account: str | None) -> Settings:
     return dataclasses.replace(settings, environment=environment)
 
 
+def with_capacity(settings: Settings, **capacity: Any) -> Settings:
+    """`settings` with `[sagemaker.capacity]` fields replaced (fallback_types, ml_reservation_arn, ...)."""
+    sagemaker = settings.environment.sagemaker
+    changed = sagemaker.model_copy(update={"capacity": sagemaker.capacity.model_copy(update=capacity)})
+    environment = settings.environment.model_copy(update={"sagemaker": changed})
+    return dataclasses.replace(settings, environment=environment)
+
+
 def bootstrap_template(version: str) -> str:
     return json.dumps(
         {
@@ -258,3 +267,10 @@ ECS = EcsTargets(
     images=[("sonic-api", "1.2.3"), ("sonic-worker", "1.2.3")],
     secret_names=["sonic/cartesia-api-key"],
 )
+
+
+@pytest.fixture
+def aws() -> Iterator[Aws]:
+    """STS, CloudFormation, SageMaker and CloudWatch answered by Stubbers alone (tests/preflight/deployed_aws.py)."""
+    with stubbed() as answered:
+        yield answered

@@ -4,7 +4,6 @@ API's response shapes."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 from typing import Any
 
@@ -18,17 +17,10 @@ from sonic_deploy.routes.sagemaker.preflight import (
     checks,
     describe_model_package,
 )
-from tests.preflight.conftest import MOTO_ACCOUNT, REGION, SONIC_ARN, FakeAws
+from tests.preflight.conftest import MOTO_ACCOUNT, REGION, SONIC_ARN, FakeAws, with_capacity
 
 PLAN_NAME = "sonic-endpoints"
 PLAN = f"arn:aws:sagemaker:{REGION}:{MOTO_ACCOUNT}:training-plan/{PLAN_NAME}"
-
-
-def with_capacity(settings: Settings, **capacity: Any) -> Settings:
-    sagemaker = settings.environment.sagemaker
-    changed = sagemaker.model_copy(update={"capacity": sagemaker.capacity.model_copy(update=capacity)})
-    environment = settings.environment.model_copy(update={"sagemaker": changed})
-    return dataclasses.replace(settings, environment=environment)
 
 
 START = datetime.datetime.now(datetime.UTC).replace(microsecond=0) - datetime.timedelta(days=3)

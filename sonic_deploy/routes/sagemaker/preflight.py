@@ -1,4 +1,5 @@
-"""Checks for the SageMaker Marketplace route: the subscribed model package and the endpoint instance quota."""
+"""Checks for the SageMaker Marketplace route: the subscribed model package and the endpoint instance quota;
+`after_deploy`, what only the deployed endpoint shows, is in preflight_deployed.py."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from sonic_deploy.preflight.results import (
     passed,
     skipped,
 )
+from sonic_deploy.routes.sagemaker.preflight_deployed import after_deploy as after_deploy
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient

@@ -11,6 +11,7 @@ import pytest
 from aws_cdk import App
 from aws_cdk.assertions import Match, Template
 
+from sonic_deploy.routes.sagemaker import preflight_deployed as deployed
 from tests.conftest import CONFIG_DIR, resources_of, synthesize_from
 from tests.routes.sagemaker.constructs.test_sonic_endpoint import _endpoint
 
@@ -87,6 +88,20 @@ def test_scaling_keeps_the_busiest_type_at_the_target(pooled: Template) -> None:
     assert _queries(gpu)["ratio"]["Expression"] == "MAX([FILL(g1, 0) / 1, FILL(g2, 0) / 1, FILL(g3, 0) / 1])"
     assert (gpu["TargetValue"], gpu["DisableScaleIn"]) == (80.0, True)
     assert _queries(gpu)["g3"]["MetricStat"]["Metric"]["Namespace"] == "/aws/sagemaker/Endpoints"
+
+
+def test_after_deploy_asks_for_what_the_stack_reads(pooled: Template) -> None:
+    """`preflight --after-deploy` looks for each type's series by the policy's own names, and for the alarms of
+    the scalable target the stack registers."""
+    queries = _queries(_policy(pooled, "StreamLoad"))
+    for metric_id in ("c1", "c2", "c3"):
+        metric = queries[metric_id]["MetricStat"]["Metric"]
+        assert (metric["Namespace"], metric["MetricName"]) == (deployed.NAMESPACE, deployed.CONCURRENCY)
+        assert sorted(d["Name"] for d in metric["Dimensions"]) == sorted(deployed.PER_TYPE)
+    (target,) = resources_of(pooled, "AWS::ApplicationAutoScaling::ScalableTarget").values()
+    parts = target["Properties"]["ResourceId"]["Fn::Join"][1]
+    resource_id = "".join(p if isinstance(p, str) else "sonic-dev" for p in parts)  # the endpoint's name
+    assert resource_id == deployed.Deployed("sonic-dev", "AllTraffic").resource_id
 
 
 def test_the_shipped_scaling_follows_the_predefined_metric(sagemaker_template: Template) -> None:
