@@ -42,7 +42,7 @@ with the code: compare callers within a run, not runs. pipecat's and LiveKit's l
 (pipecat logs every frame at DEBUG, on the loop being measured). A measurement, not a test: nothing here
 passes or fails CI.
 
-    .venv/bin/python bench/adapter_cost.py [--rounds 30] [--warmup 2] [--levels 1,16] [--pin]
+    .venv/bin/python bench/adapter_cost.py [--rounds 30] [--warmup 2] [--levels 1,16] [--pin] [--callers A,B]
 """
 
 from __future__ import annotations
@@ -238,11 +238,11 @@ async def take_turns(callers: dict[str, tuple[list[Speak], Close]], rounds: int)
     return figures
 
 
-async def measure_level(base: str, count: int, rounds: int, warmup: int) -> Level:
+async def measure_level(base: str, count: int, rounds: int, warmup: int, names: list[str]) -> Level:
     callers: dict[str, tuple[list[Speak], Close]] = {}
     try:
-        for name, make in CALLERS.items():
-            callers[name] = await make(base, count)
+        for name in names:
+            callers[name] = await CALLERS[name](base, count)
         await take_turns(callers, warmup)
         # Collections walk what the calls make, not both frameworks at once (the docstring says why).
         gc.collect()
@@ -257,8 +257,8 @@ async def measure_level(base: str, count: int, rounds: int, warmup: int) -> Leve
         gc.unfreeze()
 
 
-async def run(base: str, levels: list[int], rounds: int, warmup: int) -> list[Level]:
-    return [await measure_level(base, count, rounds, warmup) for count in levels]
+async def run(base: str, levels: list[int], rounds: int, warmup: int, names: list[str]) -> list[Level]:
+    return [await measure_level(base, count, rounds, warmup, names) for count in levels]
 
 
 def report(levels: list[Level], rounds: int, warmup: int) -> None:
@@ -272,7 +272,7 @@ def report(levels: list[Level], rounds: int, warmup: int) -> None:
             print(f"{name:>16} {level.calls:>3} {sum(figures.audio_s):8.1f} {figures.cpu_ms_per_audio_s:9.2f} "
                   f"{figures.round_median:11.2f} {figures.cpu_ms_per_utterance:7.2f} {p50:9.2f} {p99:7.2f}",
                   end="")  # fmt: skip
-            bare = level.figures[BARE[name]].first_ms if name in BARE else None
+            bare = level.figures[BARE[name]].first_ms if BARE.get(name) in level.figures else None
             print(f" {p50 - percentile(bare, 0.5):9.2f} {p99 - percentile(bare, 0.99):7.2f}" if bare else "")
         print(f"{'(idle)':>16} {level.calls:>3}  {level.idle_ms_per_s:.2f} ms CPU a second, all calls set up")
     print(
@@ -280,6 +280,8 @@ def report(levels: list[Level], rounds: int, warmup: int) -> None:
     )
     for level in levels:
         for framework, (ours, theirs) in RIVALS.items():
+            if ours not in level.figures or theirs not in level.figures:
+                continue
             mine, rival = (level.figures[name].cpu_ms_per_audio_s for name in (ours, theirs))
             verdict = "met" if mine / rival <= GOAL_RATIO else "NOT met"
             print(f"{framework:>16} {level.calls:>3}  ours {mine:6.2f} / Cartesia {rival:6.2f} ms per audio s "
@@ -288,6 +290,8 @@ def report(levels: list[Level], rounds: int, warmup: int) -> None:
           "an utterance, its length not recorded: measured here, not compared)")  # fmt: skip
     for level in levels:
         for name in ("bare-sm", "bare-ws"):
+            if name not in level.figures:
+                continue
             figures = level.figures[name]
             print(f"{name:>16} {level.calls:>3}  {figures.cpu_ms_per_audio_s:6.2f} ms per audio s, "
                   f"{figures.cpu_ms_per_utterance:5.2f} ms an utterance of {figures.utterance_s:.2f} s")  # fmt: skip
@@ -301,6 +305,11 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--levels", default="1,16", help="concurrent calls per caller, comma-separated")
     parser.add_argument("--pin", action="store_true", help="server on CPU 0, this process on CPU 1")
+    parser.add_argument(
+        "--callers",
+        default=",".join(CALLERS),
+        help=f"comma-separated, of {', '.join(CALLERS)} (default: all)",
+    )
     args = parser.parse_args()
     try:
         levels = [int(level) for level in args.levels.split(",")]
@@ -308,6 +317,9 @@ def main() -> int:
         parser.error(f"--levels {args.levels!r}: not whole numbers. Fix: e.g. --levels 1,16")
     if args.rounds < 1 or args.warmup < 0 or min(levels) < 1:
         parser.error("--rounds and each level are at least 1, --warmup at least 0")
+    names = args.callers.split(",")
+    if unknown := [name for name in names if name not in CALLERS]:
+        parser.error(f"--callers: no caller {', '.join(unknown)}. Fix: choose from {', '.join(CALLERS)}")
     server, base = start_server(
         prepare(args.pin),
         *("--first-byte-ms", str(FIRST_BYTE_MS), "--jitter-ms", "0", "--chunk-ms", "20", "--pace", "0.5"),
@@ -315,7 +327,7 @@ def main() -> int:
     print(f"# {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start"
           f"{', server on CPU 0, bench on CPU 1' if args.pin else ''}")  # fmt: skip
     try:
-        measured = asyncio.run(run(base, levels, args.rounds, args.warmup))
+        measured = asyncio.run(run(base, levels, args.rounds, args.warmup, names))
     finally:
         server.kill()
     report(measured, args.rounds, args.warmup)
