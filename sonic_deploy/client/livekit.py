@@ -38,6 +38,7 @@ from livekit.agents import (
 from livekit.agents.llm import ChatMessage
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, TimedString
 
+from sonic_deploy.client.idle import IdleTimeout
 from sonic_deploy.client.metric_names import LLM_FIRST_TOKEN, STT_FINAL, TTS_FIRST_BYTE
 from sonic_deploy.client.sagemaker import (
     EndpointUnreachableError,
@@ -178,11 +179,12 @@ class SonicSageMakerTTS(tts.TTS[Never]):  # no events beyond the base's
             language=self._language,
             context_id=context_id,
         )
+        # LiveKit leaves conn_options.timeout to the plugin (types.py:141-144, tts.py:410-419).
+        idle = IdleTimeout(timeout or None)
         try:
             async with contextlib.aclosing(chunks):
                 while True:
-                    # LiveKit leaves conn_options.timeout to the plugin (types.py:141-144, tts.py:410-419).
-                    async with asyncio.timeout(timeout or None):
+                    with idle:
                         chunk = await anext(chunks, None)
                     if chunk is None:
                         return
@@ -191,6 +193,8 @@ class SonicSageMakerTTS(tts.TTS[Never]):  # no events beyond the base's
             raise _api_error(error, context_id) from error
         except TimeoutError:
             raise APITimeoutError(f"no audio within {timeout} s (conn_options.timeout)") from None
+        finally:
+            idle.close()
 
 
 def _api_error(error: SageMakerError, context_id: str) -> APIError:

@@ -20,7 +20,6 @@ refused key...). Leaving an utterance's `async with` before its end cancels it o
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import ssl
 import uuid
@@ -38,6 +37,7 @@ from sonic_deploy.client.cartesia_ws import (
     UnattributableMessageError,
 )
 from sonic_deploy.client.errors import AudioChunk, SonicError, error_for
+from sonic_deploy.client.idle import IdleTimeout
 
 if TYPE_CHECKING:
     from sonic_deploy.client.telemetry import Request, Telemetry
@@ -242,10 +242,11 @@ class Utterance:
     async def __aiter__(self) -> AsyncIterator[AudioChunk]:
         context = self._opened()
         messages = context.messages()
+        idle = IdleTimeout(self._timeout_s)
         try:
             while True:
                 try:
-                    async with asyncio.timeout(self._timeout_s):
+                    with idle:
                         message, at = await anext(messages)
                 except StopAsyncIteration:
                     break
@@ -276,6 +277,7 @@ class Utterance:
         except SonicError as error:
             raise self._failed(error) from None
         finally:
+            idle.close()
             await messages.aclose()
 
     def _failed(self, error: SonicError) -> SonicError:

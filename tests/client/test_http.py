@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -80,9 +81,11 @@ def test_sent_is_when_the_body_is_written_not_when_the_headers_are_set_aside(
     assert trace["headers_at"] + 0.05 <= trace["sent_at"] <= arrivals[0]
 
 
-def _chunk_server(sent_chunk: list[float], end: threading.Event) -> tuple[socket.socket, threading.Thread]:
-    """Headers at once, then one chunk 100 ms later (noting when it was sent), then the end once `end` is
-    set: the body is still open when the reader reads the chunk."""
+def _chunk_server(
+    pieces: int, gap_s: float, *, sent: list[float] | None = None, hold: threading.Event | None = None
+) -> tuple[socket.socket, threading.Thread]:
+    """Headers at once, then `pieces` chunks `gap_s` apart (noting in `sent` when each went), then the end once
+    `hold` is set (at once without one): held, the body is still open when the reader reads the chunks."""
     listener = socket.create_server(("127.0.0.1", 0))
 
     def serve() -> None:
@@ -91,11 +94,15 @@ def _chunk_server(sent_chunk: list[float], end: threading.Event) -> tuple[socket
             while not connection.recv(65536).endswith(b"BODY"):
                 pass
             connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-            time.sleep(0.1)
-            sent_chunk.append(time.perf_counter())
-            connection.sendall(b"5\r\nhello\r\n")
-            end.wait(timeout=10)
-            connection.sendall(b"0\r\n\r\n")
+            for _ in range(pieces):
+                time.sleep(gap_s)
+                if sent is not None:
+                    sent.append(time.perf_counter())
+                connection.sendall(b"5\r\nhello\r\n")
+            if hold is not None:
+                hold.wait(timeout=10)
+            with contextlib.suppress(OSError):  # a reader that timed out has gone
+                connection.sendall(b"0\r\n\r\n")
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -107,7 +114,7 @@ def test_body_chunks_are_stamped_when_read_from_the_socket_not_when_the_reader_r
     body that has ended before its reader starts has lost its connection, and is stamped when read)."""
     sent_chunk: list[float] = []
     end = threading.Event()
-    listener, thread = _chunk_server(sent_chunk, end)
+    listener, thread = _chunk_server(1, 0.1, sent=sent_chunk, hold=end)
     seen: list[tuple[float, float]] = []
 
     async def run() -> None:
@@ -137,7 +144,7 @@ def test_a_chunk_that_came_in_before_the_reader_started_keeps_its_stamp() -> Non
     neither the headers' nor the reader's start."""
     sent_chunk: list[float] = []
     end = threading.Event()
-    listener, thread = _chunk_server(sent_chunk, end)
+    listener, thread = _chunk_server(1, 0.1, sent=sent_chunk, hold=end)
     seen: list[tuple[float, float, float]] = []
 
     async def run() -> None:
@@ -174,7 +181,7 @@ def test_closing_the_client_as_a_stream_s_body_drains_closes_its_connection(turn
     when the loop ends without a close (an unclosed one is aiohttp's "Unclosed connection", a socket left
     open)."""
     end = threading.Event()
-    listener, thread = _chunk_server([], end)
+    listener, thread = _chunk_server(1, 0.1, hold=end)
 
     async def run() -> aiohttp.ClientResponse:
         client = PooledClient(1, aiohttp.ClientTimeout(total=10))
@@ -195,3 +202,25 @@ def test_closing_the_client_as_a_stream_s_body_drains_closes_its_connection(turn
         thread.join(timeout=5)
         listener.close()
     assert response.closed and response.connection is None
+
+
+async def _read_all(port: int, sock_read: float) -> bytes:
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=sock_read)
+    async with (
+        pooled_session(4, timeout=timeout) as session,
+        session.post(f"http://127.0.0.1:{port}/", data=b"BODY") as response,
+    ):
+        return b"".join([data async for _, data in stamped_body(response)])
+
+
+def test_a_stalled_body_still_times_out_within_sock_read() -> None:
+    stalled = threading.Event()
+    listener, thread = _chunk_server(2, 0.02, hold=stalled)
+    began = time.perf_counter()
+    with pytest.raises(aiohttp.SocketTimeoutError):
+        asyncio.run(_read_all(listener.getsockname()[1], 0.2))
+    waited = time.perf_counter() - began
+    stalled.set()
+    thread.join(timeout=5)
+    listener.close()
+    assert 0.2 <= waited < 5, waited
