@@ -3,9 +3,10 @@ in one process and one run (issue 31).
 
 One reference server (`probe serve`, another process, so its CPU is not counted) speaks both protocols on
 one port: SageMaker's invocation stream and Cartesia's WebSocket API, 50 ms to the first byte, 20 ms chunks
-at half real time, 60 ms of audio a character (2.8 s for the sentence). Six callers speak the same
+at half real time, 60 ms of audio a character (2.8 s for the sentence). Seven callers speak the same
 sentence, voice and sample rate (24 kHz, 16-bit PCM):
 
+- `raw-http`: the floor under `bare-sm`: the same signed request, its body read by aiohttp, nothing decoded;
 - `bare-sm`: `SageMakerClient.speak()`, one client for the level's calls;
 - `bare-ws`: `WebSocketClient.speak()`, one client, one context per utterance on its pooled sockets;
 - `pipecat-ours`: `SonicSageMakerTTSService` in a real pipecat pipeline `[before, service, after]`, from
@@ -62,6 +63,7 @@ from agent_calls import (
     RATE,
     TEXT,
     VOICE,
+    Clock,
     Close,
     Speak,
     Spoken,
@@ -101,6 +103,35 @@ async def bare_sm(base: str, count: int) -> tuple[list[Speak], Close]:
 
     client = SageMakerClient("bench", region="us-east-2", endpoint_url=base)
     return [lambda: client_call(client.speak(TEXT, voice=VOICE, sample_rate=RATE))] * count, client.close
+
+
+async def raw_http(base: str, count: int) -> tuple[list[Speak], Close]:
+    """The floor under `bare-sm`: the same signed request, its body read by aiohttp and nothing decoded
+    (the client's own request path, its private parts: a measurement, not an API). The audio it stands for
+    is one decoded utterance's, measured at set-up."""
+    import orjson
+
+    from sonic_deploy.client import SageMakerClient
+    from sonic_deploy.client.sagemaker import request_body
+
+    client = SageMakerClient("bench", region="us-east-2", endpoint_url=base)
+    audio_s = (await client_call(client.speak(TEXT, voice=VOICE, sample_rate=RATE))).audio_s
+
+    async def speak() -> Spoken:
+        clock = Clock()
+        payload = orjson.dumps(request_body(TEXT, voice=VOICE, sample_rate=RATE))
+        headers = client._signer.sign(payload, await client._credentials_here().get())
+        response = await client._post(client.url, payload, headers, "the stand-in", None, client._proxy)
+        try:
+            if response.status != 200:
+                raise SystemExit(f"raw-http: the stand-in answered {response.status}: the run is broken")
+            async for data in response.content.iter_any():
+                clock.heard(audio_s if clock.first is None and data else 0.0)
+        finally:
+            response.release()
+        return clock.spoken()
+
+    return [speak] * count, client.close
 
 
 async def bare_ws(base: str, count: int) -> tuple[list[Speak], Close]:
@@ -173,6 +204,7 @@ async def livekit_cartesia(base: str, count: int) -> tuple[list[Speak], Close]:
 
 
 CALLERS: dict[str, Callable[[str, int], Awaitable[tuple[list[Speak], Close]]]] = {
+    "raw-http": raw_http,
     "bare-sm": bare_sm,
     "bare-ws": bare_ws,
     "pipecat-ours": pipecat_ours,
@@ -289,7 +321,7 @@ def report(levels: list[Level], rounds: int, warmup: int) -> None:
     print(f"# goal: the bare client's CPU per audio second halves (last round: {LAST_BARE_MS_PER_UTTERANCE} ms "
           "an utterance, its length not recorded: measured here, not compared)")  # fmt: skip
     for level in levels:
-        for name in ("bare-sm", "bare-ws"):
+        for name in ("raw-http", "bare-sm", "bare-ws"):
             if name not in level.figures:
                 continue
             figures = level.figures[name]
