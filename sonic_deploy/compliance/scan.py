@@ -15,8 +15,8 @@ from aws_cdk import App, CloudFormationValidatePlugin, Validations
 
 from sonic_deploy.compliance.context import cli_context
 from sonic_deploy.config import load_settings
+from sonic_deploy.constructs.api_load_balancer import PLAINTEXT_WARNING
 from sonic_deploy.constructs.findings import CFN_LINT_REASONS
-from sonic_deploy.routes.ecs.constructs.api_load_balancer import PLAINTEXT_WARNING
 from sonic_deploy.stacks import add_stacks
 
 # cdk-nag's packs, by the plugin name the validation report gives them.

@@ -18,11 +18,11 @@ from sonic_deploy.config.schema import TurnHop
 from sonic_deploy.constructs.egress import PrivateAws, S3PrefixList
 from sonic_deploy.constructs.endpoint_policies import al2023_packages, ecr_image_layers
 from sonic_deploy.constructs.network import Network
+from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.probe_task import turn_hop_endpoints
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
+from sonic_deploy.constructs.sonic_secrets import SonicSecrets
 from sonic_deploy.routes.ecs.config import EcsConfig
-from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
-from sonic_deploy.routes.ecs.constructs.sonic_secrets import SonicSecrets
 
 # AWS service endpoints the tasks need without internet (and, in air-gapped mode, with no egress at all).
 ECS_ENDPOINTS = [

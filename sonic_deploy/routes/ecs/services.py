@@ -14,15 +14,15 @@ from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_logs as logs
 
+from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.constructs.registry import ImageRegistry
 from sonic_deploy.constructs.scaling import StreamScaling, TrackedMetric
+from sonic_deploy.constructs.sonic_secrets import SonicSecrets
 from sonic_deploy.routes.ecs import outputs
 from sonic_deploy.routes.ecs.config import EcsConfig
-from sonic_deploy.routes.ecs.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.routes.ecs.constructs.licence_store import LicenceStore
 from sonic_deploy.routes.ecs.constructs.self_hosted_sonic import OfflineLicence, Overflow, SelfHostedSonic
 from sonic_deploy.routes.ecs.constructs.sonic_metrics import SonicMetrics
-from sonic_deploy.routes.ecs.constructs.sonic_secrets import SonicSecrets
 from sonic_deploy.routes.ecs.constructs.sonic_service import ContainerSpec, GpuPlacement, SonicService
 from sonic_deploy.routes.ecs.fleet import GpuFleet
 from sonic_deploy.routes.ecs.foundation import Foundation
@@ -99,7 +99,10 @@ class Services:
             vpc=network.vpc,
             vpc_cidr=vpc_cidr,
             placement=placement,
-            api=sonic.api_server,
+            api_port=sonic.api_server.port,
+            api_security_group=sonic.api_server.security_group,
+            api_targets=[sonic.api_server.service],
+            config_table="ecs.api",
             listener_port=listener_port,
             idle_timeout=Duration.seconds(cfg.nlb_idle_timeout_s),
             deregistration_delay=Duration.seconds(cfg.deregistration_delay_s),

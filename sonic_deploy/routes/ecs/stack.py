@@ -10,9 +10,9 @@ from constructs import Construct
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.naming import id_from_name
+from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.registry import ImageSource
 from sonic_deploy.routes.ecs import outputs
-from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
 from sonic_deploy.routes.ecs.fleet import GpuFleet
 from sonic_deploy.routes.ecs.foundation import Foundation
 from sonic_deploy.routes.ecs.operability import operate, rehearse

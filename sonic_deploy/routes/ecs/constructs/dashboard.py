@@ -10,9 +10,9 @@ from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 
 from sonic_deploy.config import Settings
+from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.constructs.canary_alarms import CanaryMetrics
 from sonic_deploy.constructs.dashboard import HEIGHT, alarm_states, canary_widgets, graph
-from sonic_deploy.routes.ecs.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.routes.ecs.constructs.capacity_events import (
     QUERY_FIELDS,
     QUERY_LIMIT,

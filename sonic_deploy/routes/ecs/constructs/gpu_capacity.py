@@ -17,8 +17,8 @@ from constructs import Construct
 
 from sonic_deploy.constructs.egress import PrivateAws, https_only
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance
+from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.routes.ecs.config import ReservationUse, gpu_ami_parameter
-from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
 
 # The GPU group's metrics the dashboard graphs: what it wants, what serves, what is still booting.
 GROUP_METRICS = (

@@ -24,8 +24,8 @@ from constructs import Construct
 
 from sonic_deploy.constructs.alerting import Alerting
 from sonic_deploy.constructs.egress import PrivateAws
+from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.routes.ecs.constructs.gpu_capacity import GpuCapacity, GpuSupply
-from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
 from sonic_deploy.routes.ecs.constructs.sonic_service import SonicService
 
 

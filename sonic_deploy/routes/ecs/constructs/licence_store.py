@@ -16,8 +16,8 @@ from constructs import Construct
 
 from sonic_deploy.constructs.encryption import allow_use_through
 from sonic_deploy.constructs.findings import acknowledge_compliance
+from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
-from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
 from sonic_deploy.routes.ecs.constructs.sonic_metrics import SONIC_NAMESPACE
 from sonic_deploy.routes.ecs.constructs.sonic_service import SonicService
 

@@ -10,10 +10,10 @@ from constructs import Construct
 
 from sonic_deploy.config import Settings
 from sonic_deploy.constructs.alerting import Alerting
+from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.constructs.dashboard import OperationsDashboard
 from sonic_deploy.constructs.operations import agent_for, canary_alarms_for, page_composites
 from sonic_deploy.constructs.probe_canary import ProbeCanary
-from sonic_deploy.routes.ecs.constructs.api_load_balancer import ApiLoadBalancer
 from sonic_deploy.routes.ecs.constructs.capacity_events import CapacityEvents
 from sonic_deploy.routes.ecs.constructs.dashboard import ecs_rows
 from sonic_deploy.routes.ecs.constructs.gpu_capacity import GpuCapacity

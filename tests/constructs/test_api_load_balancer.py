@@ -1,16 +1,21 @@
-"""ApiLoadBalancer: the TLS listener (policy, certificate), access logs to the stack's bucket, deletion
+"""ApiLoadBalancer: on a bare stack, what a route hands it (the API server's port, security group, targets);
+in the ECS stack, the TLS listener (policy, certificate), access logs to the stack's bucket, deletion
 protection by environment, the security group's CIDR, and the URL the stack outputs."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import Stack
+from aws_cdk import App, Duration, Environment, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Annotations, Match, Template
 
+from sonic_deploy.constructs.api_load_balancer import ApiLoadBalancer
+from sonic_deploy.constructs.placement import SingleAzPlacement
 from tests.conftest import CONFIG_DIR, rendered, resources_of, synthesize_from
 
 PRIVATE_CA = (
@@ -18,6 +23,63 @@ PRIVATE_CA = (
 )
 CERTIFICATE = "arn:aws:acm:us-east-2:210987654321:certificate/5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9"
 DOMAIN = "sonic.stage.internal.example.com"
+
+
+def _bare(stack: Stack, api_group: ec2.ISecurityGroup) -> ApiLoadBalancer:
+    """A plain listener in front of port 5000 behind `api_group`, no targets: what a route whose own
+    controller registers the API server into the target group (by its ARN) hands it."""
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Vpc",
+        vpc_id="vpc-0123456789abcdef0",
+        availability_zones=["us-east-2a", "us-east-2b"],
+        private_subnet_ids=["subnet-0aaaaaaaaaaaaaaa0", "subnet-0bbbbbbbbbbbbbbb0"],
+    )
+    placement = SingleAzPlacement(
+        stack, "Placement", subnets=vpc.private_subnets, availability_zone="us-east-2a"
+    )
+    return ApiLoadBalancer(
+        stack,
+        "Api",
+        vpc=vpc,
+        vpc_cidr="10.0.0.0/16",
+        placement=placement,
+        api_port=5000,
+        api_security_group=api_group,
+        api_targets=[],
+        config_table="route.api",
+        listener_port=80,
+        idle_timeout=Duration.seconds(400),
+        deregistration_delay=Duration.seconds(300),
+        certificate=None,
+        access_logs=None,
+        deletion_protection=False,
+    )
+
+
+def test_on_a_bare_stack_it_fronts_the_port_and_group_it_is_handed_with_no_targets_of_its_own() -> None:
+    stack = Stack(App(), "Test", env=Environment(account="111111111111", region="us-east-2"))
+    api_group = ec2.SecurityGroup(stack, "ApiGroup", vpc=ec2.Vpc(stack, "Other"), allow_all_outbound=False)
+    load_balancer = _bare(stack, api_group)
+    template = Template.from_stack(stack)
+    (target_group,) = resources_of(template, "AWS::ElasticLoadBalancingV2::TargetGroup").values()
+    props = target_group["Properties"]
+    assert (props["Port"], props["HealthCheckPort"], props["TargetType"]) == (5000, "5000", "ip")
+    assert "Targets" not in props
+    lb_group = stack.resolve(load_balancer.security_group.security_group_id)
+    (ingress,) = resources_of(template, "AWS::EC2::SecurityGroupIngress").values()
+    assert ingress["Properties"]["SourceSecurityGroupId"] == lb_group
+    assert ingress["Properties"]["GroupId"] == stack.resolve(api_group.security_group_id)
+    assert ingress["Properties"]["FromPort"] == ingress["Properties"]["ToPort"] == 5000
+    (egress,) = resources_of(template, "AWS::EC2::SecurityGroupEgress").values()
+    assert egress["Properties"]["Description"] == "to the API server"
+    # The findings and the warning name the route's table, not the ECS route's.
+    listener = load_balancer.listener.node
+    (warning,) = Annotations.from_stack(stack).find_warning(f"/{listener.path}", Match.any_value())
+    assert "(route.api.tls)" in str(warning.entry.data)
+    reasons = json.dumps([m.data for m in load_balancer.load_balancer.node.metadata])
+    assert "route.api.access_logs = false" in reasons and "route.api.deletion_protection" in reasons
+    assert "ecs." not in reasons
 
 
 def _environment(tmp: Path, name: str, api_table: str) -> Path:

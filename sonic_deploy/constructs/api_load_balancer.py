@@ -1,5 +1,6 @@
 """The private entry point: an internal Network Load Balancer in the workers' AZ, TLS (or plain TCP in dev)
-in front of the API server, its TLS connections logged to an S3 bucket of its own."""
+in front of the API server, its TLS connections logged to an S3 bucket of its own. Shared: a self-hosted route
+hands it the API server's port, security group and targets (docs/eks.md, section 10)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,8 @@ from constructs import Construct
 
 from sonic_deploy.constructs.encryption import encrypted_bucket
 from sonic_deploy.constructs.findings import acknowledge, acknowledge_compliance, skip_checkov
+from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
-from sonic_deploy.routes.ecs.constructs.placement import SingleAzPlacement
-from sonic_deploy.routes.ecs.constructs.sonic_service import SonicService
 
 # AWS's recommendation for new TLS listeners ("Security policies for your Network Load Balancer"): TLS 1.3
 # and 1.2 with forward-secret AEAD ciphers only, and hybrid post-quantum key exchange (ML-KEM) for clients
@@ -62,7 +62,10 @@ class AccessLogs:
 class ApiLoadBalancer(Construct):
     """TLS ends here and TCP carries the stream on to the API server (WebSocket and streamed HTTP pass
     through untouched); an ALB would need a second AZ. Deregistration waits for in-flight streams to finish.
-    Without a certificate the listener is plain TCP, whose idle timeout outlasts pauses within a stream."""
+    Without a certificate the listener is plain TCP, whose idle timeout outlasts pauses within a stream.
+
+    The API server listens on `api_port` behind `api_security_group`; `api_targets` register into
+    `target_group` here (an ECS service), or none, for a route whose controller registers them by its ARN."""
 
     def __init__(
         self,
@@ -72,7 +75,10 @@ class ApiLoadBalancer(Construct):
         vpc: ec2.IVpc,
         vpc_cidr: str,
         placement: SingleAzPlacement,
-        api: SonicService,
+        api_port: int,
+        api_security_group: ec2.ISecurityGroup,
+        api_targets: Sequence[elbv2.INetworkLoadBalancerTarget],
+        config_table: str,
         listener_port: int,
         idle_timeout: Duration,
         deregistration_delay: Duration,
@@ -84,7 +90,8 @@ class ApiLoadBalancer(Construct):
         plaintext_accepted_by: str | None = None,
     ) -> None:
         """`plaintext_accepted_by`: with no certificate, the setting that accepts a plain listener; only then
-        is the compliance packs' certificate finding acknowledged (else it stands, and the gate fails)."""
+        is the compliance packs' certificate finding acknowledged (else it stands, and the gate fails).
+        `config_table`: the route's config table the warning and the findings' reasons name (`ecs.api`)."""
         super().__init__(scope, construct_id)
         self.security_group = ec2.SecurityGroup(
             self,
@@ -102,8 +109,10 @@ class ApiLoadBalancer(Construct):
             self.security_group.add_ingress_rule(
                 ec2.Peer.ipv4(cidr), ec2.Port.tcp(listener_port), f"Sonic API from client network {cidr}"
             )
-        self.security_group.add_egress_rule(api.security_group, ec2.Port.tcp(api.port), "to the API server")
-        api.allow_from(self.security_group, "from the load balancer")
+        self.security_group.add_egress_rule(api_security_group, ec2.Port.tcp(api_port), "to the API server")
+        api_security_group.connections.allow_from(
+            self.security_group, ec2.Port.tcp(api_port), "from the load balancer"
+        )
 
         self.load_balancer = elbv2.NetworkLoadBalancer(
             self,
@@ -119,39 +128,28 @@ class ApiLoadBalancer(Construct):
             acknowledge_compliance(
                 self.load_balancer,
                 "ELBDeletionProtectionEnabled",
-                reason="ecs.api.deletion_protection is off for this environment: dev's default (it is torn "
-                "down and rebuilt), or turned off in its config; it is on by default everywhere else",
+                reason=f"{config_table}.deletion_protection is off for this environment: dev's default (it is "
+                "torn down and rebuilt), or turned off in its config; it is on by default everywhere else",
             )
         self.access_log_bucket = None if access_logs is None else self._log_access(access_logs)
         if self.access_log_bucket is None:
-            acknowledge(
-                self.load_balancer,
-                "AwsSolutions-ELB2",
-                reason="access logs turned off in config (ecs.api.access_logs = false)",
-            )
-            acknowledge_compliance(
-                self.load_balancer,
-                "ELBLoggingEnabled",
-                reason="access logs turned off in config (ecs.api.access_logs = false)",
-            )
-            skip_checkov(
-                self.load_balancer,
-                "CKV_AWS_91",
-                reason="access logs turned off in config (ecs.api.access_logs = false)",
-            )
+            no_logs = f"access logs turned off in config ({config_table}.access_logs = false)"
+            acknowledge(self.load_balancer, "AwsSolutions-ELB2", reason=no_logs)
+            acknowledge_compliance(self.load_balancer, "ELBLoggingEnabled", reason=no_logs)
+            skip_checkov(self.load_balancer, "CKV_AWS_91", reason=no_logs)
 
         self.target_group = elbv2.NetworkTargetGroup(
             self,
             "ApiTargets",
             vpc=vpc,
-            port=api.port,
+            port=api_port,
             protocol=elbv2.Protocol.TCP,
             target_type=elbv2.TargetType.IP,
             deregistration_delay=deregistration_delay,
             health_check=elbv2.HealthCheck(
                 protocol=elbv2.Protocol.HTTP,
                 path=health_check_path,
-                port=str(api.port),
+                port=str(api_port),
                 interval=Duration.seconds(10),
                 healthy_threshold_count=2,
                 unhealthy_threshold_count=2,
@@ -170,7 +168,7 @@ class ApiLoadBalancer(Construct):
             Annotations.of(self.listener).add_warning_v2(
                 PLAINTEXT_WARNING,
                 f"plain TCP listener on port {listener_port}: ws://, the API key, transcripts and audio cross "
-                "the VPC in clear (ecs.api.tls)",
+                f"the VPC in clear ({config_table}.tls)",
             )
             if plaintext_accepted_by is not None:
                 acknowledge_compliance(
@@ -188,7 +186,7 @@ class ApiLoadBalancer(Construct):
                 ssl_policy=SSL_POLICY,
                 default_target_groups=[self.target_group],
             )
-        api.service.attach_to_network_target_group(self.target_group)
+        self.target_group.add_target(*api_targets)
         # What agents dial: the certificate's name with TLS (a private DNS record points it here), else the
         # load balancer's own DNS name.
         host = self.load_balancer.load_balancer_dns_name if certificate is None else certificate.domain_name
