@@ -109,9 +109,12 @@ class Settings:
     def stack_name(self, route: str) -> str:
         return cloudformation_stack_name(self.environment_name, route)
 
-    def ecr_repository(self, service: str) -> str:
-        """The ECR repository the ECS stack makes for one service's image (preflight looks there too)."""
-        return f"{self.resource_prefix}/{service.replace('_', '-')}"
+    def ecr_repository(self, service: str, route: str) -> str:
+        """The ECR repository `route`'s stack makes for one service's image (preflight looks there too):
+        `sonic-<env>/<service>`, or `sonic-<env>/<segment>/<service>` for a route with an `ecr_segment`."""
+        segment = ROUTES[route].ecr_segment
+        folder = self.resource_prefix if segment is None else f"{self.resource_prefix}/{segment}"
+        return f"{folder}/{service.replace('_', '-')}"
 
     def route_cidr(self, route: str) -> str:
         """The range of `route`'s VPC: network.route_cidrs if set, else its half of network.cidr (an existing

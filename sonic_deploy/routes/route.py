@@ -5,6 +5,7 @@ the tools read. The tools ask a route these things instead of comparing its name
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
     from sonic_deploy.config.catalogue import InstanceCatalogue
     from sonic_deploy.config.errors import ConfigError, Fail
     from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
+
+
+# One component of an ECR repository name (CreateRepository's repositoryName pattern, split at its slashes).
+ECR_SEGMENT = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
 
 
 class Wire(Enum):
@@ -85,12 +90,21 @@ class Route:
     takes none: its range comes from `network.route_cidrs`, so no deployed VPC moves."""
     runs_licence_proxy: bool = False
     """It runs Cartesia's licence proxy, which `licence upload` feeds (air-gapped)."""
+    ecr_segment: str | None = None
+    """The folder its ECR repositories take under `sonic-<env>/` (EKS: `eks`), so that two self-hosted routes
+    in one environment never make the same repository (docs/eks.md, section 10). The ECS route, the first,
+    takes none: its repositories keep their names."""
 
     def __post_init__(self) -> None:
         if self.network_half not in (0, 1, None):
             raise ValueError(
                 f"route {self.name}: network_half={self.network_half}: not 0, 1 or None (network.cidr has two "
                 "halves; a route added later takes none and pins its range in network.route_cidrs)"
+            )
+        if self.ecr_segment is not None and not ECR_SEGMENT.fullmatch(self.ecr_segment):
+            raise ValueError(
+                f"route {self.name}: ecr_segment={self.ecr_segment!r}: not one component of an ECR repository "
+                "name (lowercase letters and digits, single separators . _ - between them)"
             )
 
     def rules_module(self) -> RouteRules:

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 import pytest
 from aws_cdk.assertions import Template
 
+from sonic_deploy.config import load_settings
 from sonic_deploy.config.network import check_route_cidrs, route_cidrs
 from sonic_deploy.config.schema import Route as RouteName
 from sonic_deploy.routes import ROUTES, Route, Wire
@@ -21,6 +22,7 @@ from sonic_deploy.routes.ecs import rules as ecs_rules
 from sonic_deploy.routes.route import RouteRules
 from sonic_deploy.routes.sagemaker import outputs as sagemaker_outputs
 from sonic_deploy.routes.sagemaker import rules as sagemaker_rules
+from tests.conftest import CONFIG_DIR
 
 PACKAGE = Path(__file__).resolve().parents[2] / "sonic_deploy"
 # A route's name compared in code: `route == "ecs"`, `"sagemaker" in routes`, `!= 'ecs'`, ...
@@ -131,6 +133,21 @@ def test_a_third_route_moves_no_deployed_vpc_and_needs_its_own_range(monkeypatch
     assert overlapping.startswith(
         "network.route_cidrs = {'sagemaker': '10.60.0.0/17', 'third': '10.60.0.0/18'}"
     )
+
+
+def test_a_second_self_hosted_route_makes_its_own_repositories_and_ecs_keeps_its_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dev_settings = load_settings(CONFIG_DIR, "dev")
+    monkeypatch.setitem(ROUTES, THIRD.name, dataclasses.replace(THIRD, ecr_segment="third"))
+    assert dev_settings.ecr_repository("gpu_worker", "ecs") == "sonic-dev/gpu-worker"
+    assert dev_settings.ecr_repository("gpu_worker", "third") == "sonic-dev/third/gpu-worker"
+
+
+@pytest.mark.parametrize("segment", ["EKS", "eks/", "", "-eks", "e--ks"])
+def test_an_ecr_segment_is_one_component_of_a_repository_name(segment: str) -> None:
+    with pytest.raises(ValueError, match=f"ecr_segment={segment!r}: not one component"):
+        dataclasses.replace(THIRD, ecr_segment=segment)
 
 
 def _never(field: str, value: object, problem: str, fix: str) -> NoReturn:

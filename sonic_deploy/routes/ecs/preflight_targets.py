@@ -70,7 +70,7 @@ def ecs_targets(settings: Settings) -> EcsTargets | None:
         max_instances=ecs.max_workers + 1,
         images=[]
         if ecs.copy_images
-        else [(settings.ecr_repository(name), s.tag) for name, s in settings.ecs_services.items()],
+        else [(settings.ecr_repository(name, "ecs"), s.tag) for name, s in settings.ecs_services.items()],
         secret_names=([] if ecs.secrets.create else [ecs.secrets.api_key, ecs.secrets.registry_credentials])
         # Air-gapped: the licence secret is always the operator's (`sonic-deploy licence upload` makes it).
         + ([settings.licence_secret_name] if ecs.licence_mode == "air-gapped" else []),

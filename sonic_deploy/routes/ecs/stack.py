@@ -44,7 +44,7 @@ class EcsStack(SonicStack):
             placement=network_props(self, settings, "ecs"),
             images={
                 name: ImageSource(
-                    s.source, s.tag, settings.ecr_repository(name), s.private_registry, digest=s.digest
+                    s.source, s.tag, settings.ecr_repository(name, "ecs"), s.private_registry, digest=s.digest
                 )
                 for name, s in settings.ecs_services.items()
             },
