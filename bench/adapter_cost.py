@@ -106,11 +106,9 @@ async def bare_sm(base: str, count: int) -> tuple[list[Speak], Close]:
 
 
 async def raw_http(base: str, count: int) -> tuple[list[Speak], Close]:
-    """The floor under `bare-sm`: the same signed request, its body read by aiohttp and nothing decoded
-    (the client's own request path, its private parts: a measurement, not an API). The audio it stands for
-    is one decoded utterance's, measured at set-up."""
-    import orjson
-
+    """The floor under `bare-sm`: the same signed request (the client's own `_send`: a measurement, not an
+    API), its body read by aiohttp and nothing decoded. The audio it stands for is one decoded utterance's,
+    measured at set-up."""
     from sonic_deploy.client import SageMakerClient
     from sonic_deploy.client.sagemaker import request_body
 
@@ -119,9 +117,7 @@ async def raw_http(base: str, count: int) -> tuple[list[Speak], Close]:
 
     async def speak() -> Spoken:
         clock = Clock()
-        payload = orjson.dumps(request_body(TEXT, voice=VOICE, sample_rate=RATE))
-        headers = client._signer.sign(payload, await client._credentials_here().get())
-        response = await client._post(client.url, payload, headers, "the stand-in", None, client._proxy)
+        response = await client._send(request_body(TEXT, voice=VOICE, sample_rate=RATE))
         try:
             if response.status != 200:
                 raise SystemExit(f"raw-http: the stand-in answered {response.status}: the run is broken")

@@ -186,9 +186,7 @@ class SageMakerClient(StreamingClient):
         """Every JSON event of one request's stream, each with when its bytes arrived, up to and including
         the one that ends it (`done`, or a chunk with `done: true`). `trace` (aiohttp's per-request
         context) gets `connect_s` for a new connection and `sent_at` when the request was written."""
-        payload = orjson.dumps(body)
-        headers = self._signer.sign(payload, await self._credentials_here().get())
-        response = await self._post(self.url, payload, headers, "the runtime endpoint", trace, self._proxy)
+        response = await self._send(body, trace)
         finished = False
         try:
             if response.status != 200:
@@ -211,6 +209,13 @@ class SageMakerClient(StreamingClient):
                 self._recycle(response)
             else:  # the rest of the utterance is not wanted: drop the connection with it
                 response.close()
+
+    async def _send(self, body: Mapping[str, Any], trace: Trace | None = None) -> aiohttp.ClientResponse:
+        """One signed invocation, its body not yet read (`events` reads it; so does bench/adapter_cost.py's
+        floor, `raw-http`)."""
+        payload = orjson.dumps(body)
+        headers = self._signer.sign(payload, await self._credentials_here().get())
+        return await self._post(self.url, payload, headers, "the runtime endpoint", trace, self._proxy)
 
     def error_response(self, status: int, headers: Iterable[tuple[str, str]], raw: bytes) -> SageMakerError:
         """An error response, parsed by botocore's own parser with its modelled fields (`OriginalStatusCode`),
