@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from sonic_deploy.config.base import DEFAULT_ENVIRONMENT
+from sonic_deploy.config.cartesia import ServiceConfig
 from sonic_deploy.config.catalogue import (
     INSTANCE_TYPES_FILE,
     CatalogueStreams,
@@ -27,7 +28,6 @@ from sonic_deploy.config.placeholders import find_placeholders
 from sonic_deploy.config.rules import check_catalogue, check_environment, check_packages
 from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
 from sonic_deploy.routes import ROUTES
-from sonic_deploy.routes.ecs.config import ServiceConfig
 
 ENVIRONMENTS_DIR = "environments"
 MODEL_PACKAGES_FILE = "model_packages.toml"

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NoReturn
 
+from sonic_deploy.config.cartesia import ServiceConfig
 from sonic_deploy.config.errors import MISSING
-from sonic_deploy.routes.ecs.config import EcsConfig, ServiceConfig
+from sonic_deploy.routes.ecs.config import EcsConfig
 
 # The services that dial the peers (the security groups open NATS and the licence proxy to them only).
 DIALLERS = ("api_server", "gpu_worker")
