@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from sonic_deploy.config.cartesia_rules import secret_name_part
 from sonic_deploy.constructs.encryption import ADMINISTRATION
 from sonic_deploy.constructs.findings import (
     DESTROYED_WITH_THE_STACK,
     RESOURCELESS_ACTIONS,
     SINGLE_TASK_SERVICES,
 )
-from sonic_deploy.routes.ecs.rules import secret_name_part
 
 Templates = Mapping[str, Mapping[str, Any]]  # stack id -> template
 RETAINED = {"Retain", "RetainExceptOnCreate", "Snapshot"}

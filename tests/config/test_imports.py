@@ -18,7 +18,7 @@ FIRST = (
     "sonic_deploy.routes.ecs.config",
     "sonic_deploy.routes.ecs.rules",
     "sonic_deploy.routes.ecs.capacity_rules",
-    "sonic_deploy.routes.ecs.api_rules",
+    "sonic_deploy.config.cartesia_api_rules",
     "sonic_deploy.routes.ecs.service_addresses",
     "sonic_deploy.routes.sagemaker.config",
     "sonic_deploy.routes.sagemaker.rules",

@@ -41,7 +41,7 @@ def plain_variables_reason(
     listed = ", ".join(f"{name} ({what(name)})" for name in sorted(environment))
     return (
         f"plain variables {listed}: not secrets; config load refuses a plain variable named with a part like "
-        "KEY, TOKEN, SECRET, PASSWORD or AUTH (rules.SECRET_NAME_PARTS) unless not_secrets lists it, and secrets "
+        "KEY, TOKEN, SECRET, PASSWORD or AUTH (cartesia_rules.SECRET_NAME_PARTS) unless not_secrets lists it, and secrets "
         "come from Secrets Manager"
     )
 
