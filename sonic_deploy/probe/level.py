@@ -44,13 +44,17 @@ def evenly(total: int, index: int, count: int) -> int:
 
 
 def proportional(total: int, weights: list[int], index: int) -> int:
-    """Part `index` of `total` in proportion to `weights` (total x w_i // sum, then the remainder one each
-    to the first parts with a weight): the parts add up to `total`, each within 1 of its exact share, and
-    a part of weight 0 gets nothing."""
+    """Part `index` of `total` in proportion to `weights` (total x w_i // sum, then the remainder one each to
+    the parts with the largest fractions left, the first on a tie): the parts add up to `total`, each less
+    than 1 from its exact share, and a part of weight 0 gets nothing."""
     whole = sum(weights)
     if whole <= 0 or weights[index] <= 0:
         return 0
     floors = [total * w // whole for w in weights]
     left = total - sum(floors)
-    holders = [i for i, w in enumerate(weights) if w > 0]
-    return floors[index] + (1 if index in holders[:left] else 0)
+    # The first come first would give 16 slots' 8 calls as 2 to a 2-slot task (its share: 1) and 0 to a
+    # 1-slot one (0.5): largest remainders keep every part within 1.
+    by_fraction = sorted(
+        (i for i, w in enumerate(weights) if w > 0), key=lambda i: (-(total * weights[i] % whole), i)
+    )
+    return floors[index] + (1 if index in by_fraction[:left] else 0)
