@@ -99,7 +99,8 @@ compliance: setup checkov
 regenerate: setup checkov
 	$(MAKE) --no-print-directory baseline
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider --snapshot-update \
-	  tests/stacks/test_ecs_stack.py tests/stacks/test_sagemaker_stack.py tests/constructs/test_dashboard.py \
+	  tests/stacks/test_ecs_stack.py tests/stacks/test_sagemaker_stack.py tests/stacks/test_eks_stack.py \
+	  tests/constructs/test_dashboard.py \
 	  tests/test_dashboard_render.py tests/test_dashboard_agent.py
 	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m sonic_deploy.compliance --write-docs
 

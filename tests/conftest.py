@@ -109,6 +109,45 @@ def ecs_stack() -> Stack:
     return synthesized("dev")[1]["ecs"]
 
 
+# The EKS route's environment (config/environments/dev-eks.toml): a cluster the stack makes, and, the
+# common case, one named in config (docs/eks.md, section 2).
+EKS_ENV = "dev-eks"
+EXISTING_CLUSTER = {
+    '# existing = "my-cluster"': 'existing = "my-cluster"',
+    "# security_group_id = ": "security_group_id = ",
+    "# [network.existing_vpc]": "[network.existing_vpc]",
+    '# vpc_id = "vpc-': 'vpc_id = "vpc-',
+    '# vpc_cidr = "': 'vpc_cidr = "',
+    "# private_subnet_ids = ": "private_subnet_ids = ",
+    "# availability_zones = [": "availability_zones = [",
+    "# private_route_table_ids = ": "private_route_table_ids = ",
+}
+
+
+@pytest.fixture(scope="session")
+def eks_stack() -> Stack:
+    return synthesized(EKS_ENV)[1]["eks"]
+
+
+@pytest.fixture(scope="session")
+def eks_template() -> Template:
+    return template(EKS_ENV, "eks")
+
+
+@pytest.fixture(scope="session")
+def eks_existing(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    """dev-eks on an existing cluster and its VPC, named in config."""
+    config = tmp_path_factory.mktemp("eks-existing") / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    env = config / f"environments/{EKS_ENV}.toml"
+    text = env.read_text()
+    for old, new in EXISTING_CLUSTER.items():
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    env.write_text(text)
+    return Template.from_stack(synthesize_from(config, EKS_ENV)["eks"])
+
+
 @pytest.fixture(scope="session")
 def documented(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
     """dev with the canary and the agent's telemetry on: what the docs' dashboard pictures draw, and the

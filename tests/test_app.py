@@ -97,7 +97,7 @@ def test_cli_synth_with_unknown_environment_prints_one_error(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
     app_line, cli_line = result.stderr.strip().splitlines()
     assert app_line.startswith(
-        f"sonic-deploy: {ROOT}/config/environments: env = 'nope': unknown environment. Fix: use one of dev, prod"
+        f"sonic-deploy: {ROOT}/config/environments: env = 'nope': unknown environment. Fix: use one of dev, dev-eks, prod"
     )
     assert cli_line.endswith(": Subprocess exited with error 2")
     assert _left(out) == []  # the earlier synth's assembly is gone, not left looking valid

@@ -7,7 +7,9 @@ after the stack, `sonic-<env>-<route>-...`, and the stacks name the rest `sonic-
 from __future__ import annotations
 
 # Statements on a whole resource type (or on `*` for a service's write actions), by Sid: IAM can scope these
-# actions to a resource, but the resource's ID is one AWS draws at random, so no name pattern can.
+# actions to a resource, but the resource's ID is one AWS draws at random, or its name is not the stacks' to
+# choose (an existing EKS cluster named in config, a Lambda layer CloudFormation names), so no `sonic-` name
+# pattern can; each is held by a condition or a narrower pattern instead, said here.
 TYPE_WIDE_STATEMENTS = {
     "NetworkOfTheStacksRandomIds": "VPCs, subnets, route tables, gateways, security groups, endpoints, launch "
     "templates and placement groups get random IDs (vpc-0abc...); RunInstances is how EC2 checks a launch "
@@ -25,6 +27,22 @@ TYPE_WIDE_STATEMENTS = {
     "CertificatesFromYourPrivateCa": "the Private CA is yours, named by ARN in config (ecs.api.private_ca_arn)",
     "ServiceLinkedRolesTheServicesCreateOnFirstUse": "AWS names service-linked roles; only the service can "
     "use them",
+    # The EKS route on an existing cluster ([eks.cluster] existing): the bootstrap policy is one file for every
+    # environment of the account, rendered from no config, so it cannot name that cluster. What the stack adds
+    # to it is held to the stacks' own roles instead.
+    "AccessEntriesOnANamedClusterOnlyForTheStacksRoles": "an existing cluster's name is the user's (config, not "
+    "the bootstrap): CreateAccessEntry is allowed on any cluster only for a principal that is a role of the "
+    "stacks (condition eks:principalArn, Service Authorization Reference for Amazon EKS); the entry's own ARN "
+    "names that role, so every later action on it is scoped by name (AccessEntriesOfTheStacksRoles)",
+    "PodIdentityOnANamedClusterOnlyForTheStacksRoles": "an existing cluster's name is the user's: "
+    "CreatePodIdentityAssociation takes only the cluster as resource and has no condition key for the role, but "
+    "it needs iam:PassRole to pods.eks.amazonaws.com, which this policy allows only for the stacks' roles",
+    "PodIdentityAssociationsCloudFormationMadeForTheStacks": "an association's ARN is the cluster's name and a "
+    "random ID: allowed only on those CloudFormation tagged with a stack of ours (aws:cloudformation:stack-name "
+    "sonic-*, a tag only CloudFormation can write; the type's schema sets cloudFormationSystemTags)",
+    "KubectlLayersNamedAfterTheirLogicalIds": "CloudFormation names a layer version with no LayerName after its "
+    "logical ID alone, not the stack (aws/aws-cdk#18563), and aws_eks_v2's kubectl provider makes its AWS CLI "
+    "layer without a name: the kubectl and AWS CLI layers, matched by the `Kubectl` both logical IDs carry",
 }
 
 # Actions on Resource `*` that IAM can scope to some resource type, each with why it is on `*` anyway (every

@@ -26,6 +26,20 @@ CRITICAL_TYPES: dict[str, str] = {
     "AWS::EC2::VPC": "the VPC (a new one replaces every subnet, endpoint, task network interface and the load "
     "balancer; an EFS file system cannot have mount targets in two VPCs at once)",
     "AWS::EFS::FileSystem": "the file system that keeps the offline licence",
+    # The EKS route. A replacement of the first two drops live calls; CloudFormation replaces a custom
+    # resource only when its handler returns a new physical ID, so the last two are dangerous when removed,
+    # which a new logical ID is too: the old one's delete then undoes what the new one applied.
+    "AWS::EKS::Cluster": "the EKS cluster (a new one starts empty: every node, pod and live call goes with the "
+    "old one, and a cluster named in config cannot be created beside it)",
+    "AWS::EKS::Nodegroup": "the system node group, which runs the API servers, NATS, Karpenter and the "
+    "controllers (a new one drains the old nodes, dropping the calls on their API servers)",
+    "Custom::AWSCDK-EKS-KubernetesResource": "Kubernetes objects the stack applies (the workloads, the GPU "
+    "NodePools): removing one deletes them from the cluster, and the API servers, workers or GPU nodes with "
+    "their live calls",
+    "Custom::AWSCDK-EKS-HelmChart": "a Helm release (Karpenter and its CRDs, the load balancer controller, "
+    "KEDA, the GPU device plugin and exporter, the Secrets Store CSI driver): removing one uninstalls it; "
+    "Karpenter's CRDs take the NodePools and their GPU nodes, dropping live calls, the rest stop new pods "
+    "getting targets, scaling, GPUs or secrets",
 }
 """Replacing or removing one of these fails the check unless explicitly allowed."""
 

@@ -104,6 +104,10 @@ def inference_outside_private_subnets(templates: Templates) -> list[str]:
                 subnets = _subnet_refs(p["VPCZoneIdentifier"])
             elif kind == "AWS::SageMaker::Model":
                 subnets = _subnet_refs(p["VpcConfig"]["Subnets"])
+            elif kind == "AWS::EKS::Nodegroup":  # the EKS route's system nodes: API server, NATS
+                subnets = _subnet_refs(p["Subnets"])
+            elif kind == "AWS::EKS::Cluster":  # its control plane's network interfaces
+                subnets = _subnet_refs(p["ResourcesVpcConfig"]["SubnetIds"])
             elif kind == "AWS::ElasticLoadBalancingV2::LoadBalancer":
                 if p["Scheme"] != "internal":
                     found.append(f"{where}: an internet-facing load balancer")
@@ -118,9 +122,11 @@ def inference_outside_private_subnets(templates: Templates) -> list[str]:
 
 
 def sagemaker_models_not_isolated(templates: Templates) -> list[str]:
+    """Not applicable (nothing to hold) to an environment without the SageMaker route, e.g. dev-eks; where
+    the route is (dev, prod), its stack must have a model and every model network isolation."""
     models = list(_of_type(templates, "AWS::SageMaker::Model"))
-    if not models:
-        return ["no SageMaker model: every variant deploys the SageMaker route"]
+    if bool(models) != ("SonicSageMaker" in templates):
+        return ["a SageMaker model where, and only where, the SageMaker route is"]
     return [
         f"{s}/{i}: no network isolation"
         for s, i, r in models

@@ -5,12 +5,13 @@ names, tags and most settings are Cartesia's and come from your deployment bundl
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from sonic_deploy.config.base import Strict
+from sonic_deploy.config.base import DEFAULT_ENVIRONMENT, Strict
 
 # The OCI distribution reference grammar (github.com/distribution/reference, reference.go), which ECR and
 # every registry apply: tag := /[\w][\w.-]{0,127}/ (ASCII \w here: pydantic's \w would take any letter).
@@ -87,13 +88,14 @@ class ServiceConfig(Strict):
     memory_mib: Annotated[int, Field(ge=256, le=1_572_864)] = 2048
     environment: dict[str, str] = Field(
         default={},
-        description="plain settings, stored in the task definition; a name with a secret-like part (KEY, TOKEN, "
+        description="plain settings, stored in the task definition (ECS) or Deployment (EKS); a name with a "
+        "secret-like part (KEY, TOKEN, "
         "SECRET, PASSWORD, AUTH, ...) is refused: put those in `secrets`, or list it in `not_secrets`",
     )
     not_secrets: list[str] = Field(
         default=[],
         description="names in `environment` with a secret-like part that you have checked hold no secret (e.g. "
-        "AUTH_ENABLED): kept as plain variables, and named as such in the task definition's acknowledgement",
+        "AUTH_ENABLED): kept as plain variables (on ECS, named in the task definition's acknowledgement)",
     )
     secrets: dict[str, SecretRef] = Field(
         default={}, description="environment variable -> which secret (api_key or registry_credentials)"
@@ -108,16 +110,17 @@ class ServiceConfig(Strict):
     private_registry: bool = Field(
         default=True, description="pull with the registry credentials (false for public images)"
     )
-    # The names are Cartesia's (not public); the values are the stack's Cloud Map addresses.
+    # The names are Cartesia's (not public); the values are the route's in-cluster addresses.
     nats_url_variable: AddressVariable | None = Field(
         default=None,
         description="api_server and gpu_worker: the variable the image reads NATS's address from; the stack "
-        "sets it to nats://nats.sonic.internal:<nats port>",
+        "sets it to NATS's address (ECS: nats://nats.sonic.internal:<nats port>; EKS: "
+        "nats://nats.<namespace>.svc.cluster.local:<nats port>)",
     )
     licence_proxy_url_variable: AddressVariable | None = Field(
         default=None,
         description="api_server and gpu_worker: the variable the image reads the licence proxy's address from; "
-        "the stack sets it to http://licence-proxy.sonic.internal:<licence_proxy port>",
+        "the stack sets it to http://licence-proxy.sonic.internal:<licence_proxy port> (ECS; EKS runs none)",
     )
 
 
@@ -137,7 +140,7 @@ class SecretsConfig(Strict):
 
 
 class ApiConfig(Strict):
-    """`[ecs.api]`: the internal load balancer in front of the API server. TLS terminates there (TCP to the
+    """`[ecs.api]`, `[eks.api]`: the internal load balancer in front of the API server. TLS terminates there (TCP to the
     API server behind it); outside the default environment it is on, and `tls = false` there is refused
     unless `allow_plaintext_outside_dev = true` accepts plain text on purpose."""
 
@@ -175,4 +178,33 @@ class ApiConfig(Strict):
     )
     access_log_retention_days: Annotated[int, Field(ge=1, le=3650)] = Field(
         default=365, description="days an access log is kept before S3 lifecycle deletes it"
+    )
+
+
+@dataclass(frozen=True)
+class Listener:
+    """What a route's `[<route>.api]` and listener port come to in one environment."""
+
+    tls: bool
+    port: int
+    deletion_protection: bool
+    plaintext_accepted_by: str | None
+    """With a plain listener, the setting that accepted it (the acknowledgement's reason); else None."""
+
+
+def listener(table: str, api: ApiConfig, port: int | None, environment_name: str) -> Listener:
+    """TLS and deletion protection on outside the default environment unless set; the port 443 with TLS, 80
+    without, unless set."""
+    default = environment_name != DEFAULT_ENVIRONMENT
+    tls = api.tls if api.tls is not None else default
+    accepted_by = None
+    if not tls and environment_name == DEFAULT_ENVIRONMENT:
+        accepted_by = f"{DEFAULT_ENVIRONMENT}, whose listener is plain unless {table}.api.tls = true"
+    elif not tls and api.allow_plaintext_outside_dev:
+        accepted_by = f"{table}.api.allow_plaintext_outside_dev = true in {environment_name}"
+    return Listener(
+        tls=tls,
+        port=port if port is not None else 443 if tls else 80,
+        deletion_protection=api.deletion_protection if api.deletion_protection is not None else default,
+        plaintext_accepted_by=accepted_by,
     )

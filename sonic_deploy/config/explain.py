@@ -106,6 +106,8 @@ EXPECTED = {
     "too_long": "that many entries",
     "image_name": "the image's name, e.g. public.ecr.aws/docker/library/nats",
     "image_digest": "sha256: and the 64 hex digits `docker buildx imagetools inspect` prints",
+    "ami_release": 'a release name of that form, or "recommended"',
+    "ami_alias": "an alias of that form",
     "control_character": "the value without it",
     "template_syntax": "plain text (CloudFormation syntax is not config)",
 }

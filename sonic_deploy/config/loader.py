@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from sonic_deploy.config.base import DEFAULT_ENVIRONMENT
-from sonic_deploy.config.cartesia import ServiceConfig
+from sonic_deploy.config.cartesia import ApiConfig, Listener, ServiceConfig, listener
 from sonic_deploy.config.catalogue import (
     INSTANCE_TYPES_FILE,
     CatalogueStreams,
@@ -144,37 +144,27 @@ class Settings:
         return (ecs.model_id if ecs is not None else None) or self.environment.sonic_version
 
     @property
-    def ecs_tls(self) -> bool:
-        """The ECS route's listener is TLS: `ecs.api.tls`, else on outside the default environment."""
+    def ecs_listener(self) -> Listener:
+        """The ECS route's listener: `[ecs.api]` and `ecs.listener_port` in this environment."""
         ecs = self.environment.ecs
-        configured = ecs.api.tls if ecs is not None else None
-        return configured if configured is not None else self.environment_name != DEFAULT_ENVIRONMENT
+        api, port = (ecs.api, ecs.listener_port) if ecs is not None else (ApiConfig(), None)
+        return listener("ecs", api, port, self.environment_name)
+
+    @property
+    def ecs_tls(self) -> bool:
+        return self.ecs_listener.tls
 
     @property
     def ecs_plaintext_accepted_by(self) -> str | None:
-        """With a plain listener, the setting that accepted it (the acknowledgement's reason); else None."""
-        ecs = self.environment.ecs
-        if ecs is None or self.ecs_tls:
-            return None
-        if self.environment_name == DEFAULT_ENVIRONMENT:
-            return f"{DEFAULT_ENVIRONMENT}, whose listener is plain unless ecs.api.tls = true"
-        if ecs.api.allow_plaintext_outside_dev:
-            return f"ecs.api.allow_plaintext_outside_dev = true in {self.environment_name}"
-        return None
+        return self.ecs_listener.plaintext_accepted_by
 
     @property
     def ecs_listener_port(self) -> int:
-        """`ecs.listener_port`, else 443 with TLS and 80 without."""
-        ecs = self.environment.ecs
-        configured = ecs.listener_port if ecs is not None else None
-        return configured if configured is not None else 443 if self.ecs_tls else 80
+        return self.ecs_listener.port
 
     @property
     def ecs_deletion_protection(self) -> bool:
-        """`ecs.api.deletion_protection`, else on outside the default environment."""
-        ecs = self.environment.ecs
-        configured = ecs.api.deletion_protection if ecs is not None else None
-        return configured if configured is not None else self.environment_name != DEFAULT_ENVIRONMENT
+        return self.ecs_listener.deletion_protection
 
     @property
     def canary_enabled(self) -> bool:

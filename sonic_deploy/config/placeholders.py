@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from sonic_deploy.config.cartesia import ServiceConfig, ServiceName
 from sonic_deploy.config.errors import ConfigError
 from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
 from sonic_deploy.routes import ROUTES
@@ -91,3 +92,20 @@ def refusal(
     """The refusal's lines as one text (the entries indented under the first), or None."""
     lines = refusal_lines(settings_name, placeholders, routes)
     return "\n  ".join(lines) if lines else None
+
+
+def image_placeholders(
+    env_file: Path, table: str, services: Mapping[ServiceName, ServiceConfig]
+) -> Iterator[ConfigError]:
+    """The shipped image names and tags still in `[<table>.services.*]` (the self-hosted routes')."""
+    for name, service in services.items():
+        for field in ("source", "tag"):
+            value = getattr(service, field)
+            if PLACEHOLDER_MARK.lower() in value.lower():
+                yield ConfigError(
+                    file=env_file,
+                    field=f"{table}.services.{name}.{field}",
+                    value=value,
+                    problem="still the shipped placeholder",
+                    fix=f"write the image {field} from Cartesia's deployment bundle",
+                )

@@ -16,9 +16,10 @@ from pydantic_core import PydanticCustomError
 
 from sonic_deploy.config.base import Strict
 from sonic_deploy.routes.ecs.config import EcsConfig
+from sonic_deploy.routes.eks.config import EksConfig
 from sonic_deploy.routes.sagemaker.config import SageMakerConfig
 
-Route = Literal["sagemaker", "ecs"]
+Route = Literal["sagemaker", "ecs", "eks"]
 # The turn probe's cloud hops a probe task may be granted (`[probe] turn_hops`): --stt transcribe, --llm bedrock.
 TurnHop = Literal["transcribe", "bedrock"]
 
@@ -175,6 +176,7 @@ class EnvironmentConfig(Strict):
     network: NetworkConfig
     sagemaker: SageMakerConfig = SageMakerConfig()
     ecs: EcsConfig | None = None
+    eks: EksConfig | None = None
     probe: ProbeTaskConfig = ProbeTaskConfig()
     canary: CanaryConfig = CanaryConfig()
     agent: AgentConfig = AgentConfig()

@@ -44,9 +44,9 @@ def skip_checkov(resource: IConstruct, *checks: str, reason: str) -> None:
     cfn.add_metadata("checkov", {"skip": skips})
 
 
-def acknowledge_custom_resource_handler(handler: IConstruct, *, outside_vpc: str) -> None:
+def acknowledge_custom_resource_handler(handler: IConstruct, *, outside_vpc: str | None) -> None:
     """The Lambda rules of the compliance packs and checkov on a CloudFormation custom resource's handler,
-    each with its reason; `outside_vpc` says why this one runs outside the VPC."""
+    each with its reason; `outside_vpc` says why this one runs outside the VPC (None: it runs in the VPC)."""
     reasons = {
         ("LambdaInsideVPC", "CKV_AWS_117"): outside_vpc,
         ("LambdaDLQ", "CKV_AWS_116"): "a CloudFormation custom resource's handler, invoked asynchronously by "
@@ -62,6 +62,8 @@ def acknowledge_custom_resource_handler(handler: IConstruct, *, outside_vpc: str
         "quota is still a new account's 10",
     }
     for (rule, check), reason in reasons.items():
+        if reason is None:
+            continue
         acknowledge_compliance(handler, rule, reason=reason)
         skip_checkov(handler, check, reason=reason)
 
@@ -115,6 +117,29 @@ RESOURCELESS_ACTIONS = {
     "logs:CreateLogDelivery": "log delivery set-up takes no resource (FIS's experiment logs)",
     "transcribe:StartStreamTranscriptionWebSocket": "streaming transcription takes no resource (the probe "
     "task's turn hop, [probe] turn_hops)",
+    # The EKS route's controllers (routes/eks/constructs/karpenter_policy.py, add_on_policies.py).
+    "ec2:DescribeAccountAttributes": "EC2 Describe calls take no resource",
+    "ec2:DescribeAvailabilityZones": "EC2 Describe calls take no resource",
+    "ec2:DescribeCapacityReservations": "EC2 Describe calls take no resource",
+    "ec2:DescribeImages": "EC2 Describe calls take no resource",
+    "ec2:DescribeInstanceStatus": "EC2 Describe calls take no resource",
+    "ec2:DescribeInstanceTypeOfferings": "EC2 Describe calls take no resource",
+    "ec2:DescribeInstanceTypes": "EC2 Describe calls take no resource",
+    "ec2:DescribeLaunchTemplates": "EC2 Describe calls take no resource",
+    "ec2:DescribePlacementGroups": "EC2 Describe calls take no resource",
+    "ec2:DescribeSpotPriceHistory": "EC2 Describe calls take no resource",
+    "elasticloadbalancing:DescribeListeners": "Elastic Load Balancing Describe calls take no resource",
+    "elasticloadbalancing:DescribeLoadBalancers": "Elastic Load Balancing Describe calls take no resource",
+    "elasticloadbalancing:DescribeTags": "Elastic Load Balancing Describe calls take no resource",
+    "elasticloadbalancing:DescribeTargetGroupAttributes": "Elastic Load Balancing Describe calls take no "
+    "resource",
+    "elasticloadbalancing:DescribeTargetGroups": "Elastic Load Balancing Describe calls take no resource",
+    "elasticloadbalancing:DescribeTargetHealth": "Elastic Load Balancing Describe calls take no resource",
+    "iam:ListInstanceProfiles": "the account's instance profiles are listed without a resource (Karpenter "
+    "finds its own by tag; reading, tagging and changing one are scoped in their statements)",
+    "pricing:GetProducts": "the Price List API takes no resource (Karpenter reads on-demand prices)",
+    "cloudwatch:GetMetricData": "a metric read has no resource of ours to name (its only resource type is a "
+    "metrics-insights dataset) nor a namespace condition (KEDA's aws-cloudwatch scaler)",
 }
 
 # ECS services (and scalable targets) that run fewer than two tasks, by the start of their logical id, and why

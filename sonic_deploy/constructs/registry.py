@@ -314,6 +314,13 @@ class ImageRegistry(Construct):
         if name in self.copies:
             consumer.node.add_dependency(self.copies[name])
 
+    def uri(self, name: str) -> str:
+        """The image's reference in its repository, as a pod pulls it: `repo@sha256:...` or `repo:tag`."""
+        reference, repository = self._references[name], self.repositories[name]
+        if reference.startswith("sha256:"):
+            return repository.repository_uri_for_digest(reference)
+        return repository.repository_uri_for_tag(reference)
+
     def image(self, name: str) -> ecs.ContainerImage:
         """The image in its repository, by digest when config pins one (`repo@sha256:...`), else by tag."""
         return ecs.ContainerImage.from_ecr_repository(self.repositories[name], self._references[name])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sonic_deploy.arguments import ENVIRONMENT, config_folder, name, whole
 from sonic_deploy.in_vpc.options import InVpcOptions, InVpcTask
+from sonic_deploy.routes import ROUTES
 
 _STORE_URL = name(
     r"(s3://[a-z0-9.-]{3,63}|file://)/[!-~]{1,1000}", "an s3:// or file:// URL", "s3://BUCKET/runs/RUN"
@@ -25,6 +26,8 @@ LOCAL_OPTIONS = {
     "--out",
     "--api-key",
     "--publish-metrics",
+    "--publish-route",
+    "--in-vpc-route",
 }
 
 
@@ -46,6 +49,13 @@ def add_options(parser: argparse.ArgumentParser, example_load: str) -> None:
     group.add_argument(
         "--config-dir", type=config_folder, default=Path("config"), help="the config/ folder (--in-vpc)"
     )
+    group.add_argument(
+        "--in-vpc-route",
+        choices=tuple(ROUTES),
+        metavar="ROUTE",
+        help="the route whose stack to probe from, when ENV deploys two that speak this wire (ecs and eks); "
+        "unset: the one it deploys",
+    )
     group.add_argument("--profile", help="AWS profile for --in-vpc; unset: the usual credential chain")
     # Inside a task: where the run's objects are, and which task this is (the runner sets them).
     group.add_argument("--in-vpc-task", type=_STORE_URL, help=argparse.SUPPRESS)
@@ -64,9 +74,10 @@ def check(args: argparse.Namespace) -> str | None:
             return "--in-vpc starts tasks; --in-vpc-task is one of them. Fix: drop --in-vpc-task"
         return None
     if args.in_vpc is None:
-        for option in ("tasks", "profile"):
+        for option in ("tasks", "profile", "in_vpc_route"):
             if getattr(args, option) is not None:
-                return f"--{option} is for --in-vpc ENV. Fix: add --in-vpc ENV, or drop --{option}"
+                flag = "--" + option.replace("_", "-")
+                return f"{flag} is for --in-vpc ENV. Fix: add --in-vpc ENV, or drop {flag}"
         return None
     if getattr(args, "api_key", None) is not None:
         return (
@@ -90,7 +101,7 @@ def options(args: argparse.Namespace) -> InVpcOptions:
     task = None
     if args.in_vpc_task is not None:
         task = InVpcTask(args.in_vpc_task, args.task_index, args.task_count)
-    return InVpcOptions(args.in_vpc, args.tasks, args.config_dir, args.profile, task)
+    return InVpcOptions(args.in_vpc, args.tasks, args.config_dir, args.profile, task, args.in_vpc_route)
 
 
 def _canonical(parser: argparse.ArgumentParser, token: str) -> tuple[str | None, bool]:

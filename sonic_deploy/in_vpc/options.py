@@ -24,3 +24,5 @@ class InVpcOptions:
     config_dir: Path
     profile: str | None
     task: InVpcTask | None
+    route: str | None = None
+    """`--in-vpc-route`: which of the environment's routes, when two speak the probe's wire."""

@@ -120,7 +120,7 @@ def prepare(
     parser: argparse.ArgumentParser,
     argv: Sequence[str],
     prefix: Sequence[str],
-    stack_route: str,
+    stack_routes: Sequence[str],
     load: tuple[int | None, float | None],
     defaults: Callable[[ProbeDeployment], dict[str, str]],
     load_label: str | None = None,
@@ -128,7 +128,8 @@ def prepare(
     """The run's set-up: the environment's config, its stack (its outputs fill what `defaults` returns, for
     each option not given, in `Session.filled` and in the tasks' command), the task count, the tasks' command.
     `argv`: this command's own tokens after `prefix` (`probe ROUTE`), which begins each task's command;
-    `transcripts`, the --transcripts the tasks read from the run's store."""
+    `transcripts`, the --transcripts the tasks read from the run's store; `stack_routes`, the routes whose
+    stack may run it (those speaking the target's wire): the one the environment deploys."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from sonic_deploy.config import load_settings, require_config_dir
@@ -140,11 +141,7 @@ def prepare(
     settings = load_settings(options.config_dir, environment)
     config_file = str(options.config_dir / "environments" / f"{environment}.toml")
     routes = [str(route) for route in settings.environment.routes]
-    if stack_route not in routes:
-        raise InVpcError(
-            f"--in-vpc {environment}: the environment does not deploy the {stack_route} route (routes = "
-            f"{json.dumps(routes)} in {config_file}). Fix: probe the route it deploys, or another environment"
-        )
+    stack_route = _stack_route(options, stack_routes, routes, config_file)
     probe = settings.environment.probe
     concurrency, rate = load
     needed = tasks_needed(concurrency, rate, probe.streams_per_task, probe.rate_per_task)
@@ -206,3 +203,28 @@ __all__ = [
     "prepare",
     "task_store",
 ]
+
+
+def _stack_route(
+    options: InVpcOptions, candidates: Sequence[str], routes: list[str], config_file: str
+) -> str:
+    """The environment's one route among `candidates`, or the one --in-vpc-route names."""
+    environment = options.environment
+    if options.route is not None and options.route not in candidates:
+        raise InVpcError(
+            f"--in-vpc-route {options.route}: this probe's target is served by the {' or '.join(candidates)} "
+            "route. Fix: name one of those, or leave --in-vpc-route out"
+        )
+    wanted = [options.route] if options.route is not None else list(candidates)
+    deployed = [route for route in wanted if route in routes]
+    if not deployed:
+        raise InVpcError(
+            f"--in-vpc {environment}: the environment does not deploy the {' or '.join(wanted)} route (routes = "
+            f"{json.dumps(routes)} in {config_file}). Fix: probe the route it deploys, or another environment"
+        )
+    if len(deployed) > 1:
+        raise InVpcError(
+            f"--in-vpc {environment}: the environment deploys the {' and '.join(deployed)} routes, which both "
+            f"serve this probe. Fix: add --in-vpc-route {deployed[0]} (or {deployed[1]})"
+        )
+    return deployed[0]

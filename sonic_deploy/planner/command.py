@@ -24,11 +24,12 @@ from sonic_deploy.config import ConfigError, Settings, load_settings
 from sonic_deploy.config.errors import MISSING
 from sonic_deploy.planner.capacity import HOURS_PER_DAY, Workload
 from sonic_deploy.planner.chart import write_chart
-from sonic_deploy.planner.costs import EcsOverheads
-from sonic_deploy.planner.plan import DEFAULT_INSTANCE_TYPES, build_plan
+from sonic_deploy.planner.costs import Overheads
+from sonic_deploy.planner.plan import DEFAULT_INSTANCE_TYPES, build_plan, eks_cluster
 from sonic_deploy.planner.price_table import PRICES_FILE, PriceLookup, load_price_table
 from sonic_deploy.planner.probe_summary import measured_streams
 from sonic_deploy.planner.report import plan_as_json, plan_as_table
+from sonic_deploy.routes import ROUTES
 
 DEFAULT_TTFA_BUDGET_MS = 300.0
 _SHARE = real(0, 1, "a share", low_open=True)
@@ -51,8 +52,9 @@ def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "plan",
         help="GPUs and dollars per route for your call volume",
-        description="Instances and cost per route (SageMaker, ECS) and instance type for a call volume. "
-        "Every input has a default: `sonic-deploy plan` alone plans 100 concurrent calls.",
+        description=f"Instances and cost per route ({', '.join(route.title for route in ROUTES.values())}) "
+        "and instance type for a call volume. Every input has a default: `sonic-deploy plan` alone plans 100 "
+        "concurrent calls.",
         formatter_class=_HelpWithDefaults,
     )
     parser.add_argument(
@@ -67,7 +69,8 @@ def add_parser(subparsers: Any) -> None:
         nargs="+",
         type=_INSTANCE_TYPE,
         metavar="TYPE",
-        help="types to compare; ml.* types are the SageMaker route, the others ECS (default: "
+        help="types to compare; ml.* types are the SageMaker route, the others ECS and, one-GPU types, EKS "
+        "(default: "
         f"{' '.join(DEFAULT_INSTANCE_TYPES)} and the environment's sagemaker.capacity.fallback_types)",
     )
     load = parser.add_argument_group("call volume")
@@ -209,7 +212,8 @@ def run_plan(args: argparse.Namespace) -> int:
             fix=f"use one of {', '.join(types)}, or name the types with --instance-types",
         )
     prices_file = config_dir / PRICES_FILE
-    if args.refresh_prices and not _refresh(args, types, prices_file, region):
+    system_types = [eks_cluster(settings)[0].system_instance_type]
+    if args.refresh_prices and not _refresh(args, types, system_types, prices_file, region):
         return 1
     today = datetime.now(UTC).date()
     table = load_price_table(config_dir)
@@ -220,7 +224,7 @@ def run_plan(args: argparse.Namespace) -> int:
         workload,
         region,
         types,
-        EcsOverheads(),
+        Overheads(),
         today,
         measured,
     )
@@ -235,22 +239,25 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refresh(args: argparse.Namespace, types: list[str], prices_file: Path, region: str) -> bool:
+def _refresh(
+    args: argparse.Namespace, types: list[str], system_types: list[str], prices_file: Path, region: str
+) -> bool:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from sonic_deploy.planner.price_refresh import PRICING_API_REGION, fetch_prices
+    from sonic_deploy.planner.price_refresh import PRICING_API_REGION, fetch_eks_prices, fetch_prices
     from sonic_deploy.planner.price_table_writer import write_price_table
 
     try:
         session = boto3.Session(profile_name=args.profile)
+        pricing = session.client("pricing", region_name=PRICING_API_REGION)
+        today = datetime.now(UTC).date()
         found, problems = fetch_prices(
-            session.client("pricing", region_name=PRICING_API_REGION),
-            session.client("ec2", region_name=region),
-            region,
-            types,
-            datetime.now(UTC).date(),
+            pricing, session.client("ec2", region_name=region), region, types, today
         )
+        # The EKS rows' own: the control plane and the system nodes' type (On-Demand only).
+        eks_found, eks_problems = fetch_eks_prices(pricing, region, system_types, today)
+        found, problems = found + eks_found, problems + eks_problems
     except (BotoCoreError, ClientError) as error:
         print(
             f"sonic-deploy plan: could not fetch prices: {error}. Fix: run with AWS credentials allowed "

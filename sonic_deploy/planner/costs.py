@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
+from sonic_deploy.config.schema import Route  # the registered routes' names (tests/routes/test_registry.py)
 from sonic_deploy.planner.capacity import (
     HOURS_PER_DAY,
     HOURS_PER_MONTH,
@@ -14,8 +14,7 @@ from sonic_deploy.planner.capacity import (
     daily_profile,
 )
 from sonic_deploy.planner.price_table import InstanceKind, PriceLookup, PriceRow
-
-Route = Literal["sagemaker", "ecs"]
+from sonic_deploy.routes.eks.config import EksClusterConfig
 
 # NLB capacity units for TCP: one NLCU buys 800 new flows a second, 100,000 active flows or 1 GB an hour.
 NLCU_NEW_FLOWS_PER_SECOND = 800
@@ -30,8 +29,10 @@ ECS_PRICINGS: tuple[tuple[str, InstanceKind], ...] = (
 
 
 @dataclass(frozen=True)
-class EcsOverheads:
-    """What the ECS route runs besides GPU instances, in quantities; prices come from the table."""
+class Overheads:
+    """What a self-hosted route (ECS, EKS) runs besides GPU instances and pays for alike, in quantities; prices
+    come from the table. Neither route's interface VPC endpoints are priced (docs/deploy.md, "Not in the plan"),
+    nor the ECS route's Fargate tasks (the API server and NATS; on EKS they run on the system nodes)."""
 
     nat_gateways: int = 1  # one AZ (placement group): one NAT gateway
     nat_gb_per_month: float = 100.0  # image pulls and licence traffic through NAT
@@ -124,7 +125,7 @@ def ecs_rows(
     instance_type: str,
     streams: StreamsPerInstance,
     prices: PriceLookup,
-    overheads: EcsOverheads,
+    overheads: Overheads,
     used: list[PriceRow],
 ) -> list[PlanRow]:
     profile = daily_profile(workload, streams.count)
@@ -132,7 +133,7 @@ def ecs_rows(
     for pricing, kind in ECS_PRICINGS:
         reader = PriceReader(prices)
         rate = reader.read(f"{kind}.{instance_type}", prices.instance(kind, instance_type))
-        fixed_monthly, fixed_at_peak = _ecs_overheads(workload, profile, overheads, reader)
+        fixed_monthly, fixed_at_peak = _shared_overheads(workload, profile, overheads, reader)
         used.extend(reader.used)
         hourly = monthly = None
         breakdown: dict[str, float] = {}
@@ -149,10 +150,66 @@ def ecs_rows(
     return rows
 
 
-def _ecs_overheads(
-    workload: Workload, profile: DailyProfile, overheads: EcsOverheads, reader: PriceReader
+def eks_row(
+    workload: Workload,
+    instance_type: str,
+    streams: StreamsPerInstance,
+    prices: PriceLookup,
+    overheads: Overheads,
+    cluster: EksClusterConfig,
+    used: list[PriceRow],
+) -> PlanRow:
+    """The EKS route on On-Demand GPU nodes: Karpenter launches one node per GPU worker, as ECS runs one worker
+    task per instance, so the GPU nodes are the ECS row's instances (the same N+1 and minimum of two). On top of
+    the shared overheads come its own fixed costs: the control plane at the standard-support rate (a Kubernetes
+    version in extended support costs more per cluster-hour, not priced here) and the `system` managed node
+    group, On-Demand, which runs the API server and NATS (no Fargate). For a cluster named in `[eks.cluster]
+    existing` the control plane is not charged here (it is yours already); the stack still adds its system
+    nodes (constructs/cluster.py)."""
+    profile = daily_profile(workload, streams.count)
+    reader = PriceReader(prices)
+    kind: InstanceKind = "ec2_on_demand"
+    rate = reader.read(f"{kind}.{instance_type}", prices.instance(kind, instance_type))
+    if cluster.existing is None:
+        plane = (
+            "EKS control plane (standard support)",
+            reader.read("eks.cluster_hour", prices.eks("cluster_hour")),
+        )
+    else:
+        plane = (f"EKS control plane (existing cluster {cluster.existing}: not charged here)", 0.0)
+    system_node = reader.read(
+        f"{kind}.{cluster.system_instance_type}", prices.instance(kind, cluster.system_instance_type)
+    )
+    own = {
+        plane[0]: plane[1],
+        f"system nodes ({cluster.system_nodes} x {cluster.system_instance_type})": (
+            None if system_node is None else cluster.system_nodes * system_node
+        ),
+    }
+    fixed_monthly, fixed_at_peak = _shared_overheads(workload, profile, overheads, reader)
+    used.extend(reader.used)
+    hourly = monthly = None
+    breakdown: dict[str, float] = {}
+    if rate is not None and all(usd is not None for usd in own.values()):
+        per_hour = {label: usd or 0.0 for label, usd in own.items()}
+        hours = profile.instance_hours_per_month(workload)
+        breakdown = {
+            "instances": hours * rate,
+            **{label: usd * HOURS_PER_MONTH for label, usd in per_hour.items()},
+            **fixed_monthly,
+        }
+        monthly = sum(breakdown.values())
+        hourly = profile.peak.total * rate + sum(per_hour.values()) + fixed_at_peak
+    return _row(
+        "eks", instance_type, "on-demand", streams, profile, workload, hourly, monthly, breakdown, reader
+    )
+
+
+def _shared_overheads(
+    workload: Workload, profile: DailyProfile, overheads: Overheads, reader: PriceReader
 ) -> tuple[dict[str, float], float]:
-    """Monthly NAT, NLB and CloudWatch costs, and their cost in an hour at peak."""
+    """Monthly NAT, NLB and CloudWatch costs, and their cost in an hour at peak: what the ECS and EKS routes
+    both run besides their GPU instances."""
     price = reader.read_or_zero
     lookup = reader.prices
     nat_hour = price("network.nat_gateway_hour", lookup.network("nat_gateway_hour"))
@@ -194,7 +251,7 @@ def _ecs_overheads(
     return monthly, at_peak
 
 
-def nlcus(workload: Workload, calls: float, overheads: EcsOverheads) -> float:
+def nlcus(workload: Workload, calls: float, overheads: Overheads) -> float:
     """NLB capacity units an hour for `calls` concurrent calls: the largest of the three TCP dimensions."""
     gb_per_hour = workload.open_streams(calls) * overheads.audio_bytes_per_second * 3600 / 1e9
     return max(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sonic_deploy.planner.capacity import StreamsPerInstance, Workload
-from sonic_deploy.planner.costs import EcsOverheads, PriceReader
+from sonic_deploy.planner.costs import Overheads, PriceReader
 from sonic_deploy.planner.price_table import InstanceKind, PriceLookup, PriceRow
 
 CROSS_AZ_DIRECTIONS = 2  # each crossing byte is charged out of one AZ and into the other
@@ -47,7 +47,7 @@ def fallback_cost(
     streams: dict[str, StreamsPerInstance],
     market: str,
     prices: PriceLookup,
-    overheads: EcsOverheads,
+    overheads: Overheads,
     used: list[PriceRow],
 ) -> FallbackCost:
     """`streams`: the fallback's types, in its order, with the streams one instance of each serves."""
@@ -58,7 +58,7 @@ def fallback_cost(
     for instance_type, figure in streams.items():
         rate = reader.read(f"{kind}.{instance_type}", prices.instance(kind, instance_type))
         open_streams = figure.count * workload.target_utilisation
-        # The planner's audio model (EcsOverheads.audio_bytes_per_second: 44.1 kHz pcm_s16le per open stream).
+        # The planner's audio model (Overheads.audio_bytes_per_second: 44.1 kHz pcm_s16le per open stream).
         gb_per_hour = open_streams * overheads.audio_bytes_per_second * 3600 / 1e9
         transfer = gb_per_hour * per_gb * CROSS_AZ_DIRECTIONS
         types.append(

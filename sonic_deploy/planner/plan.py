@@ -8,10 +8,11 @@ from pathlib import Path
 
 from sonic_deploy.config import ConfigError, Settings
 from sonic_deploy.planner.capacity import Figure, StreamsPerInstance, Workload
-from sonic_deploy.planner.costs import EcsOverheads, PlanRow, ecs_rows, sagemaker_row
+from sonic_deploy.planner.costs import Overheads, PlanRow, ecs_rows, eks_row, sagemaker_row
 from sonic_deploy.planner.fallback import FallbackCost, fallback_cost
 from sonic_deploy.planner.price_table import PriceLookup, PriceRow, PriceTable, price_age_days
 from sonic_deploy.planner.probe_summary import MeasuredConcurrency
+from sonic_deploy.routes.eks.config import EksClusterConfig
 
 DEFAULT_INSTANCE_TYPES = ("ml.g6e.xlarge", "g6e.xlarge", "g6.xlarge")
 
@@ -40,7 +41,7 @@ def build_plan(
     workload: Workload,
     region: str,
     instance_types: list[str],
-    overheads: EcsOverheads,
+    overheads: Overheads,
     today: date,
     measured: tuple[str, MeasuredConcurrency] | None = None,
 ) -> Plan:
@@ -49,12 +50,18 @@ def build_plan(
     used: list[PriceRow] = []
     rows: list[PlanRow] = []
     streams_by_type: dict[str, StreamsPerInstance] = {}
+    cluster, cluster_source = eks_cluster(settings)
+    eks_types = []
     for instance_type in instance_types:
         streams = streams_by_type[instance_type] = streams_per_instance(settings, instance_type, measured)
         if instance_type.startswith("ml."):
             rows.append(sagemaker_row(workload, instance_type, streams, lookup, sonic_version, used))
         else:
             rows.extend(ecs_rows(workload, instance_type, streams, lookup, overheads, used))
+            # EKS takes one-GPU types only (a NodePool each; eks.capacity's rule), one worker per node.
+            if settings.catalogue.instance_types[instance_type].gpus == 1:
+                rows.append(eks_row(workload, instance_type, streams, lookup, overheads, cluster, used))
+                eks_types.append(instance_type)
     fallback, fallback_notes = _fallback(settings, workload, lookup, overheads, used, measured)
     notes: list[str] = []
     missing = sorted(
@@ -73,6 +80,8 @@ def build_plan(
             f"No Marketplace software fee in {prices_file} ({', '.join(fees)}): SageMaker rows are instances "
             "only (`on-demand, no fee`). Add the fee from the listing's pricing tab."
         )
+    if eks_types:
+        notes.append(_eks_note(cluster, cluster_source))
     capacity = settings.environment.sagemaker.capacity
     if capacity.ml_reservation_arn is not None:
         notes.append(
@@ -98,11 +107,40 @@ def build_plan(
     )
 
 
+def eks_cluster(settings: Settings) -> tuple[EksClusterConfig, str]:
+    """The cluster the EKS rows price, and where its settings come from: the environment's `[eks.cluster]`,
+    else the model's defaults (a new cluster with 2 x m7i.xlarge system nodes)."""
+    eks = settings.environment.eks
+    if eks is None:
+        return EksClusterConfig(), f"environment {settings.environment_name} has no [eks]: the defaults"
+    return eks.cluster, f"environment {settings.environment_name}'s [eks.cluster]"
+
+
+def _eks_note(cluster: EksClusterConfig, source: str) -> str:
+    if cluster.existing is not None:
+        fixed = (
+            f"[eks.cluster] existing = {cluster.existing!r}: the cluster is yours already, so its control plane "
+            f"is not charged here; the stack's {cluster.system_nodes} x {cluster.system_instance_type} system "
+            "nodes are"
+        )
+    else:
+        fixed = (
+            "a new cluster: its control plane at the standard-support rate (prices.toml eks.cluster_hour; a "
+            "Kubernetes version in extended support costs more per cluster-hour, not priced here) and "
+            f"{cluster.system_nodes} x {cluster.system_instance_type} system nodes On-Demand (Karpenter, the "
+            "controllers, the API server and NATS: no Fargate)"
+        )
+    return (
+        f"EKS rows ({source}): On-Demand GPU nodes, one worker per node as on ECS, so the ECS row's instances; "
+        f"{fixed}; NAT gateway, NLB and CloudWatch as ECS's."
+    )
+
+
 def _fallback(
     settings: Settings,
     workload: Workload,
     lookup: PriceLookup,
-    overheads: EcsOverheads,
+    overheads: Overheads,
     used: list[PriceRow],
     measured: tuple[str, MeasuredConcurrency] | None,
 ) -> tuple[FallbackCost | None, list[str]]:

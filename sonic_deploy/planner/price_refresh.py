@@ -2,8 +2,9 @@
 
 On-demand EC2 and SageMaker hosting prices come from the AWS Price List API (`pricing:GetProducts`, served from
 us-east-1 for every Region); Spot prices from EC2's Spot price history in the Region itself (the highest
-current price across its Availability Zones, so that the plan errs on the dear side). Savings-plan, network,
-CloudWatch and Marketplace rows are left as they are.
+current price across its Availability Zones, so that the plan errs on the dear side). The EKS rows' own prices,
+the control plane's cluster-hour (standard support) and the system nodes' On-Demand type, come from the Price
+List API too. Savings-plan, network, CloudWatch and Marketplace rows are left as they are.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from sonic_deploy.planner.price_table import InstanceKind, PriceRow
+from sonic_deploy.planner.price_table import EksItem, InstanceKind, PriceRow
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -26,11 +27,16 @@ PRICE_LIST_SOURCE = "AWS Price List API (pricing:GetProducts)"
 SPOT_SOURCE = "EC2 DescribeSpotPriceHistory, Linux/UNIX, highest current price across the Region's AZs"
 
 
+# The control plane in standard support: `<Region prefix>-AmazonEKS-Hours:perCluster`. Extended support is
+# billed under its own usage type, which this leaves out (the plan prices standard support only).
+EKS_CLUSTER_USAGE = re.compile(r"(^|-)AmazonEKS-Hours:perCluster$")
+
+
 @dataclass(frozen=True)
 class RefreshedPrice:
     region: str
-    kind: InstanceKind
-    instance_type: str
+    kind: InstanceKind | Literal["eks"]
+    instance_type: str  # the instance type; for kind eks, the item (EksItem)
     row: PriceRow
 
 
@@ -72,6 +78,39 @@ def fetch_prices(
         except PriceNotFoundError as error:
             problems.append(f"{instance_type}: {error}")
     return found, problems
+
+
+def fetch_eks_prices(
+    pricing: PricingClient, region: str, system_types: list[str], today: date
+) -> tuple[list[RefreshedPrice], list[str]]:
+    """The EKS rows' own prices: the control plane's cluster-hour at the standard-support rate and each system
+    node type On-Demand (no Spot: the system node group is On-Demand), with a line for each AWS did not give."""
+    found: list[RefreshedPrice] = []
+    problems: list[str] = []
+    item: EksItem = "cluster_hour"
+    try:
+        usd = _eks_cluster_price(pricing, region)
+        row = PriceRow(usd=usd, unit="cluster-hour", taken_on=today, source=PRICE_LIST_SOURCE)
+        found.append(RefreshedPrice(region, "eks", item, row))
+    except PriceNotFoundError as error:
+        problems.append(f"eks {item}: {error}")
+    for instance_type in system_types:
+        try:
+            usd = _ec2_on_demand_price(pricing, region, instance_type)
+            row = PriceRow(usd=usd, unit="instance-hour", taken_on=today, source=PRICE_LIST_SOURCE)
+            found.append(RefreshedPrice(region, "ec2_on_demand", instance_type, row))
+        except PriceNotFoundError as error:
+            problems.append(f"{instance_type}: {error}")
+    return found, problems
+
+
+def _eks_cluster_price(pricing: PricingClient, region: str) -> float:
+    products = [
+        p
+        for p in _products(pricing, "AmazonEKS", _filters(regionCode=region))
+        if EKS_CLUSTER_USAGE.search(p["product"]["attributes"].get("usagetype", ""))
+    ]
+    return _single_on_demand_price(products, f"the EKS control plane (standard support) in {region}")
 
 
 def _ec2_on_demand_price(pricing: PricingClient, region: str, instance_type: str) -> float:

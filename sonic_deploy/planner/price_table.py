@@ -19,6 +19,7 @@ PRICES_FILE = "prices.toml"
 InstanceKind = Literal["sagemaker_hosting", "ec2_on_demand", "ec2_spot", "ec2_savings_plan_1y"]
 NetworkItem = Literal["nat_gateway_hour", "nat_gateway_gb", "nlb_hour", "nlcu_hour", "cross_az_gb"]
 CloudWatchItem = Literal["custom_metric_month", "alarm_month", "logs_ingest_gb"]
+EksItem = Literal["cluster_hour"]  # the control plane at the standard-support rate
 
 
 class PriceRow(Strict):
@@ -40,6 +41,7 @@ class RegionPrices(Strict):
     ec2_savings_plan_1y: dict[str, PriceRow] = Field(default_factory=dict)
     network: dict[NetworkItem, PriceRow] = Field(default_factory=dict)
     cloudwatch: dict[CloudWatchItem, PriceRow] = Field(default_factory=dict)
+    eks: dict[EksItem, PriceRow] = Field(default_factory=dict)
 
 
 class PriceTable(Strict):
@@ -67,6 +69,9 @@ class PriceLookup:
 
     def cloudwatch(self, item: CloudWatchItem) -> PriceRow | None:
         return self._region().cloudwatch.get(item)
+
+    def eks(self, item: EksItem) -> PriceRow | None:
+        return self._region().eks.get(item)
 
     def software_fee(self, sonic_version: str, instance_type: str) -> PriceRow | None:
         return self.table.marketplace.get(sonic_version, {}).get(instance_type)
@@ -96,7 +101,7 @@ def load_price_table(config_dir: Path) -> PriceTable:
             value=first.get("input"),
             problem=first["msg"].rstrip("."),
             fix="each row needs usd (a number >= 0), unit, taken_on (a date such as 2026-11-30) and source; "
-            "kinds are sagemaker_hosting, ec2_on_demand, ec2_spot, ec2_savings_plan_1y, network, cloudwatch",
+            "kinds are sagemaker_hosting, ec2_on_demand, ec2_spot, ec2_savings_plan_1y, network, cloudwatch, eks",
         ) from None
 
 

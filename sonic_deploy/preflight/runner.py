@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_ecr import ECRClient
+    from mypy_boto3_eks import EKSClient
     from mypy_boto3_logs import CloudWatchLogsClient
     from mypy_boto3_sagemaker import SageMakerClient
     from mypy_boto3_secretsmanager import SecretsManagerClient
@@ -38,6 +39,7 @@ class AwsClients:
     logs: CloudWatchLogsClient
     ssm: SSMClient
     cloudwatch: CloudWatchClient  # `--after-deploy`'s metrics and alarms
+    eks: EKSClient  # the EKS route's cluster, versions and add-ons
 
     @classmethod
     def from_session(cls, session: Session, region: str) -> AwsClients:
@@ -52,6 +54,7 @@ class AwsClients:
             logs=session.client("logs", region_name=region),
             ssm=session.client("ssm", region_name=region),
             cloudwatch=session.client("cloudwatch", region_name=region),
+            eks=session.client("eks", region_name=region),
         )
 
 

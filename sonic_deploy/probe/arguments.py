@@ -43,6 +43,8 @@ from sonic_deploy.probe.requests import (
 )
 from sonic_deploy.probe.slo import EXAMPLE, Slo, SloError, parse_slo
 from sonic_deploy.probe.summary_file import SAMPLES
+from sonic_deploy.probe.wires import WIRES
+from sonic_deploy.routes import ROUTES
 
 HELP = argparse.ArgumentDefaultsHelpFormatter
 
@@ -236,12 +238,20 @@ def add_run_options(route: argparse.ArgumentParser) -> None:
     _load_options(route)
     _slo_options(route)
     in_vpc_arguments.add_options(route, "--concurrency 64 at 32 streams a task: 2 tasks")
-    route.add_argument_group("canary").add_argument(
+    canary = route.add_argument_group("canary")
+    canary.add_argument(
         "--publish-metrics",
         type=ENVIRONMENT,
         metavar="ENV",
         help=f"after the run, put its canary metrics to CloudWatch ({NAMESPACE}: TTFA, requests, "
         "failures, throttles; dimensions Environment=ENV and Route); a failed publish exits 1",
+    )
+    canary.add_argument(
+        "--publish-route",
+        choices=tuple(ROUTES),
+        metavar="ROUTE",
+        help="the Route dimension of --publish-metrics (the EKS stack's canary sets it); default: ecs for ws "
+        "and http, sagemaker for sagemaker",
     )
     route.set_defaults(func=run_probe, check=check_probe, command_parser=route)
 
@@ -292,6 +302,16 @@ def check_probe(args: argparse.Namespace) -> str | None:
     problem = in_vpc_arguments.check(args)
     if problem is not None:
         return problem
+    route = getattr(args, "publish_route", None)
+    if route is not None and args.publish_metrics is None:
+        return (
+            "--publish-route names the Route of --publish-metrics. Fix: add --publish-metrics ENV, or drop it"
+        )
+    if route is not None and ROUTES[route].wire is not WIRES[args.probe_command]:
+        return (
+            f"--publish-route {route}: that route's callers do not speak `probe {args.probe_command}`'s wire. Fix: "
+            f"name a route of {WIRES[args.probe_command].value}'s ({', '.join(n for n, r in ROUTES.items() if r.wire is WIRES[args.probe_command])})"
+        )
     if args.in_vpc is None:  # in the VPC, the stack's outputs give them
         needed = "--url" if args.probe_command in ("ws", "http") else "--endpoint"
         if getattr(args, needed.removeprefix("--")) is None:
@@ -395,6 +415,7 @@ def probe_options(args: argparse.Namespace) -> ProbeOptions:
         slo_resolution=args.slo_resolution,
         in_vpc=in_vpc_arguments.options(args),
         publish_metrics=args.publish_metrics,
+        publish_route=args.publish_route,
     )
 
 

@@ -63,6 +63,7 @@ class ProbeOptions:
     slo_resolution: int | None
     in_vpc: InVpcOptions
     publish_metrics: str | None
+    publish_route: str | None = None
 
     def template(self) -> RequestTemplate:
         encoding, rate = PRESETS[self.preset] if self.preset else PRESETS["studio"]

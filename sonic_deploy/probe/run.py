@@ -17,7 +17,7 @@ from sonic_deploy.probe.canary_metrics import NAMESPACE
 from sonic_deploy.probe.options import ProbeOptions
 from sonic_deploy.probe.slo import Slo
 from sonic_deploy.probe.wires import WIRES
-from sonic_deploy.routes import Wire, speaking
+from sonic_deploy.routes import ROUTES, Wire
 from sonic_deploy.routes.ecs import outputs as ecs_outputs
 from sonic_deploy.routes.sagemaker import outputs as sagemaker_outputs
 
@@ -198,7 +198,7 @@ def run(options: ProbeOptions, parser: argparse.ArgumentParser) -> int:
     if failed:
         return 1
     if options.publish_metrics is not None:
-        return _publish_metrics(options.publish_metrics, route, out_dir, *publish_to)
+        return _publish_metrics(options.publish_metrics, route, options.publish_route, out_dir, *publish_to)
     return 0
 
 
@@ -215,14 +215,13 @@ def _slo_warning(slo: Slo, requests: int) -> str | None:
 
 
 def _in_vpc_session(options: ProbeOptions, parser: argparse.ArgumentParser) -> in_vpc.Session:
-    """The in-VPC run of `probe ws|http|sagemaker`: the stack of the route that speaks the target's wire (the
-    ECS route's for ws and http, the SageMaker route's for sagemaker); the target's options default to the
-    stack's outputs."""
+    """The in-VPC run of `probe ws|http|sagemaker`: the stack of the environment's route that speaks the
+    target's wire (ECS's or EKS's for ws and http, SageMaker's for sagemaker); the target's options default to
+    the stack's outputs."""
     from sonic_deploy.connect.deployment import api_urls
 
     route = options.route
     wire = WIRES[route]
-    stack_route = speaking(wire).name
 
     def defaults(deployment: in_vpc.ProbeDeployment) -> dict[str, str]:
         out = deployment.outputs
@@ -249,17 +248,30 @@ def _in_vpc_session(options: ProbeOptions, parser: argparse.ArgumentParser) -> i
     argv = list(options.argv)
     at = argv.index(route, argv.index("probe") + 1) + 1
     return in_vpc.prepare(
-        options.in_vpc, options.transcripts, parser, argv[at:], argv[:at], stack_route, load, defaults, label
+        options.in_vpc,
+        options.transcripts,
+        parser,
+        argv[at:],
+        argv[:at],
+        [name for name, candidate in ROUTES.items() if candidate.wire is wire],
+        load,
+        defaults,
+        label,
     )
 
 
 def _publish_metrics(
-    environment: str, probe_route: str, out_dir: Path, profile: str | None, region: str | None
+    environment: str,
+    probe_route: str,
+    deployed_route: str | None,
+    out_dir: Path,
+    profile: str | None,
+    region: str | None,
 ) -> int:
     from sonic_deploy.probe import publish_metrics
     from sonic_deploy.probe.output import read_samples
 
-    route = publish_metrics.ROUTES[probe_route]
+    route = deployed_route or publish_metrics.ROUTES[probe_route]
     data = publish_metrics.metric_data(
         read_samples(out_dir), environment, route, datetime.datetime.now(datetime.UTC)
     )

@@ -5,16 +5,11 @@ the config, which imports the routes' models and rules. A new route is a folder 
 
 from __future__ import annotations
 
-from sonic_deploy.routes import ecs, sagemaker
+from sonic_deploy.routes import ecs, eks, sagemaker
 from sonic_deploy.routes.route import Route, Wire
 
-ROUTES: dict[str, Route] = {route.name: route for route in (sagemaker.ROUTE, ecs.ROUTE)}
+ROUTES: dict[str, Route] = {route.name: route for route in (sagemaker.ROUTE, ecs.ROUTE, eks.ROUTE)}
 """Every route, by name, in the order the tools list them."""
 
 
-def speaking(wire: Wire) -> Route:
-    """The route whose callers speak `wire` (the first registered, should two)."""
-    return next(route for route in ROUTES.values() if route.wire is wire)
-
-
-__all__ = ["ROUTES", "Route", "Wire", "speaking"]
+__all__ = ["ROUTES", "Route", "Wire"]

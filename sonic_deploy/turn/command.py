@@ -57,7 +57,7 @@ def _in_vpc_session(options: TurnOptions, parser: argparse.ArgumentParser) -> in
     argv = list(options.argv)
     at = argv.index("turn", argv.index("probe") + 1) + 1
     return in_vpc.prepare(
-        options.in_vpc, None, parser, argv[at:], argv[:at], options.route, load, defaults, label
+        options.in_vpc, None, parser, argv[at:], argv[:at], [options.route], load, defaults, label
     )
 
 

@@ -44,12 +44,24 @@ REPLACING_EDITS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # A new network.cidr (or its halves): the VPC and everything in it is replaced.
     "AWS::EC2::VPC": ({"CidrBlock": "10.60.0.0/16"}, {"CidrBlock": "10.60.128.0/17"}),
     "AWS::EFS::FileSystem": ({"PerformanceMode": "generalPurpose"}, {"PerformanceMode": "maxIO"}),
+    # The EKS route: a new cluster name ([eks] resource prefix), a new system instance type.
+    "AWS::EKS::Cluster": (
+        {"Name": "sonic-dev-eks", "RoleArn": "r"},
+        {"Name": "sonic-dev-eks-2", "RoleArn": "r"},
+    ),
+    "AWS::EKS::Nodegroup": (
+        {"ClusterName": "c", "NodeRole": "r", "Subnets": ["s"], "InstanceTypes": ["m7i.xlarge"]},
+        {"ClusterName": "c", "NodeRole": "r", "Subnets": ["s"], "InstanceTypes": ["m7i.2xlarge"]},
+    ),
 }
+# Custom resources are never assumed replaced (test_custom_resources_are_never_assumed_replaced): removed,
+# or under a new logical ID, is how they go (tested below).
+REMOVED_ONLY = {"AWS::KMS::Key", "Custom::AWSCDK-EKS-KubernetesResource", "Custom::AWSCDK-EKS-HelmChart"}
 
 
 def test_every_critical_type_has_a_replacement_case_or_is_covered_by_removal() -> None:
     # AWS::KMS::Key has no create-only property: it is replaced only through a new logical ID (tested below).
-    assert set(REPLACING_EDITS) | {"AWS::KMS::Key"} == set(CRITICAL_TYPES)
+    assert set(REPLACING_EDITS) | REMOVED_ONLY == set(CRITICAL_TYPES)
 
 
 @pytest.mark.parametrize("resource_type", sorted(REPLACING_EDITS))
@@ -81,6 +93,27 @@ def test_kms_key_under_a_new_logical_id_is_dangerous_and_retained_is_reported() 
     changes = classify(template(Key1=key), template(Key2=copy.deepcopy(key)))
     removed = only_change(changes, "Key1")
     assert removed.kind is ChangeKind.REMOVED and removed.dangerous and removed.retained
+
+
+@pytest.mark.parametrize(
+    "resource_type", ["Custom::AWSCDK-EKS-KubernetesResource", "Custom::AWSCDK-EKS-HelmChart"]
+)
+def test_eks_objects_under_a_new_logical_id_are_dangerous_but_changed_in_place_are_not(
+    resource_type: str,
+) -> None:
+    """A manifest or Helm release renamed: CloudFormation applies the new one, then deletes the old one, which
+    deletes the same objects (or uninstalls the same release) from the cluster."""
+    before = resource(resource_type, ServiceToken="t", ClusterName="c", Manifest="[1]")
+    renamed = classify(template(Workloads=before), template(SonicWorkloads=copy.deepcopy(before)))
+    assert [(c.logical_id, c.kind) for c in renamed.changes] == [
+        ("SonicWorkloads", ChangeKind.ADDED),
+        ("Workloads", ChangeKind.REMOVED),
+    ]
+    assert [c.logical_id for c in renamed.dangerous] == ["Workloads"]
+    assert "live calls" in renamed.dangerous[0].why_dangerous
+    after = resource(resource_type, ServiceToken="t", ClusterName="c", Manifest="[2]")
+    applied = only_change(classify(template(Workloads=before), template(Workloads=after)), "Workloads")
+    assert applied.kind is ChangeKind.CHANGED and not applied.dangerous
 
 
 def test_harmless_tag_change_on_the_endpoint_is_an_update() -> None:

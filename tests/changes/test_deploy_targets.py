@@ -153,7 +153,7 @@ def test_cdk_diff_compares_with_the_baseline_and_writes_the_summary(make: Make) 
     unknown = make("cdk-diff", "ENV=dev", "ROUTE=gpu")
     assert (
         unknown.returncode != 0
-        and "--route invalid choice: 'gpu' (choose from 'ecs', 'sagemaker')" in unknown.stderr
+        and "--route invalid choice: 'gpu' (choose from 'ecs', 'eks', 'sagemaker')" in unknown.stderr
     )
 
 

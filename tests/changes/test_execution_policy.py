@@ -10,16 +10,19 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Template
 from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER  # type: ignore[import-untyped]
 
 from sonic_deploy.changes.execution_policy import MAX_POLICY_CHARACTERS, policy_size, split_document
-from sonic_deploy.compliance.variants import BRANCHES
+from sonic_deploy.compliance.variants import BRANCHES, fill_placeholders
 from tests.compliance.conftest import VARIANTS
 from tests.compliance.conftest import templates as variant_templates
+from tests.conftest import CONFIG_DIR, EKS_ENV, EXISTING_CLUSTER, synthesize_from
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = json.loads((REPO / "config/bootstrap/cloudformation-execution-policy.json").read_text())
@@ -34,6 +37,7 @@ SERVICE_PREFIXES = {
     "ECR": "ecr",
     "ECS": "ecs",
     "EFS": "elasticfilesystem",
+    "EKS": "eks",
     "Events": "events",
     "FIS": "fis",
     "ElasticLoadBalancingV2": "elasticloadbalancing",
@@ -43,6 +47,8 @@ SERVICE_PREFIXES = {
     "Logs": "logs",
     "S3": "s3",
     "SNS": "sns",
+    "SQS": "sqs",
+    "SSM": "ssm",
     "SageMaker": "sagemaker",
     "Scheduler": "scheduler",
     "SecretsManager": "secretsmanager",
@@ -57,6 +63,7 @@ NOT_NEEDED = {
     "ec2:CreateVpcEncryptionControl": "VPC encryption controls (none set: tested)",
     "ec2:ModifyVpcTenancy": "changing a VPC's tenancy (default tenancy: tested)",
     "iam:DeleteRolePermissionsBoundary": "denied on purpose: a role of the stacks never loses its boundary",
+    "iam:TagInstanceProfile": "the instance profiles EKS Auto Mode makes for a new cluster (Auto Mode off: tested)",
     "cognito-idp:DescribeUserPoolClient": "listener actions that authenticate with Cognito (the NLB forwards)",
     "firehose:TagDeliveryStream": "log groups that deliver to Firehose",
     "iam:*GroupPolicy": "inline policies on IAM groups (every AWS::IAM::Policy here is on roles: tested)",
@@ -67,7 +74,8 @@ NOT_NEEDED = {
     "s3:REST.PUT.OBJECT": "not an IAM action (an S3 access-log operation name in the Logs schema)",
     "s3tables:*": "S3 table buckets (the access-log bucket is a general purpose bucket)",
     "s3files:*": "Lambda functions with an S3 Files mount",
-    "ssm:Get*": "granted only as GetParameter(s) on /cdk-bootstrap/ and the public /aws/service/ AMI names",
+    "ssm:Get*": "granted only as GetParameter(s) on /cdk-bootstrap/, the public /aws/service/ AMI names and the "
+    "EKS cluster's ready barrier (CFN-...)",
     "vpc-lattice:*": "VPC Lattice targets and service-network endpoints",
     "vpce:AllowMultiRegion": "cross-Region interface endpoints",
 }
@@ -83,16 +91,42 @@ IAM_RESOURCES = {
 }
 
 
-@pytest.fixture(scope="module")
-def templates() -> dict[str, dict[str, Any]]:
-    """Every variant the compliance gate scans (each environment, and the closed variant that turns on
-    air-gapped mode, TLS from a Private CA, the fallback AZ, turn hops and the FIS experiments) and the
-    branches variant (secrets created, Spot, the canary on ECS, TLS from a certificate ARN): every resource
-    type any config can make. The gate's own synth of each, shared with tests/compliance/."""
+# The EKS route on a cluster named in config (tests/conftest.py's eks_existing), beside dev-eks's own cluster.
+EKS_EXISTING = f"{EKS_ENV}-existing"
+
+
+def existing_cluster_templates(workdir: Path) -> dict[str, dict[str, Any]]:
+    """dev-eks as a user deploys it on an existing cluster and VPC: placeholders filled, the cluster named."""
+    config = workdir / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    fill_placeholders(config)
+    env = config / f"environments/{EKS_ENV}.toml"
+    text = env.read_text()
+    for old, new in EXISTING_CLUSTER.items():
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    env.write_text(text)
+    stacks = synthesize_from(config, EKS_ENV)
     return {
-        f"{variant.slug}/{stack}": body
-        for variant in [*VARIANTS, BRANCHES]
-        for stack, body in variant_templates(variant).items()
+        f"{EKS_EXISTING}/{stack.node.id}": dict(Template.from_stack(stack).to_json())
+        for stack in stacks.values()
+    }
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Every variant the compliance gate scans (each environment, and the closed variant that turns on
+    air-gapped mode, TLS from a Private CA, the fallback AZ, turn hops and the FIS experiments), the
+    branches variant (secrets created, Spot, the canary on ECS, TLS from a certificate ARN) and the EKS route
+    on an existing cluster: every resource type any config can make. The gate's own synth of each, shared
+    with tests/compliance/."""
+    return {
+        **{
+            f"{variant.slug}/{stack}": body
+            for variant in [*VARIANTS, BRANCHES]
+            for stack, body in variant_templates(variant).items()
+        },
+        **existing_cluster_templates(tmp_path_factory.mktemp("eks-existing")),
     }
 
 
@@ -129,6 +163,10 @@ def test_the_variants_switch_on_every_branch(templates: dict[str, dict[str, Any]
     }
     assert canaries == {"dev-branches"}
     assert len(resources(templates, "dev-closed", "AWS::AutoScaling::AutoScalingGroup")) == 2  # fallback
+    # The EKS route makes its cluster in dev-eks, and only adds to the one named in config in the other.
+    assert resources(templates, EKS_ENV, "AWS::EKS::Cluster")
+    assert not resources(templates, EKS_EXISTING, "AWS::EKS::Cluster")
+    assert resources(templates, EKS_EXISTING, "AWS::EKS::AccessEntry")
 
 
 def statements() -> list[dict[str, Any]]:
@@ -227,7 +265,8 @@ def test_no_action_or_resource_is_everything_in_iam() -> None:
 
 def test_the_stacks_leave_iam_names_to_cloudformation(templates: dict[str, dict[str, Any]]) -> None:
     """So every role and instance profile starts with the stack name, `sonic-`, as the policy's IAM
-    statements require; inline policies sit on roles only; and no EC2 feature NOT_NEEDED leaves out is used."""
+    statements require; inline policies sit on roles only; and no EC2 or EKS feature NOT_NEEDED leaves out is
+    used."""
     for stack, body in templates.items():
         for logical_id, resource in body["Resources"].items():
             properties = resource.get("Properties", {})
@@ -251,6 +290,8 @@ def test_the_stacks_leave_iam_names_to_cloudformation(templates: dict[str, dict[
             assert properties.get("InstanceTenancy", "default") == "default", (stack, logical_id)
             if resource["Type"] == "AWS::EC2::VPCGatewayAttachment":
                 assert "VpnGatewayId" not in properties, (stack, logical_id)
+            if resource["Type"] == "AWS::EKS::Cluster":
+                assert properties["ComputeConfig"]["Enabled"] is False, (stack, logical_id)
             if resource["Type"] == "AWS::EC2::FlowLog":
                 assert properties.get("LogDestinationType", "cloud-watch-logs") == "cloud-watch-logs"
 

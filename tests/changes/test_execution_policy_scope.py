@@ -42,9 +42,22 @@ IAM_ACTIONS = json.loads(
 ACCOUNT, REGION = "210987654321", "us-east-2"
 EXECUTION_ROLE = f"arn:aws:iam::{ACCOUNT}:role/cdk-hnb659fds-cfn-exec-role-{ACCOUNT}-{REGION}"
 BOUNDARY_ARN = f"arn:aws:iam::{ACCOUNT}:policy/{PERMISSIONS_BOUNDARY_NAME}"
-# What the two AWS managed policies the stacks attach allow (AWS Managed Policy Reference Guide,
-# CloudWatchAgentServerPolicy and AWSLambdaBasicExecutionRole): the boundary must leave them whole.
+# What the AWS managed policies the stacks attach allow and the roles use (AWS Managed Policy Reference Guide,
+# CloudWatchAgentServerPolicy, AWSLambdaBasicExecutionRole; for the EKS route AmazonEKSWorkerNodePolicy, whose
+# eks-auth:AssumeRoleForPodIdentity the Pod Identity Agent calls with the node's role, AmazonEKS_CNI_Policy,
+# AWSLambdaVPCAccessExecutionRole and the ECR read policies): the boundary must leave them whole. Left cut on
+# purpose: what AmazonEKSClusterPolicy grants for load balancers the cluster would make itself (the stack makes
+# its own NLB) and iam:CreateServiceLinkedRole.
 MANAGED_POLICY_ACTIONS = {
+    "eks:DescribeCluster",
+    "eks-auth:AssumeRoleForPodIdentity",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeInstances",
+    "ecr:BatchGetImage",
+    "ecr:GetAuthorizationToken",
+    "ecr-public:GetAuthorizationToken",
+    "sts:GetServiceBearerToken",
     "cloudwatch:PutMetricData",
     "ec2:DescribeVolumes",
     "ec2:DescribeTags",
@@ -129,7 +142,11 @@ def test_every_other_grant_names_the_stacks_resources() -> None:
             name = resource.split(":", 5)[5]
             assert (
                 "sonic" in name.lower()
-                or name.startswith(("aws-service-role/", "parameter/"))
+                or name.startswith(
+                    ("aws-service-role/", "parameter/cdk-bootstrap/", "parameter/aws/service/")
+                )
+                # CloudFormation names an SSM parameter CFN-<logical id>-<random>: the EKS stack's one only.
+                or name.startswith("parameter/CFN-ClusterKubectlReadyBarrier")
                 or ("cdk-" in name)
             ), f"{statement['Sid']}: {resource}"
 
@@ -235,12 +252,26 @@ def test_the_boundary_leaves_every_role_what_its_policies_grant(templates: dict[
     assert not cut, f"config/bootstrap/permissions-boundary.json would cut {cut}"
 
 
+# Karpenter's controller makes, reads and removes the instance profiles of its EC2NodeClasses (its policy,
+# routes/eks/constructs/karpenter_policy.py): the only IAM change a role may make, and only on a profile that
+# carries Karpenter's node class tag.
+INSTANCE_PROFILE_READS = {"iam:GetInstanceProfile", "iam:ListInstanceProfiles"}
+NODE_CLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
+
+
 def test_the_boundary_lets_no_role_change_iam() -> None:
     allows = [s for s in BOUNDARY["Statement"] if s["Effect"] == "Allow"]
     iam_grants = [
         (a, s["Resource"]) for s in allows for a in listed(s["Action"]) if a.startswith(("iam:", "*"))
     ]
-    assert iam_grants == [("iam:PassRole", "arn:*:iam::*:role/sonic-*")]
+    profiles = [(a, r) for a, r in iam_grants if a.endswith(("InstanceProfile", "InstanceProfiles"))]
+    assert [g for g in iam_grants if g not in profiles] == [("iam:PassRole", "arn:*:iam::*:role/sonic-*")]
+    assert {r for _, r in profiles} == {"arn:*:iam::*:instance-profile/*"}
+    for statement in allows:
+        changes = set(listed(statement["Action"])) & {a for a, _ in profiles} - INSTANCE_PROFILE_READS
+        if changes:
+            (tag,) = statement["Condition"]["StringLike"]
+            assert tag.endswith(f"Tag/{NODE_CLASS_TAG}"), statement["Sid"]
     for action in ("iam:CreatePolicyVersion", "iam:PutRolePolicy"):
         assert granted_on(action, BOUNDARY_ARN, [s for s in BOUNDARY["Statement"] if s["Effect"] == "Deny"])
 
@@ -296,7 +327,10 @@ NAMED = {
         "arn:aws:autoscaling:{r}:{a}:autoScalingGroup:0a1b:autoScalingGroupName/{n}",
     ),
     "AWS::S3::Bucket": ("BucketName", "s3:CreateBucket", "arn:aws:s3:::{n}"),
+    "AWS::EKS::Cluster": ("Name", "eks:DescribeCluster", "arn:aws:eks:{r}:{a}:cluster/{n}"),
+    "AWS::SQS::Queue": ("QueueName", "sqs:CreateQueue", "arn:aws:sqs:{r}:{a}:{n}"),
 }
+ROUTE_OF_STACK = {"SonicEcs": "ecs", "SonicSageMaker": "sagemaker", "SonicEks": "eks"}
 
 
 def physical_name(value: Any, stack_name: str) -> str:
@@ -313,7 +347,8 @@ def test_every_name_the_stacks_create_falls_under_the_policy(templates: dict[str
     checked = 0
     for name, body in templates.items():
         variant, stack_id = name.split("/")
-        stack_name = f"sonic-{variant.split('-')[0]}-{'ecs' if stack_id == 'SonicEcs' else 'sagemaker'}"
+        environment = re.sub(r"-(closed|branches|existing)$", "", variant)
+        stack_name = f"sonic-{environment}-{ROUTE_OF_STACK[stack_id]}"
         for logical_id, resource in body["Resources"].items():
             if resource["Type"] not in NAMED:
                 continue

@@ -12,7 +12,7 @@ from aws_cdk.assertions import Template
 from sonic_deploy.changes import CRITICAL_TYPES, ChangeKind, classify
 from sonic_deploy.changes.replacement import update_behaviour, value_at
 
-ROUTES = ("sagemaker", "ecs")
+ROUTES = ("sagemaker", "ecs", "eks")
 
 
 @pytest.fixture(params=ROUTES)

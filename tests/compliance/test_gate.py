@@ -27,7 +27,7 @@ REASON = "a reason long enough to say why the finding does not apply here"
 
 
 def test_every_environment_and_the_closed_variant_are_scanned() -> None:
-    assert [variant.name for variant in VARIANTS] == ["dev", "prod", "dev (air-gapped, TLS, FIS)"]
+    assert [variant.name for variant in VARIANTS] == ["dev", "dev-eks", "prod", "dev (air-gapped, TLS, FIS)"]
 
 
 def _result(*findings: Finding, acks: tuple[Acknowledged, ...] = ()) -> VariantResult:

@@ -93,3 +93,34 @@ def test_a_topic_whose_publishers_cannot_encrypt_breaks_an_invariant() -> None:
     assert broken(mutated) == {
         "key-users-named": [f"SonicEcs/{key_id}: {topic_id} (AWS::SNS::Topic) uses it, but no sns.* is named"]
     }
+
+
+def test_the_sagemaker_invariant_does_not_apply_without_the_route_but_holds_the_route_to_its_model() -> None:
+    """dev-eks has no SageMaker route: nothing to isolate, so no problem; a SageMaker stack with no model is
+    one (the invariant would otherwise pass on a model that disappeared)."""
+    without_the_route = dev()
+    del without_the_route["SonicSageMaker"]
+    assert broken(without_the_route) == {}
+    without_a_model = dev()
+    resources = without_a_model["SonicSageMaker"]["Resources"]
+    [model_id] = [i for i, r in resources.items() if r["Type"] == "AWS::SageMaker::Model"]
+    del resources[model_id]
+    assert broken(without_a_model) == {
+        "sagemaker-network-isolation": ["a SageMaker model where, and only where, the SageMaker route is"]
+    }
+
+
+def test_eks_system_nodes_in_a_public_subnet_break_an_invariant() -> None:
+    eks = next(variant for variant in VARIANTS if variant.environment == "dev-eks" and not variant.closed)
+    mutated = copy.deepcopy(templates(eks))
+    resources = mutated["SonicEks"]["Resources"]
+    (public,) = [
+        logical
+        for logical, r in resources.items()
+        if r["Type"] == "AWS::EC2::Subnet" and "Public" in logical and "1" in logical
+    ]
+    [(logical_id, nodes)] = [(i, r) for i, r in resources.items() if r["Type"] == "AWS::EKS::Nodegroup"]
+    nodes["Properties"]["Subnets"] = [{"Ref": public}]
+    assert broken(mutated) == {
+        "inference-in-private-subnets": [f"SonicEks/{logical_id} in a public subnet: ['{public}']"]
+    }

@@ -127,7 +127,7 @@ def test_a_bad_tag_key_is_named_as_the_key(
         (
             ROUTES,
             'routes = ["sagemaker", "bogus"]',
-            "routes[1] = 'bogus': Input should be 'sagemaker' or 'ecs'. ",
+            "routes[1] = 'bogus': Input should be 'sagemaker', 'ecs' or 'eks'. ",
         ),
         (
             LATENCY,

@@ -35,7 +35,7 @@ def test_default_environment_is_dev() -> None:
 
 def test_unknown_environment() -> None:
     assert error_for(CONFIG_DIR, "staging") == (
-        f"{CONFIG_DIR}/environments: env = 'staging': unknown environment. Fix: use one of dev, prod "
+        f"{CONFIG_DIR}/environments: env = 'staging': unknown environment. Fix: use one of dev, dev-eks, prod "
         f"(`cdk synth -c env=NAME`), or create {CONFIG_DIR}/environments/staging.toml"
     )
 

@@ -33,20 +33,23 @@ def test_plan_alone_prints_the_default_comparison_from_the_installed_package() -
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "Sonic capacity and cost plan: us-east-2, sonic-3"
-    rows = [line.split() for line in lines if line.startswith(("sagemaker ", "ecs "))]
+    rows = [line.split() for line in lines if line.startswith(("sagemaker ", "ecs ", "eks "))]
     assert [row[:2] for row in rows] == [
         ["sagemaker", "ml.g6e.xlarge"],
         ["ecs", "g6e.xlarge"],
         ["ecs", "g6e.xlarge"],
         ["ecs", "g6e.xlarge"],
+        ["eks", "g6e.xlarge"],
         ["ecs", "g6.xlarge"],
         ["ecs", "g6.xlarge"],
         ["ecs", "g6.xlarge"],
+        ["eks", "g6.xlarge"],
     ]
     # 100 calls -> 40 streams: 8 L40S instances (8 streams each) or 14 L4 instances (4 each), as worked out in
-    # test_plan_capacity; 8 x 2.61 = 20.88 an hour for SageMaker at the shipped price.
+    # test_plan_capacity, on ECS and EKS alike; 8 x 2.61 = 20.88 an hour for SageMaker at the shipped price.
     assert rows[0][2:6] == ["8", "8", "/", "3"]
-    assert rows[4][2:6] == ["4", "14", "/", "5"]
+    assert rows[4][2:6] == ["8", "8", "/", "3"]
+    assert rows[5][2:6] == rows[8][2:6] == ["4", "14", "/", "5"]
     assert "20.88*" in rows[0]
     assert any(line.startswith("Prices: ") and "days ago" in line for line in lines)
 
@@ -58,7 +61,12 @@ def test_json_matches_the_arithmetic(capsys: pytest.CaptureFixture[str]) -> None
     assert workload["open_streams_at_peak"] == pytest.approx(80.0)  # 200 x 0.4
     rows = plan["rows"]
     assert isinstance(rows, list)
-    assert [row["pricing"] for row in rows] == ["on-demand", "spot", "savings plan 1y"]
+    assert [(row["route"], row["pricing"]) for row in rows] == [
+        ("ecs", "on-demand"),
+        ("ecs", "spot"),
+        ("ecs", "savings plan 1y"),
+        ("eks", "on-demand"),
+    ]
     # 80 / 6.4 = 12.5 -> 13 + 1 = 14 at peak; off-peak 50 calls -> 20 streams -> 3.125 -> 4 + 1 = 5.
     assert {(row["peak_instances"], row["offpeak_instances"]) for row in rows} == {(14, 5)}
     on_demand = rows[0]
@@ -329,3 +337,99 @@ def test_a_reservation_is_named_in_the_notes(
     assert main(["plan", "--config-dir", str(config), "--json"]) == 0
     (note,) = [n for n in json.loads(capsys.readouterr().out)["notes"] if "ml_reservation_arn" in n]
     assert "only from the training plan sonic-endpoints, paid up front" in note
+
+
+def eks_rows(plan: dict[str, object]) -> dict[str, dict[str, object]]:
+    rows = plan["rows"]
+    assert isinstance(rows, list)
+    return {row["instance_type"]: row for row in rows if row["route"] == "eks"}
+
+
+def test_each_one_gpu_type_has_an_eks_row_with_the_ecs_row_s_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    plan = run_json(
+        capsys, "--env", "dev-eks", "--instance-types", "ml.g6e.xlarge", "g6e.xlarge", "g6.xlarge"
+    )
+    rows = plan["rows"]
+    assert isinstance(rows, list)
+    assert [(row["route"], row["instance_type"]) for row in rows if row["pricing"] == "on-demand"] == [
+        ("ecs", "g6e.xlarge"),
+        ("eks", "g6e.xlarge"),
+        ("ecs", "g6.xlarge"),
+        ("eks", "g6.xlarge"),
+    ]
+    ecs = {
+        row["instance_type"]: row for row in rows if (row["route"], row["pricing"]) == ("ecs", "on-demand")
+    }
+    for instance_type, eks in eks_rows(plan).items():
+        gpus = ("peak_instances", "offpeak_instances")
+        assert [eks[key] for key in gpus] == [ecs[instance_type][key] for key in gpus]
+        breakdown = eks["monthly_breakdown"]
+        assert isinstance(breakdown, dict)
+        # dev-eks makes its cluster: 730 h x 0.10 (prices.toml, standard support), 2 x m7i.xlarge at 0.2016.
+        assert breakdown["EKS control plane (standard support)"] == pytest.approx(73.0)
+        assert breakdown["system nodes (2 x m7i.xlarge)"] == pytest.approx(2 * 0.2016 * 730)
+        assert {"instances", "NAT gateway", "NLB", "CloudWatch"} <= set(breakdown)
+        assert eks["usd_per_month"] == pytest.approx(sum(breakdown.values()))
+        assert eks["missing_prices"] == []
+    notes = plan["notes"]
+    assert isinstance(notes, list)
+    (note,) = [note for note in notes if note.startswith("EKS rows")]
+    assert "environment dev-eks's [eks.cluster]" in note
+    assert "extended support costs more per cluster-hour, not priced here" in note
+
+
+def test_a_multi_gpu_type_has_no_eks_row(capsys: pytest.CaptureFixture[str], edit_config: EditConfig) -> None:
+    # The shipped catalogue has one-GPU types only: a 4 x L4 type added for the test (EKS refuses it, ECS plans it).
+    four_gpus = '\n[instance_types."g6.12xlarge"]\nlocal_storage = true\ngpus = 4\ngpu = "L4"\nvcpus = 48\nmemory_gib = 192\n'
+    config = edit_config("instance_types.toml", "", four_gpus)
+    args = ["plan", "--config-dir", str(config), "--json", "--instance-types", "g6.xlarge", "g6.12xlarge"]
+    assert main(args) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert list(eks_rows(plan)) == ["g6.xlarge"]
+    assert {row["instance_type"] for row in plan["rows"] if row["route"] == "ecs"} == {
+        "g6.xlarge",
+        "g6.12xlarge",
+    }
+
+
+def test_an_environment_without_eks_prices_the_model_s_default_system_nodes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (row,) = eks_rows(run_json(capsys, "--instance-types", "g6e.xlarge")).values()
+    breakdown = row["monthly_breakdown"]
+    assert isinstance(breakdown, dict)
+    assert breakdown["system nodes (2 x m7i.xlarge)"] == pytest.approx(2 * 0.2016 * 730)
+
+
+def test_an_existing_cluster_has_no_control_plane_charge(
+    capsys: pytest.CaptureFixture[str], edit_config: EditConfig
+) -> None:
+    # dev-eks's commented example of an existing cluster, in its existing VPC (which the config requires).
+    edit_config(
+        "environments/dev-eks.toml",
+        '# existing = "my-cluster"',
+        'existing = "my-cluster"\nsecurity_group_id = "sg-0123456789abcdef0"',
+    )
+    config = edit_config("environments/dev-eks.toml", "# [network.existing_vpc]", "[network.existing_vpc]")
+    for key in ("vpc_id", "vpc_cidr", "private_subnet_ids", "availability_zones", "private_route_table_ids"):
+        edit_config("environments/dev-eks.toml", f"# {key} = ", f"{key} = ")
+    args = [
+        "plan",
+        "--config-dir",
+        str(config),
+        "--env",
+        "dev-eks",
+        "--instance-types",
+        "g6e.xlarge",
+        "--json",
+    ]
+    assert main(args) == 0
+    plan = json.loads(capsys.readouterr().out)
+    (row,) = eks_rows(plan).values()
+    breakdown = row["monthly_breakdown"]
+    assert isinstance(breakdown, dict)
+    assert breakdown["EKS control plane (existing cluster my-cluster: not charged here)"] == 0.0
+    assert breakdown["system nodes (2 x m7i.xlarge)"] > 0  # the stack adds them on your cluster too
+    assert "EKS control plane (standard support)" not in breakdown
+    (note,) = [note for note in plan["notes"] if note.startswith("EKS rows")]
+    assert "existing = 'my-cluster'" in note

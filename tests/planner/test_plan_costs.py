@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from sonic_deploy.planner.capacity import StreamsPerInstance, Workload
-from sonic_deploy.planner.costs import EcsOverheads, ecs_rows, nlcus, sagemaker_row
+from sonic_deploy.planner.costs import Overheads, ecs_rows, eks_row, nlcus, sagemaker_row
 from sonic_deploy.planner.price_table import PriceLookup, PriceRow, PriceTable, RegionPrices
+from sonic_deploy.routes.eks.config import EksClusterConfig
 
 DAYS = 730 / 24  # days in AWS's 730-hour month
 
@@ -78,9 +79,9 @@ def test_sagemaker_without_a_software_fee_says_so() -> None:
 def test_nlb_capacity_units_follow_the_audio_bytes() -> None:
     # 40 streams x 88,200 B/s (44.1 kHz 16-bit mono) x 3,600 s = 12.70 GB an hour -> 12.70 NLCU;
     # new flows (6.67/s / 800) and active flows (100 / 100,000) are far smaller.
-    assert nlcus(Workload(), 100, EcsOverheads()) == pytest.approx(40 * 88_200 * 3600 / 1e9)
+    assert nlcus(Workload(), 100, Overheads()) == pytest.approx(40 * 88_200 * 3600 / 1e9)
     # 8 kHz mu-law telephony audio (8,000 B/s): 40 x 8,000 x 3,600 = 1.152 GB -> 1.152 NLCU.
-    assert nlcus(Workload(), 100, EcsOverheads(audio_bytes_per_second=8000)) == pytest.approx(1.152)
+    assert nlcus(Workload(), 100, Overheads(audio_bytes_per_second=8000)) == pytest.approx(1.152)
 
 
 def test_ecs_on_demand_worked_example() -> None:
@@ -89,7 +90,7 @@ def test_ecs_on_demand_worked_example() -> None:
         "g6e.xlarge",
         StreamsPerInstance(8, "test"),
         lookup(ec2_on_demand={"g6e.xlarge": price(1.00)}, network=NETWORK, cloudwatch=CLOUDWATCH),
-        EcsOverheads(),
+        Overheads(),
         [],
     )
     on_demand = rows[0]
@@ -121,7 +122,7 @@ def test_ecs_rows_cover_each_way_of_paying_and_report_missing_prices() -> None:
             network=NETWORK,
             cloudwatch=CLOUDWATCH,
         ),
-        EcsOverheads(),
+        Overheads(),
         [],
     )
     assert [row.pricing for row in rows] == ["on-demand", "spot", "savings plan 1y"]
@@ -141,9 +142,85 @@ def test_missing_network_prices_count_as_zero_but_are_reported() -> None:
         "g6e.xlarge",
         StreamsPerInstance(8, "test"),
         lookup(ec2_on_demand={"g6e.xlarge": price(1.00)}),
-        EcsOverheads(),
+        Overheads(),
         [],
     )
     assert rows[0].usd_per_month == pytest.approx(122 * DAYS)
     assert "network.nat_gateway_hour" in rows[0].missing_prices
     assert "cloudwatch.alarm_month" in rows[0].missing_prices
+
+
+EKS_PRICES = {
+    "ec2_on_demand": {"g6e.xlarge": price(1.00), "m7i.xlarge": price(0.20)},
+    "eks": {"cluster_hour": price(0.10)},
+    "network": NETWORK,
+    "cloudwatch": CLOUDWATCH,
+}
+
+
+def test_eks_worked_example_is_the_ecs_row_with_a_control_plane_and_system_nodes() -> None:
+    prices = lookup(**EKS_PRICES)
+    streams = StreamsPerInstance(8, "test")
+    (ecs_on_demand, *_) = ecs_rows(Workload(), "g6e.xlarge", streams, prices, Overheads(), [])
+    used: list[PriceRow] = []
+    row = eks_row(Workload(), "g6e.xlarge", streams, prices, Overheads(), EksClusterConfig(), used)
+    # One GPU worker per Karpenter node, as one worker task per ECS instance: 8 at peak, 3 off-peak (N+1).
+    assert (row.route, row.pricing) == ("eks", "on-demand")
+    assert (row.peak_instances, row.offpeak_instances) == (ecs_on_demand.peak_instances, 3) == (8, 3)
+    control_plane = 0.10 * 730  # 73.00, standard support
+    system_nodes = 2 * 0.20 * 730  # 292.00: the model's default 2 x m7i.xlarge
+    assert row.monthly_breakdown == pytest.approx(
+        {
+            **ecs_on_demand.monthly_breakdown,  # instances, NAT gateway, NLB, CloudWatch: ECS's, shared
+            "EKS control plane (standard support)": control_plane,
+            "system nodes (2 x m7i.xlarge)": system_nodes,
+        }
+    )
+    assert ecs_on_demand.usd_per_month is not None and ecs_on_demand.usd_per_hour_at_peak is not None
+    assert row.usd_per_month == pytest.approx(ecs_on_demand.usd_per_month + control_plane + system_nodes)
+    assert row.usd_per_hour_at_peak == pytest.approx(ecs_on_demand.usd_per_hour_at_peak + 0.10 + 2 * 0.20)
+    assert row.missing_prices == []
+    assert len(used) == 10  # GPU, control plane, system node, 4 network, 3 CloudWatch
+
+
+def test_an_existing_cluster_s_control_plane_is_not_charged_but_the_stacks_system_nodes_are() -> None:
+    cluster = EksClusterConfig(existing="shared", system_nodes=3)
+    row = eks_row(
+        Workload(),
+        "g6e.xlarge",
+        StreamsPerInstance(8, "test"),
+        lookup(**EKS_PRICES),
+        Overheads(),
+        cluster,
+        [],
+    )
+    assert row.monthly_breakdown["EKS control plane (existing cluster shared: not charged here)"] == 0.0
+    assert row.monthly_breakdown["system nodes (3 x m7i.xlarge)"] == pytest.approx(3 * 0.20 * 730)
+    assert not [label for label in row.monthly_breakdown if "standard support" in label]
+    assert row.usd_per_month == pytest.approx(sum(row.monthly_breakdown.values()))
+    # The control plane's price is not read, so not missing where the table lacks it; the nodes' is.
+    bare = eks_row(
+        Workload(),
+        "g6e.xlarge",
+        StreamsPerInstance(8, "test"),
+        lookup(ec2_on_demand={"g6e.xlarge": price(1.00)}, network=NETWORK, cloudwatch=CLOUDWATCH),
+        Overheads(),
+        cluster,
+        [],
+    )
+    assert bare.missing_prices == ["ec2_on_demand.m7i.xlarge"]
+    assert bare.usd_per_month is None
+
+
+def test_eks_without_a_control_plane_or_system_node_price_is_not_priced_and_says_so() -> None:
+    row = eks_row(
+        Workload(),
+        "g6e.xlarge",
+        StreamsPerInstance(8, "test"),
+        lookup(ec2_on_demand={"g6e.xlarge": price(1.00)}, network=NETWORK, cloudwatch=CLOUDWATCH),
+        Overheads(),
+        EksClusterConfig(system_instance_type="m7i.2xlarge"),
+        [],
+    )
+    assert (row.usd_per_month, row.usd_per_hour_at_peak, row.monthly_breakdown) == (None, None, {})
+    assert row.missing_prices == ["eks.cluster_hour", "ec2_on_demand.m7i.2xlarge"]

@@ -8,7 +8,7 @@ import pytest
 
 from sonic_deploy.cli import main
 from sonic_deploy.planner.capacity import StreamsPerInstance, Workload
-from sonic_deploy.planner.costs import EcsOverheads
+from sonic_deploy.planner.costs import Overheads
 from sonic_deploy.planner.fallback import fallback_cost
 from sonic_deploy.planner.price_table import PriceRow
 from tests.conftest import EditConfig
@@ -28,7 +28,7 @@ def test_each_type_costs_its_instance_and_the_audio_it_sends_across() -> None:
         {"g6e.xlarge": StreamsPerInstance(8, "test"), "g6.xlarge": StreamsPerInstance(4, "test")},
         "on-demand",
         lookup(ec2_on_demand={"g6e.xlarge": price(2.00)}, network={"cross_az_gb": price(0.01)}),
-        EcsOverheads(),
+        Overheads(),
         used,
     )
     g6e, g6 = cost.types
@@ -53,7 +53,7 @@ def test_spot_market_prices_spot_and_a_missing_transfer_price_is_reported() -> N
         {"g6e.xlarge": StreamsPerInstance(8, "test")},
         "spot",
         lookup(ec2_spot={"g6e.xlarge": price(0.70)}, ec2_on_demand={"g6e.xlarge": price(2.00)}),
-        EcsOverheads(),
+        Overheads(),
         [],
     )
     (g6e,) = cost.types

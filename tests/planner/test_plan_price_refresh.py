@@ -15,7 +15,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from sonic_deploy.cli import main
-from sonic_deploy.planner.price_refresh import PRICE_LIST_SOURCE, SPOT_SOURCE, fetch_prices
+from sonic_deploy.planner.price_refresh import PRICE_LIST_SOURCE, SPOT_SOURCE, fetch_eks_prices, fetch_prices
 from sonic_deploy.planner.price_table import load_price_table
 from tests.cdk_context import ROOT
 
@@ -190,6 +190,11 @@ def test_plan_refresh_prices_writes_the_table_then_plans_with_it(
         None,
     )
     ec2_stub.add_response("describe_spot_price_history", {"SpotPriceHistory": []}, None)
+    # Then the EKS rows' own: the control plane, and the system nodes' type (dev's: the default m7i.xlarge).
+    eks = price_list_item("AmazonEKS", "USE2-AmazonEKS-Hours:perCluster", "0.1000000000")
+    pricing_stub.add_response("get_products", {"FormatVersion": "aws_v1", "PriceList": [eks]}, None)
+    m7i = price_list_item("AmazonEC2", "USE2-BoxUsage:m7i.xlarge", "0.2016000000")
+    pricing_stub.add_response("get_products", {"FormatVersion": "aws_v1", "PriceList": [m7i]}, None)
 
     class FakeSession:
         def __init__(self, profile_name: str | None = None) -> None:
@@ -206,10 +211,45 @@ def test_plan_refresh_prices_writes_the_table_then_plans_with_it(
     captured = capsys.readouterr()
     assert "refreshed ec2_on_demand g6.xlarge in us-east-2: $0.9/hour" in captured.err
     assert "not refreshed: g6.xlarge: no Spot price in us-east-2" in captured.err
-    row = load_price_table(config).regions["us-east-2"].ec2_on_demand["g6.xlarge"]
+    assert "refreshed eks cluster_hour in us-east-2: $0.1/hour" in captured.err
+    table = load_price_table(config).regions["us-east-2"]
+    row = table.ec2_on_demand["g6.xlarge"]
     assert (row.usd, row.source, row.unverified) == (0.9, PRICE_LIST_SOURCE, False)
     assert row.taken_on == datetime.now(UTC).date()
+    # The hand-written EKS rows are rewritten in place (one section each), no longer unverified.
+    for refreshed in (table.eks["cluster_hour"], table.ec2_on_demand["m7i.xlarge"]):
+        assert (refreshed.source, refreshed.unverified) == (PRICE_LIST_SOURCE, False)
+    text = (config / "prices.toml").read_text()
+    assert text.count('[regions."us-east-2".eks."cluster_hour"]') == 1
+    assert text.count('[regions."us-east-2".ec2_on_demand."m7i.xlarge"]') == 1
     plan = json.loads(captured.out)
     assert plan["rows"][0]["monthly_breakdown"]["instances"] == pytest.approx(
         (14 * 10 + 5 * 14) * 730 / 24 * 0.9
     )
+
+
+def test_eks_control_plane_is_the_standard_support_rate_and_system_nodes_on_demand_only(
+    clients: tuple[PricingClient, Stubber, EC2Client, Stubber],
+) -> None:
+    pricing, pricing_stub, _, _ = clients  # no Spot history asked for the system nodes
+    pricing_stub.add_response(
+        "get_products",
+        {
+            "FormatVersion": "aws_v1",
+            # Extended support, Fargate and Auto Mode are billed under their own usage types.
+            "PriceList": [
+                price_list_item("AmazonEKS", "USE2-AmazonEKS-Hours:perCluster", "0.1000000000"),
+                price_list_item("AmazonEKS", "USE2-AmazonEKS-Hours:extendedSupport", "0.5000000000"),
+                price_list_item("AmazonEKS", "USE2-Fargate-vCPU-Hours:perCPU", "0.0404800000"),
+            ],
+        },
+        {"ServiceCode": "AmazonEKS", "Filters": [term("regionCode", "us-east-2")]},
+    )
+    pricing_stub.add_response("get_products", {"FormatVersion": "aws_v1", "PriceList": []}, None)
+    found, problems = fetch_eks_prices(pricing, "us-east-2", ["m7i.xlarge"], TODAY)
+    assert [(p.kind, p.instance_type, p.row.usd, p.row.unit, p.row.source) for p in found] == [
+        ("eks", "cluster_hour", 0.1, "cluster-hour", PRICE_LIST_SOURCE)
+    ]
+    assert problems == [
+        "m7i.xlarge: the Price List API has no on-demand price for EC2 m7i.xlarge in us-east-2"
+    ]

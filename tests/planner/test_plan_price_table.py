@@ -21,7 +21,8 @@ def test_shipped_table_covers_the_readme_comparison_with_dated_sourced_rows() ->
     table = load_price_table(CONFIG_DIR)
     ohio = table.regions["us-east-2"]
     assert set(ohio.sagemaker_hosting) >= {"ml.g6e.xlarge"}
-    assert set(ohio.ec2_on_demand) >= {"g6e.xlarge", "g6.xlarge"}
+    assert set(ohio.ec2_on_demand) >= {"g6e.xlarge", "g6.xlarge", "m7i.xlarge"}  # and EKS's system nodes
+    assert set(ohio.eks) == {"cluster_hour"}
     assert set(ohio.ec2_spot) >= {"g6e.xlarge", "g6.xlarge"}
     assert set(ohio.ec2_savings_plan_1y) >= {"g6e.xlarge", "g6.xlarge"}
     rows = [
@@ -31,9 +32,10 @@ def test_shipped_table_covers_the_readme_comparison_with_dated_sourced_rows() ->
         *ohio.ec2_savings_plan_1y.values(),
         *ohio.network.values(),
         *ohio.cloudwatch.values(),
+        *ohio.eks.values(),
     ]
     for row in rows:
-        assert row.source.strip() and row.taken_on <= date(2026, 12, 2)  # the newest row's day
+        assert row.source.strip() and row.taken_on <= date(2026, 12, 5)  # the newest row's day
         # Nothing in the shipped table was read from AWS itself: each row must say so.
         assert row.unverified, row
     # A savings plan is cheaper than on-demand, Spot cheaper still: a typo in a row would break this.

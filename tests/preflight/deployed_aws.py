@@ -51,10 +51,10 @@ class Aws:
 
 
 @contextlib.contextmanager
-def stubbed() -> Iterator[Aws]:
-    """Every call the checks make is stubbed: an unexpected one, or one more, fails the test."""
+def stubbed(services: tuple[str, ...] = STUBBED) -> Iterator[Aws]:
+    """Every call the checks make to `services` is stubbed: an unexpected one, or one more, fails the test."""
     clients = AwsClients.from_session(_session(), REGION)
-    stubs = {name: Stubber(getattr(clients, name)) for name in STUBBED}
+    stubs = {name: Stubber(getattr(clients, name)) for name in services}
     for stub in stubs.values():
         stub.activate()
     yield Aws(clients, stubs)

@@ -52,6 +52,7 @@ def test_everything_in_order_for_both_routes(fake_aws: FakeAws, settings: Settin
         ("image sonic-api:1.2.3", "pass"),
         ("image sonic-worker:1.2.3", "pass"),
         ("secret sonic/cartesia-api-key", "pass"),
+        ("EKS checks", "skipped"),  # not in dev's routes
         ("CDK bootstrap", "pass"),
         ("quota: Inbound or outbound rules per security group", "pass"),
     ]
@@ -157,7 +158,9 @@ def test_command_exits_1_with_json_for_ci(
 
 def test_unknown_environment_is_a_config_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["preflight", "--env", "staging", "--config-dir", str(ROOT / "config")]) == 2
-    assert "env = 'staging': unknown environment. Fix: use one of dev, prod" in capsys.readouterr().err
+    assert (
+        "env = 'staging': unknown environment. Fix: use one of dev, dev-eks, prod" in capsys.readouterr().err
+    )
 
 
 def test_planner_preflight_and_changes_never_import_aws_cdk() -> None:

@@ -49,7 +49,7 @@ def test_probe_turn_takes_the_bundle_for_the_ecs_tts_only(
         main([*turn, "--route", "sagemaker"])
     assert exited.value.code == 2
     assert (
-        "probe turn: --ca-bundle is for --route ecs, not --route sagemaker: drop it"
+        "probe turn: --ca-bundle is for --route ecs or eks, not --route sagemaker: drop it"
         in capsys.readouterr().err
     )
 

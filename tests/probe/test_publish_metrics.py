@@ -199,10 +199,21 @@ def test_a_canary_run_publishes_and_a_failed_publish_exits_1(
         return client
 
     monkeypatch.setattr(publish_metrics, "cloudwatch_client", fake)
+    routes: list[str] = []
+    real_metric_data = publish_metrics.metric_data
+
+    def recording(samples: Any, environment: str, route: str, at: Any) -> Any:
+        routes.append(route)
+        return real_metric_data(samples, environment, route, at)
+
+    monkeypatch.setattr(publish_metrics, "metric_data", recording)
     argv = ["probe", "ws", "--url", server.ws_url, "--concurrency", "1", "--requests", "3", "--warmup", "1"]
     argv += ["--no-report", "--quiet", "--out", str(tmp_path / "canary"), "--publish-metrics", "staging"]
+    # The EKS stack's canary names its route; a ws probe's default is the ECS route's.
+    argv += ["--publish-route", "eks"] if fails else []
     assert main(argv) == (1 if fails else 0)
     stubber.assert_no_pending_responses()
+    assert routes == ["eks" if fails else "ecs"]
     assert made == [(None, None)]  # boto3's chain: AWS_DEFAULT_REGION, as in the canary's task
     err = capsys.readouterr().err
     if fails:
@@ -213,3 +224,31 @@ def test_a_canary_run_publishes_and_a_failed_publish_exits_1(
         assert "Fix: retry later" in err and "Fix: grant" not in err
     else:
         assert "published 5 data to SonicDeploy/Canary (Environment=staging, Route=ecs)" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "complaint"),
+    [
+        (
+            ["ws", "--url", "ws://127.0.0.1:9/tts/websocket", "--publish-route", "eks"],
+            "add --publish-metrics ENV",
+        ),
+        (
+            ["sagemaker", "--endpoint", "e", "--publish-metrics", "x", "--publish-route", "eks"],
+            "--publish-route eks: that route's callers do not speak `probe sagemaker`'s wire",
+        ),
+        (
+            ["ws", "--url", "ws://127.0.0.1:9/tts/websocket", "--in-vpc-route", "eks"],
+            "--in-vpc-route is for --in-vpc",
+        ),
+    ],
+)
+def test_a_route_option_without_what_it_qualifies_is_refused(
+    argv: list[str], complaint: str, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    try:
+        code = main(["probe", *argv, "--out", str(tmp_path / "o")])
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    assert code == 2
+    assert complaint in capsys.readouterr().err

@@ -19,6 +19,8 @@ from sonic_deploy.config.schema import Route as RouteName
 from sonic_deploy.routes import ROUTES, Route, Wire
 from sonic_deploy.routes.ecs import outputs as ecs_outputs
 from sonic_deploy.routes.ecs import rules as ecs_rules
+from sonic_deploy.routes.eks import outputs as eks_outputs
+from sonic_deploy.routes.eks import rules as eks_rules
 from sonic_deploy.routes.route import RouteRules
 from sonic_deploy.routes.sagemaker import outputs as sagemaker_outputs
 from sonic_deploy.routes.sagemaker import rules as sagemaker_rules
@@ -36,7 +38,7 @@ ALLOWED = ("routes/", "config/loader.py")
 
 # mypy --strict checks each route's rules module against the protocol the config calls it by (a module
 # may implement a protocol); `Route.rules_module()` itself is a cast.
-RULES: dict[str, RouteRules] = {"ecs": ecs_rules, "sagemaker": sagemaker_rules}
+RULES: dict[str, RouteRules] = {"ecs": ecs_rules, "eks": eks_rules, "sagemaker": sagemaker_rules}
 
 
 def test_each_route_names_its_rules_module() -> None:
@@ -58,7 +60,11 @@ def test_the_config_names_exactly_the_registered_routes() -> None:
 
 @pytest.mark.parametrize(
     ("route", "module", "fixture"),
-    [("ecs", ecs_outputs, "ecs_template"), ("sagemaker", sagemaker_outputs, "sagemaker_template")],
+    [
+        ("ecs", ecs_outputs, "ecs_template"),
+        ("eks", eks_outputs, "eks_template"),
+        ("sagemaker", sagemaker_outputs, "sagemaker_template"),
+    ],
 )
 def test_every_output_a_route_declares_is_one_its_stack_writes(
     route: str, module: object, fixture: str, request: pytest.FixtureRequest
@@ -73,8 +79,10 @@ def test_every_output_a_route_declares_is_one_its_stack_writes(
     assert set(ROUTES[route].probe_outputs) <= written
 
 
-def test_each_route_names_its_stack_class_and_id(ecs_stack: object, sagemaker_stack: object) -> None:
-    for stack in (ecs_stack, sagemaker_stack):
+def test_each_route_names_its_stack_class_and_id(
+    ecs_stack: object, eks_stack: object, sagemaker_stack: object
+) -> None:
+    for stack in (ecs_stack, eks_stack, sagemaker_stack):
         (route,) = [r for r in ROUTES.values() if r.stack_id == stack.node.id]  # type: ignore[attr-defined]
         assert isinstance(stack, route.stack_class())
 
@@ -135,13 +143,10 @@ def test_a_third_route_moves_no_deployed_vpc_and_needs_its_own_range(monkeypatch
     )
 
 
-def test_a_second_self_hosted_route_makes_its_own_repositories_and_ecs_keeps_its_names(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_second_self_hosted_route_makes_its_own_repositories_and_ecs_keeps_its_names() -> None:
     dev_settings = load_settings(CONFIG_DIR, "dev")
-    monkeypatch.setitem(ROUTES, THIRD.name, dataclasses.replace(THIRD, ecr_segment="third"))
     assert dev_settings.ecr_repository("gpu_worker", "ecs") == "sonic-dev/gpu-worker"
-    assert dev_settings.ecr_repository("gpu_worker", "third") == "sonic-dev/third/gpu-worker"
+    assert dev_settings.ecr_repository("gpu_worker", "eks") == "sonic-dev/eks/gpu-worker"
 
 
 @pytest.mark.parametrize("segment", ["EKS", "eks/", "", "-eks", "e--ks"])
@@ -152,3 +157,14 @@ def test_an_ecr_segment_is_one_component_of_a_repository_name(segment: str) -> N
 
 def _never(field: str, value: object, problem: str, fix: str) -> NoReturn:
     raise AssertionError(f"{field}: {problem}")
+
+
+def test_routes_of_one_wire_name_their_outputs_alike() -> None:
+    """`connect` and the probe read a Cartesia route's outputs by one set of names: every route of the wire
+    declares those names, so a new one is read as the first is."""
+    cartesia = [route for route in ROUTES.values() if route.wire is Wire.CARTESIA]
+    assert len(cartesia) >= 2
+    assert {(route.connect_outputs, route.probe_outputs) for route in cartesia} == {
+        (ecs_outputs.FOR_CONNECT, ecs_outputs.FOR_PROBE)
+    }
+    assert (eks_outputs.API_URL, eks_outputs.MODEL_ID) == (ecs_outputs.API_URL, ecs_outputs.MODEL_ID)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from sonic_deploy.config.errors import ConfigError
-from sonic_deploy.config.placeholders import PLACEHOLDER_MARK, example_emails
+from sonic_deploy.config.placeholders import PLACEHOLDER_MARK, example_emails, image_placeholders
 from sonic_deploy.routes.ecs.service_addresses import ADDRESS_FIELDS, SHOWN
 
 if TYPE_CHECKING:
@@ -25,17 +25,8 @@ def placeholders(
 ) -> Iterator[ConfigError]:
     if env.ecs is None:
         return
+    yield from image_placeholders(env_file, "ecs", env.ecs.services)
     for name, service in env.ecs.services.items():
-        for field in ("source", "tag"):
-            value = getattr(service, field)
-            if PLACEHOLDER_MARK.lower() in value.lower():
-                yield ConfigError(
-                    file=env_file,
-                    field=f"ecs.services.{name}.{field}",
-                    value=value,
-                    problem="still the shipped placeholder",
-                    fix=f"write the image {field} from Cartesia's deployment bundle",
-                )
         for field, (peer, _) in ADDRESS_FIELDS.items():
             variable = getattr(service, field)
             if variable is not None and PLACEHOLDER_MARK.lower() in variable.lower():

@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from sonic_deploy.config import Settings
-from sonic_deploy.preflight.capacity_in_use import InUse, gpu_vcpus_in_use
-from sonic_deploy.preflight.quotas import BLUE_GREEN_FACTOR, increase_command, quota_by_code
+from sonic_deploy.preflight.gpu_quota import G_AND_VT_CHECK, GpuGroup, check_g_and_vt_quota
+from sonic_deploy.preflight.offerings import Placement, check_types_offered
+from sonic_deploy.preflight.quotas import BLUE_GREEN_FACTOR
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, failed, passed, skipped
+from sonic_deploy.preflight.secrets import check_named_secrets
 from sonic_deploy.routes.ecs.preflight_capacity import check_gpu_ami, check_reservations
 from sonic_deploy.routes.ecs.preflight_targets import EcsTargets, ecs_targets
 
@@ -21,117 +23,59 @@ if TYPE_CHECKING:
 
     from sonic_deploy.preflight.runner import AwsClients
 
-G_AND_VT_QUOTA_CODE = "L-DB2E81BA"  # "Running On-Demand G and VT instances", in vCPUs
-
 
 def check_gpu_vcpu_quota(
     quotas: ServiceQuotasClient, ec2: EC2Client, settings: Settings, ecs: EcsTargets
 ) -> CheckResult:
-    """Sized for the largest type each group may launch: EC2 picks among them by what it has, so any mix up
-    to all-largest can run. With a fallback AZ both groups can run at once, so both count at their most."""
-    check = "quota: Running On-Demand G and VT instances"
+    """Sized for the largest type each group may launch (sonic_deploy/preflight/gpu_quota.py), each at twice its
+    maximum for a rolling deploy. With a fallback AZ both groups can run at once, so both count at their most."""
     if ecs.market == "spot":
         # Spot instances count against the Spot quota, not this one (Service Quotas, EC2: "All G and VT Spot
         # Instance Requests"; its code is not checked here: UNVERIFIED).
         return skipped(
-            check,
+            G_AND_VT_CHECK,
             'market = "spot": the On-Demand quota does not apply; check "All G and VT Spot Instance Requests" '
             "in the Service Quotas console (not checked here)",
         )
-    region = settings.environment.region
-    catalogue = settings.catalogue.instance_types
-    every_type = ecs.every_instance_type
-    unknown = [name for name in every_type if name not in catalogue]
-    if unknown:
-        return failed(
-            check,
-            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not in config/instance_types.toml, "
-            "so the vCPUs are unknown",
-            f"add a row for {', '.join(unknown)} (gpus, gpu, vcpus, memory_gib)",
+    blue_green = f"x {BLUE_GREEN_FACTOR} (blue/green)"
+    groups = [
+        GpuGroup(
+            f"max_instances {ecs.max_instances} {blue_green}",
+            ecs.max_instances * BLUE_GREEN_FACTOR,
+            ecs.instance_types,
         )
-    try:
-        quota = quota_by_code(quotas, "ec2", G_AND_VT_QUOTA_CODE)
-    except ClientError as error:
-        return aws_error(check, error, "servicequotas:GetServiceQuota")
-    if quota is None:
-        return failed(
-            check,
-            f"Service Quotas does not know {G_AND_VT_QUOTA_CODE} in {region}",
-            "check the Region; G instances may not be offered there",
-        )
-    stack = settings.stack_name("ecs")
-    try:
-        elsewhere = gpu_vcpus_in_use(ec2, exclude_stack=stack)
-        used_text = f"{elsewhere.amount} vCPUs on {elsewhere.holders} G/VT instances outside {stack}"
-    except ClientError as error:
-        elsewhere = InUse(0, 0)
-        used_text = f"G/VT instances already running unknown ({error_code(error)}: ec2:DescribeInstances)"
-    needed, parts = elsewhere.amount, []
-    groups = [("max_instances", ecs.max_instances, ecs.instance_types)]
+    ]
     if ecs.fallback_zone is not None:
         groups.append(
-            (
-                f"fallback ({ecs.fallback_zone}) max_instances",
-                ecs.fallback_max_instances,
+            GpuGroup(
+                f"fallback ({ecs.fallback_zone}) max_instances {ecs.fallback_max_instances} {blue_green}",
+                ecs.fallback_max_instances * BLUE_GREEN_FACTOR,
                 ecs.fallback_instance_types,
             )
         )
-    for label, count, types in groups:
-        largest = max(types, key=lambda name: catalogue[name].vcpus)
-        vcpus = catalogue[largest].vcpus
-        needed += count * BLUE_GREEN_FACTOR * vcpus
-        of_which = f" (the largest of {', '.join(types)})" if len(types) > 1 else ""
-        parts.append(
-            f"{label} {count} x {BLUE_GREEN_FACTOR} (blue/green) x {vcpus} vCPUs of {largest}{of_which}"
-        )
-    source = "applied" if quota.applied else "AWS default"
-    detail = f"{quota.value:g} vCPUs ({source}); needs {needed}: {' + '.join(parts)}, + {used_text}"
-    if quota.value < needed:
-        return failed(check, detail, f"request {needed}: {increase_command('ec2', quota, needed, region)}")
-    return passed(check, detail)
+    return check_g_and_vt_quota(quotas, ec2, settings, settings.stack_name("ecs"), groups)
 
 
 def check_instance_offered(ec2: EC2Client, ecs: EcsTargets) -> list[CheckResult]:
     """Each GPU type in the AZ whose group launches it: the first AZ's types and the fallback AZ's."""
-    every_type = ecs.every_instance_type
-    try:
-        offered = ec2.describe_instance_type_offerings(
-            LocationType="availability-zone",
-            Filters=[{"Name": "instance-type", "Values": every_type}],
-        )["InstanceTypeOfferings"]
-    except ClientError as error:
-        return [aws_error(f"{', '.join(every_type)} offered", error, "ec2:DescribeInstanceTypeOfferings")]
-    zones_of: dict[str, list[str]] = {}
-    for offer in offered:
-        zones_of.setdefault(str(offer.get("InstanceType")), []).append(str(offer.get("Location")))
-    results = []
-    for zone, types in ecs.zones_and_types:
-        for instance_type in types:
-            results.append(_offered_in(instance_type, zone, sorted(zones_of.get(instance_type, [])), ecs))
-    return results
-
-
-def _offered_in(instance_type: str, zone: str, zones: list[str], ecs: EcsTargets) -> CheckResult:
-    check = f"{instance_type} offered in {zone}"
-    if zone in zones:
-        return passed(check, f"offered (also in {', '.join(z for z in zones if z != zone) or 'no other AZ'})")
-    if zone == ecs.availability_zone:
-        field_name = "the ECS availability zone"
-        other_types = "ecs.instance_type / ecs.capacity.instance_types"
-    else:
-        field_name = "ecs.capacity.fallback.availability_zone"
-        other_types = "ecs.capacity.fallback.instance_types"
-    if not zones:
-        return failed(
-            check,
-            f"{instance_type} is not offered in any AZ of this Region",
-            f"choose another instance type ({other_types}) or Region",
+    placements = [
+        Placement(
+            ecs.availability_zone,
+            ecs.instance_types,
+            "the ECS availability zone",
+            "ecs.instance_type / ecs.capacity.instance_types",
         )
-    return failed(
-        check,
-        f"not offered in {zone}; offered in {', '.join(zones)}",
-        f"set {field_name} to one of {', '.join(zones)}, or drop {instance_type} from {other_types}",
-    )
+    ]
+    if ecs.fallback_zone is not None:
+        placements.append(
+            Placement(
+                ecs.fallback_zone,
+                ecs.fallback_instance_types,
+                "ecs.capacity.fallback.availability_zone",
+                "ecs.capacity.fallback.instance_types",
+            )
+        )
+    return check_types_offered(ec2, placements)
 
 
 def check_images(ecr: ECRClient, ecs: EcsTargets) -> list[CheckResult]:
@@ -170,34 +114,7 @@ def check_images(ecr: ECRClient, ecs: EcsTargets) -> list[CheckResult]:
 
 
 def check_secrets(secrets: SecretsManagerClient, ecs: EcsTargets) -> list[CheckResult]:
-    results = []
-    for name in ecs.secret_names:
-        check = f"secret {name}"
-        try:
-            secret = secrets.describe_secret(SecretId=name)
-        except ClientError as error:
-            if error_code(error) == "ResourceNotFoundException":
-                results.append(
-                    failed(
-                        check,
-                        f"no secret named {name}",
-                        f"create it: aws secretsmanager create-secret --name {name} --secret-string ...",
-                    )
-                )
-            else:
-                results.append(aws_error(check, error, "secretsmanager:DescribeSecret"))
-            continue
-        if secret.get("DeletedDate") is not None:
-            results.append(
-                failed(
-                    check,
-                    f"{name} is scheduled for deletion on {secret['DeletedDate']:%Y-%m-%d}",
-                    f"restore it: aws secretsmanager restore-secret --secret-id {name}",
-                )
-            )
-        else:
-            results.append(passed(check, "exists"))
-    return results
+    return check_named_secrets(secrets, ecs.secret_names)
 
 
 def checks(clients: AwsClients, settings: Settings, account: str) -> list[CheckResult]:

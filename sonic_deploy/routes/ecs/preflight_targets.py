@@ -43,11 +43,6 @@ class EcsTargets:
         return list(dict.fromkeys([self.instance_type, *self.more_instance_types]))
 
     @property
-    def every_instance_type(self) -> list[str]:
-        """Every GPU type either group may launch, once each, in order."""
-        return list(dict.fromkeys(t for _, types in self.zones_and_types for t in types))
-
-    @property
     def zones_and_types(self) -> list[tuple[str, list[str]]]:
         """Each AZ the GPU groups launch in, with the types its group launches."""
         zones = [(self.availability_zone, self.instance_types)]

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from sonic_deploy.config import Settings
+from sonic_deploy.preflight.deployed_stack import check_route_stack
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_message, failed, passed, skipped
 from sonic_deploy.routes.sagemaker import outputs
-from sonic_deploy.stack_outputs import describe_stack
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
@@ -86,34 +86,14 @@ def after_deploy(clients: AwsClients, settings: Settings) -> list[CheckResult]:
 def check_stack(
     cloudformation: CloudFormationClient, settings: Settings
 ) -> tuple[CheckResult, Deployed | None]:
-    name, region = settings.stack_name(ROUTE), settings.environment.region
-    check = f"stack {name}"
-    try:
-        stack = describe_stack(cloudformation, name)
-    except ClientError as error:
-        return aws_error(check, error, "cloudformation:DescribeStacks"), None
+    result, stack = check_route_stack(
+        cloudformation, settings, ROUTE, (outputs.ENDPOINT_NAME, outputs.VARIANT_NAME)
+    )
     if stack is None:
-        deploy = f"make deploy ENV={settings.environment_name} ROUTE={ROUTE}"
-        return failed(
-            check, f"not deployed in {region}", f"{deploy}, send it traffic, then run this again"
-        ), None
-    if stack.status.endswith("_FAILED") or stack.status.startswith("DELETE_"):
-        return failed(
-            check,
-            stack.status,
-            f"`aws cloudformation describe-stack-events --stack-name {name} --region {region}` shows why; "
-            "fix that, then deploy again",
-        ), None
-    missing = stack.missing((outputs.ENDPOINT_NAME, outputs.VARIANT_NAME))
-    if missing:
-        return failed(
-            check,
-            f"{stack.status}, without the output {', '.join(missing)}",
-            "wait for the deploy to finish, or deploy again (a failed first create writes no outputs)",
-        ), None
+        return result, None
     deployed = Deployed(stack.outputs[outputs.ENDPOINT_NAME], stack.outputs[outputs.VARIANT_NAME])
     return passed(
-        check, f"{stack.status}: endpoint {deployed.endpoint}, variant {deployed.variant}"
+        result.check, f"{stack.status}: endpoint {deployed.endpoint}, variant {deployed.variant}"
     ), deployed
 
 

@@ -1,0 +1,1 @@
+"""The constructs only the EKS route uses."""

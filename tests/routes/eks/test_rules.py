@@ -1,0 +1,102 @@
+"""The EKS route's config rules: each refusal names the field, the value and the fix (docs/eks.md, section 8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sonic_deploy.config import ConfigError, load_settings
+from tests.conftest import EKS_ENV, EXISTING_CLUSTER, EditConfig
+
+FILE = f"environments/{EKS_ENV}.toml"
+
+
+def _refusal(edit_config: EditConfig, old: str, new: str) -> ConfigError:
+    config = edit_config(FILE, old, new)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config, EKS_ENV)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "fix"),
+    [
+        ('routes = ["eks"]', 'routes = ["eks"]\n[bogus]', "bogus", ""),
+        ("min_workers = 2", "min_workers = 1", "eks.min_workers", "set eks.min_workers to 2 or more"),
+        ("cpu = 3072", "cpu = 4096", "eks.services.gpu_worker.cpu", "or drop g6e.xlarge"),
+        ("api_server_replicas = 2", "api_server_replicas = 1", "eks.api_server_replicas", "2 or more"),
+        ('instance_type = "g6e.xlarge"', 'instance_type = "g5.xlarge"', "eks.instance_type", "use one of"),
+        (
+            'instance_types = ["g6.2xlarge"]',
+            'instance_types = ["g6e.xlarge"]',
+            "eks.capacity.instance_types[0]",
+            "remove the repeat",
+        ),
+        (
+            'instance_types = ["g6.2xlarge"]',
+            'instance_types = ["g6.xlarge"]',
+            "eks.services.gpu_worker.memory_mib",
+            "or drop g6.xlarge",
+        ),
+        ('ami = "al2023@v20260714"', 'ami = "al2023@latest"', "eks.capacity.ami", "pin a release"),
+        ('ami = "al2023@v20260714"', 'ami = "al2023@2026"', "eks.capacity.ami", "an alias of that form"),
+        (
+            'kubernetes_version = "1.36"',
+            'kubernetes_version = "1.37"',
+            "eks.kubernetes_version",
+            "one of those",
+        ),
+        ("nats_replicas = 3", 'nats_replicas = 3\nnamespace = "kube-system"', "eks.namespace", '"sonic"'),
+        (
+            'availability_zone = "us-east-2a"',
+            'availability_zone = "us-east-2c"',
+            "eks.availability_zone",
+            "us-east-2a, us-east-2b",
+        ),
+        (
+            'nats_url_variable = "REPLACE-ME_NATS_URL"',
+            'licence_proxy_url_variable = "PROXY"',
+            "eks.services.api_server.licence_proxy_url_variable",
+            "remove it",
+        ),
+        (
+            "[eks.services.nats]",
+            '[eks.services.licence_proxy]\nsource = "a.example/proxy"\ntag = "1"\nport = 8080\n\n[eks.services.nats]',
+            "eks.services.licence_proxy",
+            "the ECS route",
+        ),
+        ("tls = false\n", "", "eks.api.allow_plaintext_outside_dev", "remove it"),
+    ],
+)
+def test_refused_with_the_field_and_the_fix(
+    edit_config: EditConfig, old: str, new: str, field: str, fix: str
+) -> None:
+    error = _refusal(edit_config, old, new)
+    assert error.field == field
+    assert fix in error.fix
+
+
+def test_an_existing_cluster_needs_its_vpc_and_security_group(edit_config: EditConfig) -> None:
+    (old, new), *_ = EXISTING_CLUSTER.items()
+    error = _refusal(edit_config, old, new)
+    assert error.field == "network.existing_vpc"
+    assert "describe-cluster" in error.fix
+    edit_config(FILE, "# [network.existing_vpc]", "[network.existing_vpc]")
+    for comment in (
+        '# vpc_id = "vpc-',
+        '# vpc_cidr = "',
+        "# private_subnet_ids = ",
+        "# availability_zones = [",
+        "# private_route_table_ids = ",
+    ):
+        edit_config(FILE, comment, comment[2:])
+    error = _refusal(edit_config, "", "")
+    assert error.field == "eks.cluster.security_group_id"
+    assert "clusterSecurityGroupId" in error.fix
+
+
+def test_the_shipped_environment_loads_with_the_eks_repositories(edit_config: EditConfig) -> None:
+    settings = load_settings(edit_config(FILE, "", ""), EKS_ENV)
+    assert settings.environment.eks is not None
+    assert settings.environment.eks.instance_types == ["g6e.xlarge", "g6.2xlarge"]
+    assert settings.ecr_repository("gpu_worker", "eks") == "sonic-dev-eks/eks/gpu-worker"
+    assert settings.route_cidr("eks") == "10.61.0.0/16"
