@@ -14,7 +14,7 @@ from sonic_deploy.routes import ROUTES
 from sonic_deploy.routes.eks import outputs
 from sonic_deploy.routes.eks.constructs.cluster import ADMIN_POLICY
 from sonic_deploy.routes.eks.preflight_cluster import CONTROLLER_ACCOUNTS, WORKLOAD_ACCOUNTS
-from tests.conftest import EKS_ENV, rendered, resources_of, synthesized
+from tests.conftest import EKS_ENV, EditConfig, rendered, resources_of, synthesize_from, synthesized
 from tests.snapshot import scrubbed
 
 
@@ -99,3 +99,15 @@ def test_workloads_and_controllers_get_their_roles_by_pod_identity_as_preflight_
 def _props(resource: dict[str, Any]) -> dict[str, Any]:
     props: dict[str, Any] = resource["Properties"]
     return props
+
+
+def test_operators_named_in_admins_get_cluster_admin_entries(edit_config: EditConfig) -> None:
+    admins = 'admins = ["arn:aws:iam::123456789012:role/platform-admin"]'
+    config = edit_config(f"environments/{EKS_ENV}.toml", f"# {admins}", admins)
+    template = Template.from_stack(synthesize_from(config, EKS_ENV)["eks"])
+    entries = [_props(e) for e in resources_of(template, "AWS::EKS::AccessEntry").values()]
+    (admin,) = [e for e in entries if e["PrincipalArn"] == "arn:aws:iam::123456789012:role/platform-admin"]
+    (policy,) = admin["AccessPolicies"]
+    assert policy["AccessScope"] == {"Type": "cluster"} and rendered(policy["PolicyArn"]).endswith(
+        ADMIN_POLICY
+    )

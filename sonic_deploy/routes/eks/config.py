@@ -26,6 +26,8 @@ DEFAULT_AMI_ALIAS = "al2023@v20260714"
 # An EKS cluster name (CreateCluster: 1-100 characters, letters, digits, hyphens and underscores, a letter or
 # digit first).
 CLUSTER_NAME = r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$"
+# An IAM role's ARN (CreateAccessEntry's principalArn), path and name as IAM takes them.
+IAM_ROLE_ARN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
 # A Kubernetes namespace: an RFC 1123 label.
 NAMESPACE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 
@@ -42,6 +44,11 @@ class EksClusterConfig(Strict):
         default=None,
         description="an existing cluster's cluster security group (DescribeCluster's clusterSecurityGroupId): "
         "the stack's kubectl Lambda reaches the private endpoint through it",
+    )
+    admins: list[Annotated[str, Field(pattern=IAM_ROLE_ARN)]] = Field(
+        default=[],
+        description="IAM roles given cluster-admin access entries (AmazonEKSClusterAdminPolicy) on a cluster the "
+        "stack makes, for your operators' kubectl; an existing cluster's access stays yours to manage",
     )
     system_instance_type: str = Field(
         default="m7i.xlarge",

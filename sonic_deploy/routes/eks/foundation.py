@@ -94,4 +94,5 @@ class Foundation:
             security_group_id=cfg.cluster.security_group_id,
             system_instance_type=cfg.cluster.system_instance_type,
             system_nodes=cfg.cluster.system_nodes,
+            admins=cfg.cluster.admins,
         )

@@ -60,6 +60,14 @@ def _check_cluster(fail: Fail, env: EnvironmentConfig, eks: EksConfig) -> None:
         )
     if cluster.existing is None:
         return
+    if cluster.admins:
+        fail(
+            "eks.cluster.admins",
+            cluster.admins,
+            f"the cluster {cluster.existing} is yours: its access entries are yours to manage, and the bootstrap "
+            "policy lets the stack make entries there only for its own (sonic-*) roles",
+            "remove it, and give your operators access with `aws eks create-access-entry` on your cluster",
+        )
     if env.network.existing_vpc is None:
         fail(
             "network.existing_vpc",

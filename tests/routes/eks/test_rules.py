@@ -22,6 +22,12 @@ def _refusal(edit_config: EditConfig, old: str, new: str) -> ConfigError:
     [
         ('routes = ["eks"]', 'routes = ["eks"]\n[bogus]', "bogus", ""),
         ("min_workers = 2", "min_workers = 1", "eks.min_workers", "set eks.min_workers to 2 or more"),
+        (
+            "# admins = [",
+            'admins = ["arn:aws:iam::123456789012:user/me"]\n# [',
+            "eks.cluster.admins[0]",
+            "text of that form",
+        ),
         ("cpu = 3072", "cpu = 4096", "eks.services.gpu_worker.cpu", "or drop g6e.xlarge"),
         ("api_server_replicas = 2", "api_server_replicas = 1", "eks.api_server_replicas", "2 or more"),
         ('instance_type = "g6e.xlarge"', 'instance_type = "g5.xlarge"', "eks.instance_type", "use one of"),
@@ -92,6 +98,11 @@ def test_an_existing_cluster_needs_its_vpc_and_security_group(edit_config: EditC
     error = _refusal(edit_config, "", "")
     assert error.field == "eks.cluster.security_group_id"
     assert "clusterSecurityGroupId" in error.fix
+    edit_config(FILE, "# security_group_id = ", "security_group_id = ")
+    admins = 'admins = ["arn:aws:iam::123456789012:role/platform-admin"]'
+    error = _refusal(edit_config, f"# {admins}", admins)
+    assert error.field == "eks.cluster.admins"
+    assert "create-access-entry" in error.fix
 
 
 def test_the_shipped_environment_loads_with_the_eks_repositories(edit_config: EditConfig) -> None:

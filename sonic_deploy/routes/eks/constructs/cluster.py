@@ -53,6 +53,7 @@ class SonicCluster(Construct):
         security_group_id: str | None,
         system_instance_type: str,
         system_nodes: int,
+        admins: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         # The Lambda calls the cluster endpoint, EKS and STS, and fetches Helm charts: HTTPS out only.
@@ -85,6 +86,19 @@ class SonicCluster(Construct):
             self.cluster = self._import(vpc, node_subnets, existing, security_group_id, layer)
             # Its own nodes, as a new cluster's: the controllers and the CPU pods select them, in the GPU AZ.
             self._system_nodes(self.cluster, node_subnets, system_instance_type, system_nodes)
+        # Your operators' kubectl (a new cluster's only: config refuses `admins` with `existing`).
+        for index, principal in enumerate(admins):
+            eks.AccessEntry(
+                self,
+                f"Admin{index}",
+                cluster=self.cluster,
+                principal=principal,
+                access_policies=[
+                    eks.AccessPolicy.from_access_policy_name(
+                        ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
+                    )
+                ],
+            )
         provider = self.cluster.kubectl_provider
         assert provider is not None, "the cluster has no kubectl provider"
         _kubectl_provider_on_the_key(provider, key)
