@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_ecr import ECRClient
+    from mypy_boto3_ecs import ECSClient
     from mypy_boto3_eks import EKSClient
     from mypy_boto3_logs import CloudWatchLogsClient
     from mypy_boto3_sagemaker import SageMakerClient
@@ -40,6 +41,7 @@ class AwsClients:
     ssm: SSMClient
     cloudwatch: CloudWatchClient  # `--after-deploy`'s metrics and alarms
     eks: EKSClient  # the EKS route's cluster, versions and add-ons
+    ecs: ECSClient  # `--after-deploy`: the ECS route's services
 
     @classmethod
     def from_session(cls, session: Session, region: str) -> AwsClients:
@@ -55,6 +57,7 @@ class AwsClients:
             ssm=session.client("ssm", region_name=region),
             cloudwatch=session.client("cloudwatch", region_name=region),
             eks=session.client("eks", region_name=region),
+            ecs=session.client("ecs", region_name=region),
         )
 
 

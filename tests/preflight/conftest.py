@@ -271,6 +271,6 @@ ECS = EcsTargets(
 
 @pytest.fixture
 def aws() -> Iterator[Aws]:
-    """STS, CloudFormation, SageMaker and CloudWatch answered by Stubbers alone (tests/preflight/deployed_aws.py)."""
+    """STS, CloudFormation, SageMaker, CloudWatch and ECS answered by Stubbers alone (tests/preflight/deployed_aws.py)."""
     with stubbed() as answered:
         yield answered

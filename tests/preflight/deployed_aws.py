@@ -1,5 +1,5 @@
 """The deployed SageMaker route as `preflight --after-deploy` reads it, answered by botocore's Stubber in the
-services' own request and response shapes: STS, CloudFormation, SageMaker and CloudWatch (nothing reaches
+services' own request and response shapes: STS, CloudFormation, SageMaker, CloudWatch and ECS (nothing reaches
 moto). The `aws` fixture (conftest.py) holds the stubs; these functions queue their answers."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ PREFIX = f"TargetTracking-endpoint/{ENDPOINT}/variant/{VARIANT}-Alarm"
 XL, XL2 = "ml.g6e.xlarge", "ml.g6e.2xlarge"
 PLAN = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/sonic-endpoints"
 WHEN = datetime(2026, 1, 1, tzinfo=UTC)
-STUBBED = ("sts", "cloudformation", "sagemaker", "cloudwatch")
+STUBBED = ("sts", "cloudformation", "sagemaker", "cloudwatch", "ecs")
 
 
 @functools.cache

@@ -1,5 +1,5 @@
 """`sonic-deploy preflight --after-deploy ROUTE` on the command line: its table and exit status, the ECS
-route's (no checks yet), and what it refuses before any AWS call."""
+route's services, and what it refuses before any AWS call."""
 
 from __future__ import annotations
 
@@ -11,7 +11,17 @@ import pytest
 from sonic_deploy.cli import main
 from sonic_deploy.preflight import AwsClients
 from tests.cdk_context import ROOT
-from tests.preflight.deployed_aws import ENDPOINT, PREFIX, VARIANT, Aws, alarms, endpoint, identity, stack
+from tests.preflight.deployed_aws import (
+    ENDPOINT,
+    PREFIX,
+    VARIANT,
+    WHEN,
+    Aws,
+    alarms,
+    endpoint,
+    identity,
+    stack,
+)
 
 
 @pytest.fixture
@@ -42,16 +52,81 @@ def test_the_command_prints_the_checks_and_exits_1_on_a_failure(
     assert out[-1] == "1 check(s) failed."
 
 
-def test_the_ecs_route_has_no_checks_after_a_deploy_yet(
+ECS_STACK, CLUSTER = "sonic-dev-ecs", "sonic-dev-ClusterEB0386A7-0a1b2c3d"
+
+
+def _ecs_stack(aws: Aws) -> None:
+    outputs = {
+        "ApiUrl": "ws://internal-sonic.elb.us-east-2.amazonaws.com:80/tts/websocket",
+        "ModelId": "sonic-3",
+        "CartesiaVersion": "2025-04-16",
+        "ApiKeySecret": "sonic/dev/cartesia-api-key",
+        "Region": "us-east-2",
+        "ClusterName": CLUSTER,
+    }
+    described = {
+        "StackName": ECS_STACK,
+        "CreationTime": WHEN,
+        "StackStatus": "UPDATE_COMPLETE",
+        "Outputs": [{"OutputKey": key, "OutputValue": value} for key, value in outputs.items()],
+    }
+    aws.answer("cloudformation", "describe_stacks", {"Stacks": [described]}, {"StackName": ECS_STACK})
+
+
+def _service(name: str, running: int, desired: int, rollout: str = "COMPLETED") -> dict[str, object]:
+    arn = f"arn:aws:ecs:us-east-2:123456789012:service/{CLUSTER}/{name}"
+    deployment = {
+        "id": f"ecs-svc/{name}",
+        "status": "PRIMARY",
+        "rolloutState": rollout,
+        "runningCount": running,
+    }
+    return {
+        "serviceArn": arn,
+        "serviceName": name,
+        "status": "ACTIVE",
+        "desiredCount": desired,
+        "runningCount": running,
+        "deployments": [deployment],
+    }
+
+
+def test_the_ecs_route_checks_its_stack_and_each_service(
     wired: Aws, deployable_config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     identity(wired)
-    assert main(_after_deploy(deployable_config, "dev", "ecs", "--json")) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert [(c["check"], c["status"]) for c in report["checks"]] == [
-        ("credentials and account", "pass"),
-        ("ECS checks after a deploy", "skipped"),
+    _ecs_stack(wired)
+    services = [
+        _service("ApiServer", 2, 2),
+        _service("GpuWorkers", 1, 2),
+        _service("Nats", 3, 3, "IN_PROGRESS"),
     ]
+    wired.answer(
+        "ecs", "list_services", {"serviceArns": [s["serviceArn"] for s in services]}, {"cluster": CLUSTER}
+    )
+    wired.answer(
+        "ecs",
+        "describe_services",
+        {"services": services, "failures": []},
+        {"cluster": CLUSTER, "services": [s["serviceArn"] for s in services]},
+    )
+    assert main(_after_deploy(deployable_config, "dev", "ecs", "--json")) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [(c["check"], c["status"], c["detail"]) for c in report["checks"]] == [
+        ("credentials and account", "pass", report["checks"][0]["detail"]),
+        (
+            f"stack {ECS_STACK}",
+            "pass",
+            f"UPDATE_COMPLETE: cluster {CLUSTER}, API ws://internal-sonic.elb.us-east-2.amazonaws.com:80/tts/websocket",
+        ),
+        ("service ApiServer", "pass", "2 of 2 tasks running"),
+        ("service GpuWorkers", "fail", "1 of 2 tasks running"),
+        ("service Nats", "skipped", "rolling out (3 of 3 tasks running): run this again once it ends"),
+    ]
+    assert (
+        "aws ecs describe-services --cluster " + CLUSTER + " --services GpuWorkers"
+        in report["checks"][3]["fix"]
+    )
 
 
 def test_a_route_the_environment_does_not_deploy_is_refused_before_any_aws_call(

@@ -13,6 +13,7 @@ from sonic_deploy.preflight.quotas import BLUE_GREEN_FACTOR
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, failed, passed, skipped
 from sonic_deploy.preflight.secrets import check_named_secrets
 from sonic_deploy.routes.ecs.preflight_capacity import check_gpu_ami, check_reservations
+from sonic_deploy.routes.ecs.preflight_deployed import after_deploy as after_deploy  # `--after-deploy ecs`
 from sonic_deploy.routes.ecs.preflight_targets import EcsTargets, ecs_targets
 
 if TYPE_CHECKING:
@@ -149,13 +150,3 @@ def before_deploy(settings: Settings, secretsmanager: SecretsManagerClient) -> l
     if ecs.secret_names:
         results.extend(check_secrets(secretsmanager, ecs))
     return results
-
-
-def after_deploy(clients: AwsClients, settings: Settings) -> list[CheckResult]:
-    """None of this route's yet: what only a running ECS deployment shows is checked by hand."""
-    return [
-        skipped(
-            "ECS checks after a deploy",
-            'none yet: docs/operate.md, "After the first deploy: smoke checks", lists them, by hand',
-        )
-    ]
