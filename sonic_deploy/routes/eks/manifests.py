@@ -27,9 +27,27 @@ from sonic_deploy.routes.eks.manifests_nodes import (
     header,
 )
 
-__all__ = ["GpuNodes", "Manifest", "Workloads", "gpu_nodes", "peer_addresses", "workloads"]
+__all__ = [
+    "ASSOCIATED",
+    "SERVICE_ACCOUNTS",
+    "GpuNodes",
+    "Manifest",
+    "Workloads",
+    "gpu_nodes",
+    "peer_addresses",
+    "workloads",
+]
 
-RUN = ("nats", "api_server", "gpu_worker", "cloudwatch_agent")  # connected mode: no licence proxy yet
+# What runs (connected mode: no licence proxy yet), by the service account each runs as.
+SERVICE_ACCOUNTS = {
+    "nats": "nats",
+    "api_server": "api-server",
+    "gpu_worker": "gpu-worker",
+    "cloudwatch_agent": "cloudwatch-agent",
+}
+RUN = tuple(SERVICE_ACCOUNTS)
+# Those with a Pod Identity association (services.py): NATS calls no AWS API.
+ASSOCIATED = ("api_server", "gpu_worker", "cloudwatch_agent")
 NATS_ROUTE_PORT = 6222  # nats-server's cluster port, as on ECS (routes/ecs/config.py)
 NATS_CLUSTER = "nats-cluster"  # the headless Service: a stable DNS name per NATS pod, for the routes
 SECRETS_DRIVER = "secrets-store.csi.k8s.io"

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from sonic_deploy.config import Settings
 from sonic_deploy.preflight.results import CheckResult, aws_error, error_code, failed, passed, skipped
 from sonic_deploy.routes.eks.config import KUBECTL_MINOR, EksConfig, KubernetesVersion
+from sonic_deploy.routes.eks.manifests import ASSOCIATED, SERVICE_ACCOUNTS
 
 if TYPE_CHECKING:
     from mypy_boto3_eks import EKSClient
@@ -282,7 +283,7 @@ CONTROLLER_ACCOUNTS = (
     ("kube-system", "aws-load-balancer-controller"),
     ("keda", "keda-operator"),
 )
-WORKLOAD_ACCOUNTS = ("api-server", "gpu-worker", "cloudwatch-agent")
+WORKLOAD_ACCOUNTS = tuple(SERVICE_ACCOUNTS[name] for name in ASSOCIATED)
 
 
 def check_no_identity_clash(eks: EKSClient, settings: Settings) -> CheckResult:

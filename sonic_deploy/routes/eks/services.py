@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_eks as eks_l1
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 
@@ -16,51 +15,17 @@ from sonic_deploy.config.cartesia import Listener
 from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.constructs.findings import acknowledge_compliance
 from sonic_deploy.routes.eks.config import EksConfig
+from sonic_deploy.routes.eks.constructs.add_on_policies import pod_identity_role
 from sonic_deploy.routes.eks.constructs.add_ons import ClusterAddOns
 from sonic_deploy.routes.eks.constructs.cluster import SYSTEM_NODES
 from sonic_deploy.routes.eks.constructs.operations import METRICS_NAMESPACE
 from sonic_deploy.routes.eks.foundation import Foundation
-from sonic_deploy.routes.eks.manifests import Workloads, workloads
+from sonic_deploy.routes.eks.manifests import SERVICE_ACCOUNTS, Workloads, workloads
 
-# The service accounts the workloads run as (manifests.py names them; Pod Identity gives each its role).
-SERVICE_ACCOUNTS = {
-    "nats": "nats",
-    "api_server": "api-server",
-    "gpu_worker": "gpu-worker",
-    "cloudwatch_agent": "cloudwatch-agent",
-}
 # Kinds whose definitions the add-ons' charts install: applied once those are in.
 CUSTOM_KINDS = frozenset(
     {"SecretProviderClass", "TargetGroupBinding", "TriggerAuthentication", "ScaledObject"}
 )
-
-
-def pod_role(
-    stack: Stack,
-    construct_id: str,
-    description: str,
-    *,
-    cluster: str,
-    namespace: str,
-    accounts: Sequence[str],
-) -> iam.Role:
-    """A role EKS Pod Identity hands only to `accounts` of `namespace` on `cluster`: the session tags the Pod
-    Identity Agent sets (EKS guide, "pod-id-abac"), as Karpenter's role has them."""
-    principal = iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags()
-    return iam.Role(
-        stack,
-        construct_id,
-        assumed_by=principal.with_conditions(
-            {
-                "StringEquals": {
-                    "aws:RequestTag/eks-cluster-name": cluster,
-                    "aws:RequestTag/kubernetes-namespace": namespace,
-                    "aws:RequestTag/kubernetes-service-account": list(accounts),
-                }
-            }
-        ),
-        description=description,
-    )
 
 
 class Services:
@@ -129,10 +94,10 @@ class Services:
         }
         used = {ref for name in ("api_server", "gpu_worker") for ref in cfg.services[name].secrets.values()}
         identity = {"cluster": base.cluster.name, "namespace": cfg.namespace}
-        self.secrets_role = pod_role(
+        self.secrets_role = pod_identity_role(
             stack,
             "SecretsRole",
-            "reads the Sonic secrets the API server and workers mount",
+            description="reads the Sonic secrets the API server and workers mount",
             accounts=[SERVICE_ACCOUNTS["api_server"], SERVICE_ACCOUNTS["gpu_worker"]],
             **identity,
         )
@@ -147,10 +112,10 @@ class Services:
         self.metrics_log_group = logs.LogGroup(
             stack, "MetricsLogs", encryption_key=base.key, retention=metrics_log_retention
         )
-        self.metrics_role = pod_role(
+        self.metrics_role = pod_identity_role(
             stack,
             "MetricsRole",
-            "the CloudWatch agent: the services' embedded metrics",
+            description="the CloudWatch agent: the services' embedded metrics",
             accounts=[SERVICE_ACCOUNTS["cloudwatch_agent"]],
             **identity,
         )

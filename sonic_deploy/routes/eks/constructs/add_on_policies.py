@@ -48,14 +48,31 @@ LOAD_BALANCER_CONTROLLER_READS = (
 KEDA_CLOUDWATCH_ACTIONS = ("cloudwatch:GetMetricData",)
 
 
-def pod_identity_role(scope: Construct, construct_id: str, *, description: str) -> iam.Role:
-    """A role EKS Pod Identity assumes for a pod: the service principal `pods.eks.amazonaws.com`
-    (awsdocs/amazon-eks-user-guide@4d52b4d, manage-access/aws-access/service-accounts.adoc:166-170) with
-    sts:AssumeRole and sts:TagSession, the trust aws_eks_v2's own ServiceAccount writes (service-account.js)."""
+def pod_identity_role(
+    scope: Construct,
+    construct_id: str,
+    *,
+    description: str,
+    cluster: str,
+    namespace: str,
+    accounts: Sequence[str],
+) -> iam.Role:
+    """A role EKS Pod Identity hands only to `accounts` of `namespace` on `cluster`: the service principal
+    `pods.eks.amazonaws.com` with sts:AssumeRole and sts:TagSession (awsdocs/amazon-eks-user-guide@4d52b4d,
+    manage-access/aws-access/service-accounts.adoc:166-170), on the session tags the agent sets ("pod-id-abac")."""
+    principal = iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags()
     return iam.Role(
         scope,
         construct_id,
-        assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+        assumed_by=principal.with_conditions(
+            {
+                "StringEquals": {
+                    "aws:RequestTag/eks-cluster-name": cluster,
+                    "aws:RequestTag/kubernetes-namespace": namespace,
+                    "aws:RequestTag/kubernetes-service-account": list(accounts),
+                }
+            }
+        ),
         description=description,
     )
 

@@ -116,6 +116,9 @@ class ClusterAddOns(Construct):
             self,
             "LoadBalancerControllerRole",
             description="AWS Load Balancer Controller: TargetGroupBinding only",
+            cluster=name,
+            namespace=SYSTEM_NAMESPACE,
+            accounts=[LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT],
         )
         lbc_policy = iam.ManagedPolicy(
             self,
@@ -175,7 +178,12 @@ class ClusterAddOns(Construct):
         )
 
         self.keda_operator_role = pod_identity_role(
-            self, "KedaOperatorRole", description="KEDA operator: reads the scaling metrics from CloudWatch"
+            self,
+            "KedaOperatorRole",
+            description="KEDA operator: reads the scaling metrics from CloudWatch",
+            cluster=name,
+            namespace=KEDA_NAMESPACE,
+            accounts=[KEDA_OPERATOR_SERVICE_ACCOUNT],
         )
         keda_policy = iam.ManagedPolicy(
             self,

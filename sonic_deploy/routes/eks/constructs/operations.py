@@ -15,9 +15,10 @@ from sonic_deploy.constructs.dashboard import OperationsDashboard, alarm_states,
 from sonic_deploy.constructs.operations import agent_for, canary_alarms_for, page_composites
 from sonic_deploy.constructs.probe_canary import ProbeCanary
 
+# The DCGM exporter's GPU use, as the agent republishes it (manifests_metrics.py's scrape).
+from sonic_deploy.routes.eks.manifests_metrics import GPU_UTIL
+
 METRICS_NAMESPACE = "Sonic/EKS"
-# The DCGM exporter's GPU use, as the agent republishes it (manifests.py's scrape); one sample per GPU node.
-GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 ONE_MINUTE = Duration.minutes(1)
 ABOVE = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
 BELOW = cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD
@@ -123,7 +124,7 @@ class EksOperations(Construct):
         )
         gpu_missing = alerting.alarm(
             "GpuMetricsMissing",
-            metric=metrics.metric(GPU_UTILISATION, statistic="SampleCount"),
+            metric=metrics.metric(GPU_UTIL, statistic="SampleCount"),
             threshold=1,
             evaluation_periods=GPU_METRICS_GRACE_MINUTES,
             comparison=BELOW,
@@ -199,7 +200,7 @@ class EksOperations(Construct):
                     graph(
                         "API targets and GPU use",
                         [load_balancer.healthy_targets(), load_balancer.unhealthy_targets()],
-                        right=[metrics.metric(GPU_UTILISATION, statistic="Average")],
+                        right=[metrics.metric(GPU_UTIL, statistic="Average")],
                         width=8,
                         left_label="targets",
                         right_label="GPU %",

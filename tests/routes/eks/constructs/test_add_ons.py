@@ -118,11 +118,18 @@ def test_the_six_releases_and_no_more(synth: Synth) -> None:
 
 def test_pod_identity_roles_trust_the_eks_pods_principal_with_session_tags(synth: Synth) -> None:
     assert len(synth.roles) >= 2
-    for prefix in ("AddOnsLoadBalancerControllerRole", "AddOnsKedaOperatorRole"):
+    for prefix, namespace, account in (
+        ("AddOnsLoadBalancerControllerRole", "kube-system", "aws-load-balancer-controller"),
+        ("AddOnsKedaOperatorRole", "keda", "keda-operator"),
+    ):
         (role,) = [r for logical_id, r in synth.roles.items() if logical_id.startswith(prefix)]
         (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
         assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
         assert sorted(_actions(trust)) == ["sts:AssumeRole", "sts:TagSession"]
+        # Only the controller's own service account, in its namespace, may have it.
+        tags = trust["Condition"]["StringEquals"]
+        assert tags["aws:RequestTag/kubernetes-namespace"] == namespace
+        assert tags["aws:RequestTag/kubernetes-service-account"] == [account]
 
 
 def test_associations_name_each_controllers_namespace_and_service_account(synth: Synth) -> None:

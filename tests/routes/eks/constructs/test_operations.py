@@ -7,7 +7,8 @@ import json
 
 from aws_cdk.assertions import Template
 
-from sonic_deploy.routes.eks.constructs.operations import GPU_UTILISATION, METRICS_NAMESPACE
+from sonic_deploy.routes.eks.constructs.operations import METRICS_NAMESPACE
+from sonic_deploy.routes.eks.manifests_metrics import GPU_UTIL
 from tests.conftest import resources_of
 
 ALARMS = (
@@ -38,7 +39,7 @@ def test_every_alarm_is_there_without_actions_and_page_alone_notifies(eks_templa
 
 def test_the_worker_alarms_read_the_routes_namespace_by_cluster(eks_template: Template) -> None:
     alarms = json.dumps(_by_id(eks_template, "AWS::CloudWatch::Alarm"))
-    assert METRICS_NAMESPACE in alarms and GPU_UTILISATION in alarms
+    assert METRICS_NAMESPACE in alarms and GPU_UTIL in alarms
     assert '"Name": "ClusterName", "Value": "sonic-dev-eks"' in alarms  # a plain name, no token
 
 
