@@ -23,6 +23,7 @@ COMMANDS = {
     "preflight": "sonic_deploy.preflight.command",
     "licence": "sonic_deploy.licence.command",
     "connect": "sonic_deploy.connect.command",
+    "mirror": "sonic_deploy.mirror.command",
     "probe": "sonic_deploy.probe.cli",
 }
 

@@ -16,8 +16,9 @@ from aws_cdk.assertions import Template
 from hypothesis import HealthCheck, settings
 
 from sonic_deploy.compliance.variants import DEPLOYABLE_ACCOUNT as DEPLOYABLE_ACCOUNT
-from sonic_deploy.compliance.variants import fill_placeholders
+from sonic_deploy.compliance.variants import fill_placeholders, switch
 from sonic_deploy.config import Settings, load_settings
+from sonic_deploy.routes.eks import rules as eks_rules
 from sonic_deploy.stacks import add_stacks
 from tests.cdk_context import ROOT, cli_context
 from tests.fuzz import EXPLORE_SCALE
@@ -110,18 +111,16 @@ def ecs_stack() -> Stack:
 
 
 # The EKS route's environment (config/environments/dev-eks.toml): a cluster the stack makes, and, the
-# common case, one named in config (docs/eks.md, section 2).
+# common case, one named in config (docs/eks.md, section 2), switched as the compliance gate's variant is.
 EKS_ENV = "dev-eks"
-EXISTING_CLUSTER = {
-    '# existing = "my-cluster"': 'existing = "my-cluster"',
-    "# security_group_id = ": "security_group_id = ",
-    "# [network.existing_vpc]": "[network.existing_vpc]",
-    '# vpc_id = "vpc-': 'vpc_id = "vpc-',
-    '# vpc_cidr = "': 'vpc_cidr = "',
-    "# private_subnet_ids = ": "private_subnet_ids = ",
-    "# availability_zones = [": "availability_zones = [",
-    "# private_route_table_ids = ": "private_route_table_ids = ",
-}
+
+
+def eks_variant(tmp_path_factory: pytest.TempPathFactory, switches: tuple[tuple[str, str], ...]) -> Template:
+    """dev-eks with a closed variant's switches (routes/eks/rules.py), synthesized."""
+    config = tmp_path_factory.mktemp("eks-variant") / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    switch(config, EKS_ENV, switches, "test")
+    return Template.from_stack(synthesize_from(config, EKS_ENV)["eks"])
 
 
 @pytest.fixture(scope="session")
@@ -137,15 +136,13 @@ def eks_template() -> Template:
 @pytest.fixture(scope="session")
 def eks_existing(tmp_path_factory: pytest.TempPathFactory) -> Template:
     """dev-eks on an existing cluster and its VPC, named in config."""
-    config = tmp_path_factory.mktemp("eks-existing") / "config"
-    shutil.copytree(CONFIG_DIR, config)
-    env = config / f"environments/{EKS_ENV}.toml"
-    text = env.read_text()
-    for old, new in EXISTING_CLUSTER.items():
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    env.write_text(text)
-    return Template.from_stack(synthesize_from(config, EKS_ENV)["eks"])
+    return eks_variant(tmp_path_factory, eks_rules.EXISTING_CLUSTER)
+
+
+@pytest.fixture(scope="session")
+def eks_air_gapped(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    """dev-eks air-gapped: no NAT gateway, [eks.mirror], TLS from a Private CA (docs/eks.md, section 12)."""
+    return eks_variant(tmp_path_factory, eks_rules.AIR_GAPPED)
 
 
 @pytest.fixture(scope="session")

@@ -55,6 +55,7 @@ def _sonic(folder: Path) -> dict[tuple[str, ...], list[str]]:
         ("plan",): ["--config-dir", CONFIG],
         ("preflight",): ["--env", "dev", "--config-dir", CONFIG],
         ("connect",): ["--env", "dev", "--route", "ecs", "--config-dir", CONFIG],
+        ("mirror",): ["--env", "dev-eks", "--config-dir", CONFIG],
         ("licence", "upload"): [
             "--env",
             "dev",
@@ -98,6 +99,7 @@ SONIC = [
     ("plan",),
     ("preflight",),
     ("connect",),
+    ("mirror",),
     ("licence", "upload"),
     ("probe", "ws"),
     ("probe", "http"),

@@ -242,3 +242,45 @@ def test_unreachable_aws_is_one_line_with_the_fix(
         "sonic-deploy licence: AWS refused or could not be reached: The config profile (nosuch)"
     )
     assert "Fix: check --profile" in error and len(error.strip().splitlines()) == 1
+
+
+def test_on_eks_the_licence_is_stored_and_the_loader_takes_it_without_a_restart(
+    aws: tuple[LicenceClients, Stubber], deployable_config: Path
+) -> None:
+    """EKS's loader watches the mounted secret (docs/eks.md, section 12): no stack, no ECS call (the stubbed
+    ECS client would fail on any)."""
+    env = deployable_config / "environments/dev-eks.toml"
+    text = env.read_text().replace('licence_mode = "connected" ', 'licence_mode = "air-gapped" ')
+    text = text.replace("nat_gateways = 1", "nat_gateways = 0").replace("# [eks.mirror]", "[eks.mirror]")
+    env.write_text(text.replace('# charts = "', 'charts = "').replace('# images = "', 'images = "'))
+    settings = load_settings(deployable_config, "dev-eks")
+    clients, _ = aws
+    said: list[str] = []
+    upload_licence(clients, settings, LICENCE, say=said.append)
+    stored = clients.secretsmanager.get_secret_value(SecretId="sonic/dev-eks/cartesia-licence")
+    assert base64.b64decode(stored["SecretString"]) == LICENCE
+    assert said[0] == "licence stored in the secret sonic/dev-eks/cartesia-licence"
+    assert "sends it within 3 minutes" in said[1]
+
+
+def test_with_both_self_hosted_routes_the_air_gapped_one_gets_the_licence(
+    aws: tuple[LicenceClients, Stubber], deployable_config: Path
+) -> None:
+    """ECS connected beside EKS air-gapped: the upload is EKS's, not refused for ECS's mode."""
+    env = deployable_config / "environments/dev-eks.toml"
+    text = env.read_text().replace('routes = ["eks"]', 'routes = ["ecs", "eks"]')
+    text = text.replace('licence_mode = "connected" ', 'licence_mode = "air-gapped" ')
+    text = text.replace("nat_gateways = 1", "nat_gateways = 0").replace("# [eks.mirror]", "[eks.mirror]")
+    text = text.replace('# charts = "', 'charts = "').replace('# images = "', 'images = "')
+    dev = (deployable_config / "environments/dev.toml").read_text()
+    ecs = dev[dev.index("[ecs]") :]
+    ecs = ecs.replace('"sonic/dev/', '"sonic/dev-eks/')
+    ecs = ecs.replace("\ntls = false\n", "\ntls = false\nallow_plaintext_outside_dev = true\n")
+    ecs += '\n[ecs.alarms]\nemail = ["oncall@sonic.test"]\n'
+    env.write_text(text + "\n" + ecs)
+    settings = load_settings(deployable_config, "dev-eks")
+    clients, _ = aws
+    said: list[str] = []
+    upload_licence(clients, settings, LICENCE, say=said.append)
+    assert said[0] == "licence stored in the secret sonic/dev-eks/cartesia-licence"
+    assert said[1].startswith("the EKS licence proxy's loader sends it") and len(said) == 2

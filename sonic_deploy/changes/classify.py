@@ -33,6 +33,11 @@ CRITICAL_TYPES: dict[str, str] = {
     "old one, and a cluster named in config cannot be created beside it)",
     "AWS::EKS::Nodegroup": "the system node group, which runs the API servers, NATS, Karpenter and the "
     "controllers (a new one drains the old nodes, dropping the calls on their API servers)",
+    # Deleting an instance profile a running instance uses "will break any applications running on the
+    # instance" (IAM API Reference, DeleteInstanceProfile): a replacement deletes the old one after the swap.
+    "AWS::IAM::InstanceProfile": "the GPU hosts' (ECS) or GPU nodes' (EKS, Karpenter's node class) instance "
+    "profile (a new one leaves running instances on the deleted one: the ECS agent or kubelet loses its "
+    "credentials, and the workers on it their live calls)",
     "Custom::AWSCDK-EKS-KubernetesResource": "Kubernetes objects the stack applies (the workloads, the GPU "
     "NodePools): removing one deletes them from the cluster, and the API servers, workers or GPU nodes with "
     "their live calls",

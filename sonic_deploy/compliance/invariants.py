@@ -85,8 +85,17 @@ def _public_subnets(template: Mapping[str, Any]) -> set[str]:
     }
 
 
+# An existing VPC's subnets appear by ID: network.import_vpc takes only its private ones ([network.existing_vpc]
+# private_subnet_ids), so a subnet named by ID is one of those; a subnet the stack makes appears by Ref.
+NAMED_SUBNET = re.compile(r'"(subnet-[0-9a-f]{8,17})"')
+
+
 def _subnet_refs(value: Any) -> set[str]:
-    return set(re.findall(r'"Ref": "([A-Za-z0-9]*Subnet[A-Za-z0-9]*)"', json.dumps(value)))
+    """The stack's own subnets (by Ref) and an existing VPC's named private subnets (by ID) in `value`."""
+    text = json.dumps(value)
+    return set(re.findall(r'"Ref": "([A-Za-z0-9]*Subnet[A-Za-z0-9]*)"', text)) | set(
+        NAMED_SUBNET.findall(text)
+    )
 
 
 def inference_outside_private_subnets(templates: Templates) -> list[str]:

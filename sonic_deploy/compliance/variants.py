@@ -1,10 +1,11 @@
 """What the gate scans: each environment as a user deploys it (the shipped placeholders filled in, which
-`make deploy` would otherwise refuse), and a closed variant of each environment with the ECS route
-connected: air-gapped, TLS on the load balancer (a certificate from a Private CA), deletion protection,
-the resilience rehearsal, the probe task's turn hops and `[ecs.capacity]`'s types, targeted reservations and
-fallback AZ on. Beside them, the branches variant (BRANCHES: secrets created, Spot, the canary on ECS, TLS
-from a certificate ARN) is synthesized for the bootstrap policy's and the invariants' tests, not scanned:
-between them all, both sides of every switch that changes resource types or actions."""
+`make deploy` would otherwise refuse), and the closed variants its routes offer (`closed_variants` in each
+route's rules module): the ECS route's, connected as shipped, air-gapped with TLS from a Private CA, deletion
+protection, the resilience rehearsal, the probe task's turn hops and `[ecs.capacity]`'s types, targeted
+reservations and fallback AZ on; the EKS route's, on a cluster it makes, air-gapped with TLS from a Private CA,
+and on an existing cluster and VPC. Beside them, the branches variant (BRANCHES: secrets created, Spot, the
+canary on ECS, TLS from a certificate ARN) is synthesized for the bootstrap policy's and the invariants'
+tests, not scanned: between them all, both sides of every switch that changes resource types or actions."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sonic_deploy.config import DEFAULT_ENVIRONMENT, environment_names, load_settings
+from sonic_deploy.routes import ROUTES
 
 # What stands in for each shipped placeholder: an account, a registry, a tag, an on-call address and the
 # address variables' names, of the shapes a user writes.
@@ -28,32 +30,11 @@ _FILLED = (
 )
 
 
-# What the closed variant switches on, in the environment's file: (pattern, replacement), each matched once.
+# The Private CA the closed variants' TLS comes from (a route's switches name it as {private_ca}).
 PRIVATE_CA = (
     "arn:aws:acm-pca:{region}:"
     + DEPLOYABLE_ACCOUNT
     + ":certificate-authority/0b4f6e3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
-)
-_CLOSED = (
-    (r'(?m)^licence_mode = "connected"', 'licence_mode = "air-gapped"'),
-    (r"(?m)^nat_gateways = \d+", "nat_gateways = 0"),
-    (
-        r"(?m)^tls = false$",
-        'tls = true\ndomain_name = "sonic.{environment}.internal.example.com"\nprivate_ca_arn = "{private_ca}"\n'
-        "deletion_protection = true",
-    ),
-    (r"(?m)^enabled = false$", "enabled = true"),  # [ecs.resilience]
-    (r'(?m)^# turn_hops = \["transcribe", "bedrock"\]$', 'turn_hops = ["transcribe", "bedrock"]'),  # [probe]
-    # [ecs.capacity]: more types, targeted reservations and a fallback AZ with its overflow workers.
-    (r"(?m)^# \[ecs\.capacity\]$", "[ecs.capacity]"),
-    (r"(?m)^# instance_types = ", "instance_types = "),
-    (r'(?m)^# reservations = "targeted"', 'reservations = "targeted"'),
-    (r"(?m)^# \[\[ecs\.capacity\.reservation\]\].*$", "[[ecs.capacity.reservation]]"),
-    (r'(?m)^# id = "cr-0123456789abcdef0"$', 'id = "cr-0123456789abcdef0"'),
-    (r'(?m)^# availability_zone = "us-east-2a"$', 'availability_zone = "us-east-2a"'),
-    (r'(?m)^# instance_type = "g6e.xlarge"$', 'instance_type = "g6e.xlarge"'),
-    (r"(?m)^# \[ecs\.capacity\.fallback\].*$", "[ecs.capacity.fallback]"),
-    (r'(?m)^# availability_zone = "us-east-2b"$', 'availability_zone = "us-east-2b"'),
 )
 
 
@@ -80,21 +61,30 @@ _BRANCHES = (
 
 @dataclass(frozen=True)
 class Variant:
+    """An environment as shipped; or, with `kind`, a closed variant of it a route offers (`ClosedVariant`: its
+    `switches` in the environment's file, `title` what they switch on); or the branches variant."""
+
     environment: str
-    closed: bool = False
+    kind: str = ""
+    title: str = ""
+    switches: tuple[tuple[str, str], ...] = ()
     branches: bool = False
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.kind)
 
     @property
     def name(self) -> str:
         if self.branches:
             return f"{self.environment} (created secrets, Spot, canary, TLS from an ACM certificate)"
-        return f"{self.environment} (air-gapped, TLS, FIS)" if self.closed else self.environment
+        return f"{self.environment} ({self.title})" if self.closed else self.environment
 
     @property
     def slug(self) -> str:
         if self.branches:
             return f"{self.environment}-branches"
-        return f"{self.environment}-closed" if self.closed else self.environment
+        return f"{self.environment}-{self.kind}" if self.closed else self.environment
 
 
 def fill_placeholders(config: Path) -> Path:
@@ -110,7 +100,9 @@ def fill_placeholders(config: Path) -> Path:
     return config
 
 
-def _switch(config: Path, environment: str, switches: tuple[tuple[str, str], ...], what: str) -> Path:
+def switch(config: Path, environment: str, switches: tuple[tuple[str, str], ...], what: str) -> Path:
+    """In a copy of config/, the environment's file with each (pattern, replacement) applied: each pattern
+    must match once; a replacement's {environment}, {private_ca} and {certificate} are filled in."""
     path = config / "environments" / f"{environment}.toml"
     text = path.read_text(encoding="utf-8")
     region = load_settings(config, environment).environment.region
@@ -129,25 +121,22 @@ def _switch(config: Path, environment: str, switches: tuple[tuple[str, str], ...
     return config
 
 
-def make_closed(config: Path, environment: str) -> Path:
-    """The environment in a copy of config/, switched to the air-gapped licence mode with no NAT gateway, TLS
-    on the load balancer from a Private CA with deletion protection, the resilience rehearsal and `[probe]
-    turn_hops` on."""
-    return _switch(config, environment, _CLOSED, "closed")
-
-
 def make_branches(config: Path, environment: str) -> Path:
     """The environment in a copy of config/ with the branches _BRANCHES lists switched on."""
-    return _switch(config, environment, _BRANCHES, "branches")
+    return switch(config, environment, _BRANCHES, "branches")
 
 
 def variants(config_dir: Path) -> list[Variant]:
-    """Every environment, then the closed variant of those that deploy the ECS route connected."""
+    """Every environment, then the closed variants each route of each environment offers (its rules module's
+    `closed_variants`): the settings its table leaves off that change resources or actions, switched on."""
     found = [Variant(name) for name in environment_names(config_dir)]
     for name in environment_names(config_dir):
-        ecs = load_settings(config_dir, name).environment.ecs
-        if ecs is not None and ecs.licence_mode == "connected":
-            found.append(Variant(name, closed=True))
+        env = load_settings(config_dir, name).environment
+        found += [
+            Variant(name, offered.slug, offered.title, offered.switches)
+            for route in env.routes
+            for offered in ROUTES[route].rules_module().closed_variants(env)
+        ]
     return found
 
 
@@ -159,7 +148,7 @@ def config_for(variant: Variant, config_dir: Path, workdir: Path) -> Path:
     fill_placeholders(copy)
     if variant.branches:
         return make_branches(copy, variant.environment)
-    return make_closed(copy, variant.environment) if variant.closed else copy
+    return switch(copy, variant.environment, variant.switches, variant.kind) if variant.closed else copy
 
 
 # The default environment with every branch the gate's variants leave off switched on.

@@ -5,8 +5,9 @@ names, tags and most settings are Cartesia's and come from your deployment bundl
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
@@ -120,7 +121,8 @@ class ServiceConfig(Strict):
     licence_proxy_url_variable: AddressVariable | None = Field(
         default=None,
         description="api_server and gpu_worker: the variable the image reads the licence proxy's address from; "
-        "the stack sets it to http://licence-proxy.sonic.internal:<licence_proxy port> (ECS; EKS runs none)",
+        "the stack sets it to the proxy's in-VPC address (ECS: http://licence-proxy.sonic.internal:<port>; EKS: the "
+        "licence-proxy Service's cluster name)",
     )
 
 
@@ -137,6 +139,32 @@ class SecretsConfig(Strict):
         description="air-gapped mode: the secret with the offline licence (default sonic/<env>/cartesia-licence); "
         "`sonic-deploy licence upload` creates and writes it, before the first deploy",
     )
+
+
+class LicenceSettings(Strict):
+    """The licence modes of the self-hosted routes' tables (`[ecs]`, `[eks]`): connected (the licence proxy
+    calls Cartesia through a NAT gateway) or air-gapped (no egress, an offline licence the proxy keeps on
+    storage of its own; docs/routes.md, "Air-gapped mode")."""
+
+    licence_mode: Literal["connected", "air-gapped"] = "connected"
+    nat_gateways: Annotated[int, Field(ge=0, le=1)] = 1
+    licence_data_path: str = Field(
+        default="/data", description="where the licence proxy keeps its offline licence (air-gapped mode)"
+    )
+    licence_content_type: str = Field(
+        default="application/octet-stream",
+        pattern=r"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$",
+        description="Content-Type of the licence upload (POST /license) in air-gapped mode",
+    )
+
+
+def services_run(services: Mapping[Any, ServiceConfig], licence_mode: str) -> dict[str, ServiceConfig]:
+    """The services a self-hosted route copies and runs: the licence loader in air-gapped mode only."""
+    return {
+        name: spec
+        for name, spec in services.items()
+        if name != "licence_loader" or licence_mode == "air-gapped"
+    }
 
 
 class ApiConfig(Strict):

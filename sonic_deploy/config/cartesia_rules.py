@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sonic_deploy.config.cartesia import SecretsConfig, ServiceConfig
+from sonic_deploy.config.cartesia import LicenceSettings, SecretsConfig, ServiceConfig
 from sonic_deploy.config.catalogue import INSTANCE_TYPES_FILE, InstanceCatalogue
 from sonic_deploy.config.errors import MISSING, Fail
 from sonic_deploy.config.explain import toml_path
@@ -192,3 +192,46 @@ def check_plain_environment(
                 f'keep the value in Secrets Manager and write secrets = {{ {variable} = "<name in [{table}.secrets]>" }} '
                 f'in [{table}.services.{service}] instead; or, if it holds no secret, not_secrets = ["{variable}"]',
             )
+
+
+CONTAINER_PATH = re.compile(r"/(?:[A-Za-z0-9._@+=-]+/?)*")
+
+
+def check_licence_path(fail: Fail, table: str, licence: LicenceSettings) -> None:
+    path = licence.licence_data_path
+    if not CONTAINER_PATH.fullmatch(path) or ".." in path.split("/") or len(path) > 4096 or path == "/":
+        fail(
+            f"{table}.licence_data_path",
+            path,
+            "not an absolute path inside the container below / (starts with /; letters, digits and . _ - @ + = ; "
+            "no ..)",
+            'write one such as "/data"',
+        )
+
+
+def check_licence_mode(
+    fail: Fail, table: str, licence: LicenceSettings, services: Mapping[Any, ServiceConfig]
+) -> None:
+    """Air-gapped: a loader image and no NAT gateway; connected: a NAT gateway."""
+    if licence.licence_mode == "air-gapped" and "licence_loader" not in services:
+        fail(
+            f"{table}.services.licence_loader",
+            MISSING,
+            "air-gapped mode loads the licence into the proxy with a small shell image, and none is configured",
+            f'[{table}.services.licence_loader] source = "public.ecr.aws/docker/library/busybox", tag = "1.37", '
+            "private_registry = false (a BusyBox image: sh, base64, wget, timeout, cmp, cp and touch)",
+        )
+    if licence.licence_mode == "air-gapped" and licence.nat_gateways > 0:
+        fail(
+            f"{table}.nat_gateways",
+            licence.nat_gateways,
+            "air-gapped mode must have no egress, but a NAT gateway gives the containers a way out",
+            f'set {table}.nat_gateways = 0, or licence_mode = "connected"',
+        )
+    if licence.licence_mode == "connected" and licence.nat_gateways == 0:
+        fail(
+            f"{table}.nat_gateways",
+            0,
+            "connected mode needs HTTPS egress for licensing and model artifacts",
+            f'set {table}.nat_gateways = 1, or licence_mode = "air-gapped"',
+        )

@@ -13,7 +13,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from sonic_deploy.config.base import DEFAULT_ENVIRONMENT
-from sonic_deploy.config.cartesia import ApiConfig, Listener, ServiceConfig, listener
+from sonic_deploy.config.cartesia import (
+    ApiConfig,
+    Listener,
+    SecretsConfig,
+    ServiceConfig,
+    listener,
+    services_run,
+)
 from sonic_deploy.config.catalogue import (
     INSTANCE_TYPES_FILE,
     CatalogueStreams,
@@ -129,13 +136,7 @@ class Settings:
     def ecs_services(self) -> dict[str, ServiceConfig]:
         """The services whose images the ECS stack copies and runs: the licence loader in air-gapped mode only."""
         ecs = self.environment.ecs
-        if ecs is None:
-            return {}
-        return {
-            name: spec
-            for name, spec in ecs.services.items()
-            if name != "licence_loader" or ecs.licence_mode == "air-gapped"
-        }
+        return services_run(ecs.services, ecs.licence_mode) if ecs is not None else {}
 
     @property
     def ecs_model_id(self) -> str:
@@ -172,13 +173,10 @@ class Settings:
         configured = self.environment.canary.enabled
         return configured if configured is not None else self.environment_name != DEFAULT_ENVIRONMENT
 
-    @property
-    def licence_secret_name(self) -> str:
-        """The secret that holds the offline licence in air-gapped mode (`sonic-deploy licence upload` makes
-        it; the ECS stack imports it by name)."""
-        ecs = self.environment.ecs
-        configured = ecs.secrets.licence if ecs is not None else None
-        return configured or f"sonic/{self.environment_name}/cartesia-licence"
+    def licence_secret_name(self, secrets: SecretsConfig) -> str:
+        """The secret that holds a route's offline licence in air-gapped mode (`sonic-deploy licence upload`
+        makes it; the stack imports it by name): `secrets.licence`, else sonic/<env>/cartesia-licence."""
+        return secrets.licence or f"sonic/{self.environment_name}/cartesia-licence"
 
     @property
     def endpoint_name(self) -> str:

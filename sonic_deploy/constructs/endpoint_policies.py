@@ -3,14 +3,18 @@ and each interface endpoint's policy."""
 
 from __future__ import annotations
 
-from aws_cdk import Aws, Stack
+from collections.abc import Sequence
+
+from aws_cdk import Aws, Fn, Stack, Token
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 # Interface endpoints whose service takes no endpoint policy: the `ecs` endpoint does, `ecs-agent` and
 # `ecs-telemetry` do not (awsdocs/amazon-ecs-developer-guide issue #55; the ECS guide's "Creating a VPC
 # endpoint policy" section covers `ecs` only). CreateVpcEndpoint refuses a policy for such a service.
-NO_ENDPOINT_POLICY = frozenset({"ecs-agent", "ecs-telemetry"})
+# "VPC endpoint policies are not supported for Amazon EKS" (EKS guide, security/security-eks.adoc at 4d52b4d,
+# vpc-interface-endpoints), which names eks and eks-auth; that eks-auth refuses one too is UNVERIFIED.
+NO_ENDPOINT_POLICY = frozenset({"ecs-agent", "ecs-telemetry", "eks", "eks-auth"})
 
 
 def ecr_image_layers(scope: Construct) -> str:
@@ -26,6 +30,17 @@ def al2023_packages(scope: Construct) -> str:
     see SonicMetrics), named as AWS Application Migration Service's network requirements name it for its
     AL2023 servers: arn:aws:s3:::al2023-repos-{region}-de612dc2/*. UNVERIFIED on AWS for every Region."""
     return f"arn:{Stack.of(scope).partition}:s3:::al2023-repos-{Stack.of(scope).region}-de612dc2/*"
+
+
+def cloudformation_responses(scope: Construct) -> str:
+    """The objects of the AWS-owned bucket a custom resource's handler answers CloudFormation in: its response
+    URL is presigned there, so a handler in the VPC writes through the S3 gateway endpoint. "Region names
+    don't contain dashes" in its name (CloudFormation User Guide, "Access CloudFormation using an interface
+    endpoint (AWS PrivateLink)"; CfnCustomResource's docstring in aws-cdk-lib 2.275 points there)."""
+    stack = Stack.of(scope)
+    region = stack.region
+    compact = Fn.join("", Fn.split("-", region)) if Token.is_unresolved(region) else region.replace("-", "")
+    return f"arn:{stack.partition}:s3:::cloudformation-custom-resource-response-{compact}/*"
 
 
 def interface_endpoint_policy(scope: Construct, service: str) -> list[iam.PolicyStatement]:
@@ -93,19 +108,54 @@ def interface_endpoint_policy(scope: Construct, service: str) -> list[iam.Policy
                 ],
             )
         ],
+        # The EKS route's callers (routes/eks/network.py; docs/eks.md, "Air-gapped: the network and Karpenter"):
+        # Karpenter's AMI parameters (AWS-owned) and queue, the provider framework's Invoke and GetFunction, the
+        # load balancer controller's target group.
+        "ssm": [
+            (
+                "ReadEksAmiParameters",
+                ["ssm:GetParameter"],
+                [f"arn:{stack.partition}:ssm:{stack.region}::parameter/aws/service/eks/optimized-ami/*"],
+            )
+        ],
+        "sqs": [
+            (
+                "ReadThisAccountsQueues",
+                ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+                [f"{here('sqs')}:*"],
+            )
+        ],
+        "lambda": [
+            (
+                "InvokeThisAccountsFunctions",
+                ["lambda:GetFunction", "lambda:InvokeFunction"],
+                [f"{here('lambda')}:function:*"],
+            )
+        ],
+        "elasticloadbalancing": [
+            ("DescribeNoResource", ["elasticloadbalancing:Describe*"], ["*"]),
+            (
+                "TargetsOfThisAccountsTargetGroups",
+                ["elasticloadbalancing:DeregisterTargets", "elasticloadbalancing:RegisterTargets"],
+                [f"{here('elasticloadbalancing')}:targetgroup/*"],
+            ),
+        ],
     }
     grants["ecr.dkr"] = grants["ecr.api"]
     if service not in grants:
         raise ValueError(
             f"no endpoint policy chosen for interface endpoint {service!r}: add one to network.py"
         )
-    return [
-        iam.PolicyStatement(
-            sid=sid,
-            principals=[iam.AnyPrincipal()],
-            actions=actions,
-            resources=resources,
-            conditions={"StringEquals": {"aws:PrincipalAccount": Aws.ACCOUNT_ID}},
-        )
-        for sid, actions, resources in grants[service]
-    ]
+    return [this_accounts(sid, actions, resources) for sid, actions, resources in grants[service]]
+
+
+def this_accounts(sid: str, actions: Sequence[str], resources: Sequence[str]) -> iam.PolicyStatement:
+    """One statement of an interface endpoint's policy: `actions` on `resources`, for this account's principals
+    only."""
+    return iam.PolicyStatement(
+        sid=sid,
+        principals=[iam.AnyPrincipal()],
+        actions=list(actions),
+        resources=list(resources),
+        conditions={"StringEquals": {"aws:PrincipalAccount": Aws.ACCOUNT_ID}},
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Acknowledgment, CfnResource, Stack, Validations
+from aws_cdk import Acknowledgment, Aws, CfnResource, Stack, Validations
 from constructs import IConstruct
 
 # cdk-nag's compliance packs, by the name their findings carry before '::'.
@@ -20,6 +20,14 @@ def acknowledge(scope: IConstruct, *rules: str, reason: str) -> None:
     Validations.of(scope).acknowledge(
         *(Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason) for rule in rules)
     )
+
+
+def as_nag_prints(arn: str) -> str:
+    """An ARN of the stack's partition, Region and account as cdk-nag prints it in a finding: each pseudo
+    parameter CDK left a token as <AWS::Name>."""
+    for token, name in ((Aws.PARTITION, "Partition"), (Aws.REGION, "Region"), (Aws.ACCOUNT_ID, "AccountId")):
+        arn = arn.replace(token, f"<AWS::{name}>")
+    return arn
 
 
 def acknowledge_compliance(scope: IConstruct, *rules: str, reason: str) -> None:
@@ -109,6 +117,9 @@ RESOURCELESS_ACTIONS = {
     "ec2:DescribeInstances": "EC2 Describe calls take no resource",
     "ec2:DescribeManagedPrefixLists": "EC2 Describe calls take no resource",
     "ec2:DescribeTags": "EC2 Describe calls take no resource",
+    "ec2:DescribeVolumes": "EC2 Describe calls take no resource",
+    "ec2:DescribeVolumesModifications": "EC2 Describe calls take no resource",
+    "ec2:DescribeVolumeStatus": "EC2 Describe calls take no resource",
     "ecs:DescribeTaskDefinition": "task definitions are read by family, which IAM does not scope",
     "servicediscovery:DiscoverInstances": "Cloud Map discovery takes no resource",
     "ec2:DescribeVpcEndpoints": "EC2 Describe calls take no resource",

@@ -11,7 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from sonic_deploy.constructs.endpoint_policies import interface_endpoint_policy
+from sonic_deploy.constructs.endpoint_policies import cloudformation_responses, interface_endpoint_policy
 from sonic_deploy.constructs.findings import acknowledge_compliance, acknowledge_custom_resource_handler
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
@@ -39,7 +39,8 @@ class Network(Construct):
 
     Every endpoint has a policy: the S3 gateway endpoint lets through reads of this account's buckets and of
     the objects in `s3_reads` (and lists of the buckets in `s3_lists`), writes of the objects named with
-    `allow_s3_writes` (the probe's runs), and nothing else; each interface endpoint lets through only this
+    `allow_s3_writes` (the probe's runs) and, with `allow_custom_resource_responses`, of CloudFormation's
+    custom-resource answers, and nothing else; each interface endpoint lets through only this
     account's principals, on this account's resources where the
     service's actions have resources (`interface_endpoint_policy`).
     """
@@ -207,6 +208,18 @@ class Network(Construct):
             )
             for statement in interface_endpoint_policy(self, service.short_name):
                 self.endpoints[service.short_name].add_to_policy(statement)
+
+    def allow_custom_resource_responses(self) -> None:
+        """Let custom resource handlers in the VPC answer CloudFormation through the S3 gateway endpoint: a PUT
+        to a URL CloudFormation presigned (its credentials, not this account's), so by object, not principal."""
+        self.s3_endpoint.add_to_policy(
+            iam.PolicyStatement(
+                sid="AnswerCloudFormation",
+                principals=[iam.AnyPrincipal()],
+                actions=["s3:PutObject"],
+                resources=[cloudformation_responses(self)],
+            )
+        )
 
     def allow_s3_writes(self, sid: str, objects: Sequence[str]) -> None:
         """Let this account's principals write `objects` (ARNs, e.g. a bucket's prefix) through the S3 gateway

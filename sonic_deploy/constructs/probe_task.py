@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Aws, CfnOutput, CfnResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, CfnResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
@@ -21,6 +21,7 @@ from sonic_deploy.constructs.findings import (
     acknowledge,
     acknowledge_compliance,
     acknowledge_custom_resource_handler,
+    as_nag_prints,
     skip_checkov,
 )
 from sonic_deploy.constructs.naming import physical_name
@@ -334,7 +335,7 @@ class ProbeTask(Construct):
         if (bedrock := hops.get("StreamTheModelsReply")) is not None:
             acknowledge(
                 self.task_role,
-                *(f"AwsSolutions-IAM5[Resource::{_nag(arn)}]" for arn in bedrock.resources),
+                *(f"AwsSolutions-IAM5[Resource::{as_nag_prints(arn)}]" for arn in bedrock.resources),
                 reason="StreamTheModelsReply ([probe] turn_hops): bedrock:InvokeModelWithResponseStream only, "
                 "on whichever model or inference profile --llm-model names at run time (not known at deploy), "
                 "and a cross-Region profile's foundation model in each of its destination Regions",
@@ -395,14 +396,6 @@ def _acknowledge_auto_delete_provider(stack: Stack) -> None:
         outside_vpc="it calls only S3's API (list and delete the probe bucket's objects) when CloudFormation "
         "deletes the bucket, from the Lambda service's network, and needs nothing in the VPC",
     )
-
-
-def _nag(arn: str) -> str:
-    """An ARN of the stack's partition, Region and account as cdk-nag prints it in a finding: each pseudo
-    parameter CDK left a token as <AWS::Name>."""
-    for token, name in ((Aws.PARTITION, "Partition"), (Aws.REGION, "Region"), (Aws.ACCOUNT_ID, "AccountId")):
-        arn = arn.replace(token, f"<AWS::{name}>")
-    return arn
 
 
 def _logical_id(construct: Construct) -> str:

@@ -1,5 +1,6 @@
 """`sonic-deploy licence upload --env NAME --file LICENCE`: put Cartesia's offline licence where an air-gapped
-ECS deployment can read it, and restart the licence proxy so that it does.
+deployment can read it, and (ECS) restart the licence proxy so that it does. On EKS the proxy's loader sends a
+new secret value by itself (docs/eks.md, section 12): the command stores it and says so.
 
 The stack (LicenceStore) imports the licence secret by name and gives the proxy's task a loader container
 that POSTs the secret's licence to the proxy on localhost when the task starts. This command writes the
@@ -24,6 +25,7 @@ from sonic_deploy.arguments import ENVIRONMENT, config_folder, input_file, real
 from sonic_deploy.config import Settings, load_settings, require_config_dir
 from sonic_deploy.routes import ROUTES
 from sonic_deploy.routes.ecs import outputs as ecs_outputs
+from sonic_deploy.routes.route import Route
 from sonic_deploy.stack_outputs import describe_stack
 from sonic_deploy.user_files import RefusedFileError, check_regular, read_regular
 
@@ -32,10 +34,14 @@ if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
     from mypy_boto3_secretsmanager import SecretsManagerClient
 
+    from sonic_deploy.config.cartesia import LicenceSettings, SecretsConfig
+
 # Secrets Manager holds at most 65,536 bytes of SecretString; base64 makes 3 bytes into 4.
 MAX_LICENCE_BYTES = 65536 // 4 * 3
 LOADER = "licence-loader"
 POLL_S = 10
+# A route whose loader reloads (EKS): the CSI driver's rotation poll (2 min) and the loader's own (30 s).
+RELOAD_WITHIN_S = 180
 
 
 class LicenceError(Exception):
@@ -52,12 +58,13 @@ class LicenceClients:
 def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "licence",
-        help="upload the offline licence of an air-gapped ECS deployment",
-        description="Air-gapped mode: write Cartesia's offline licence into the stack's secret and restart the "
-        "licence proxy, whose loader uploads it (POST /license) on localhost.",
+        help="upload the offline licence of an air-gapped ECS or EKS deployment",
+        description="Air-gapped mode: write Cartesia's offline licence into the stack's secret, whose loader "
+        "beside the licence proxy uploads it (POST /license) on localhost: ECS after a restart of the proxy "
+        "this command starts, EKS by itself within minutes.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    upload = actions.add_parser("upload", help="upload a licence file and restart the licence proxy")
+    upload = actions.add_parser("upload", help="upload a licence file for the licence proxy to load")
     upload.add_argument("--env", required=True, type=ENVIRONMENT, help="environment in config/environments/")
     upload.add_argument(
         "--file",
@@ -143,8 +150,8 @@ def read_licence(path: Path) -> bytes:
     return licence
 
 
-def licence_route(settings: Settings) -> str:
-    """The environment's route that runs Cartesia's licence proxy, or LicenceError."""
+def licence_routes(settings: Settings) -> list[str]:
+    """The environment's routes that run Cartesia's licence proxy in air-gapped mode, or LicenceError."""
     proxies = [name for name, route in ROUTES.items() if route.runs_licence_proxy]
     deployed = [route for route in settings.environment.routes if route in proxies]
     if not deployed:
@@ -152,19 +159,27 @@ def licence_route(settings: Settings) -> str:
             f"environment {settings.environment_name} does not deploy the {' or '.join(proxies)} route. Fix: "
             f"pick an environment whose routes include {' or '.join(json.dumps(name) for name in proxies)}"
         )
-    return deployed[0]
+    air_gapped: list[str] = [
+        route for route in deployed if licence_table(settings, route)[0].licence_mode == "air-gapped"
+    ]
+    if not air_gapped:
+        raise LicenceError(
+            f'environment {settings.environment_name} runs in licence_mode = "connected": its licence proxy checks '
+            'the licence online, there is nothing to upload. Fix: set licence_mode = "air-gapped" (and '
+            "nat_gateways = 0) to run without egress"
+        )
+    return air_gapped
+
+
+def licence_table(settings: Settings, route: str) -> tuple[LicenceSettings, SecretsConfig]:
+    """The licence mode and secrets of a route that runs the proxy."""
+    table = ROUTES[route].rules_module().licence(settings.environment)
+    assert table is not None, "a route that runs the licence proxy has its licence settings"
+    return table
 
 
 def check_air_gapped(settings: Settings) -> None:
-    licence_route(settings)
-    env = settings.environment
-    assert env.ecs is not None, "the loader gives the route its config"
-    if env.ecs.licence_mode != "air-gapped":
-        raise LicenceError(
-            f'environment {settings.environment_name} runs in licence_mode = "{env.ecs.licence_mode}": its '
-            "licence proxy checks the licence online, there is nothing to upload. Fix: set licence_mode = "
-            '"air-gapped" (and nat_gateways = 0) to run without egress'
-        )
+    licence_routes(settings)
 
 
 def stack_outputs(cloudformation: CloudFormationClient, stack_name: str) -> dict[str, str] | None:
@@ -205,10 +220,33 @@ def upload_licence(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    secret = settings.licence_secret_name
-    store_licence(clients.secretsmanager, secret, licence)
-    say(f"licence stored in the secret {secret}")
-    stack_name = settings.stack_name(licence_route(settings))
+    stored: set[str] = set()
+    for name in licence_routes(settings):
+        secret = settings.licence_secret_name(licence_table(settings, name)[1])
+        if secret not in stored:  # two routes may read one secret
+            store_licence(clients.secretsmanager, secret, licence)
+            stored.add(secret)
+            say(f"licence stored in the secret {secret}")
+        _hand_over(clients, settings, ROUTES[name], wait, _Deadline(timeout_s, sleep, clock), say)
+
+
+def _hand_over(
+    clients: LicenceClients,
+    settings: Settings,
+    route: Route,
+    wait: bool,
+    waiting: _Deadline,
+    say: Callable[[str], None],
+) -> None:
+    """Get the stored licence to the route's running proxy: its loader's own watch, or (ECS) a restart."""
+    if route.licence_reloads:
+        say(
+            f"the {route.title} licence proxy's loader sends it within {RELOAD_WITHIN_S // 60} minutes (the CSI "
+            "driver refreshes the mounted secret; a first deploy loads it at start); its readiness says when: "
+            "kubectl -n <namespace> get pod -l app.kubernetes.io/name=licence-proxy"
+        )
+        return
+    stack_name = settings.stack_name(route.name)
     outputs = stack_outputs(clients.cloudformation, stack_name)
     if outputs is None:
         say(
@@ -220,7 +258,6 @@ def upload_licence(
     say(f"new deployment of {service} started: its loader uploads the licence when the task starts")
     if not wait:
         return
-    waiting = _Deadline(timeout_s, sleep, clock)
     task_definition = _wait_for_rollout(clients.ecs, cluster, service, waiting)
     _wait_for_loader(clients.ecs, cluster, service, task_definition, waiting)
     say(f"the licence proxy took the licence (the {LOADER} container of the new {service} task exited 0)")

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from aws_cdk import Stack
 
+    from sonic_deploy.config.cartesia import LicenceSettings, SecretsConfig
     from sonic_deploy.config.catalogue import InstanceCatalogue
     from sonic_deploy.config.errors import ConfigError, Fail
     from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
@@ -33,6 +34,27 @@ class Wire(Enum):
     """Cartesia's own API (WebSocket and HTTP) behind the route's load balancer, with an API key."""
     SAGEMAKER = "sagemaker"
     """SageMaker's runtime (InvokeEndpointWithResponseStream), signed with the caller's AWS credentials."""
+
+
+@dataclass(frozen=True)
+class ClosedVariant:
+    """A variant of an environment that the compliance gate (`make compliance`, sonic_deploy/compliance/
+    variants.py) scans beside it, offered by the route whose table it switches, so that the gate compares no
+    route's name: the environment's file with each pattern replaced, each matching exactly once."""
+
+    slug: str
+    """After the environment's name in the variant's: `dev-closed`, `dev-eks-air-gapped`."""
+    title: str
+    """What it switches on, as the gate's table heads its column: `air-gapped, TLS, FIS`."""
+    switches: tuple[tuple[str, str], ...]
+    """(regular expression, replacement) pairs; a replacement may name {environment} and {private_ca}."""
+
+
+# The self-hosted routes' API listener in a closed variant: TLS from a Private CA, with deletion protection.
+PRIVATE_CA_TLS = (
+    'tls = true\ndomain_name = "sonic.{environment}.internal.example.com"\nprivate_ca_arn = "{private_ca}"\n'
+    "deletion_protection = true"
+)
 
 
 class RouteRules(Protocol):
@@ -53,6 +75,9 @@ class RouteRules(Protocol):
     def alarm_emails(self, env: EnvironmentConfig) -> list[str] | None:
         """Who receives its alarms (None: it has no alarms table)."""
 
+    def licence(self, env: EnvironmentConfig) -> tuple[LicenceSettings, SecretsConfig] | None:
+        """Its licence mode and secrets, for `licence upload` (None: it runs no licence proxy)."""
+
     def placeholders(
         self,
         env_file: Path,
@@ -62,6 +87,10 @@ class RouteRules(Protocol):
         model_package_arn: str | None,
     ) -> Iterator[ConfigError]:
         """The shipped placeholders its stack would deploy, each as the error a deploy shows."""
+
+    def closed_variants(self, env: EnvironmentConfig) -> list[ClosedVariant]:
+        """What the compliance gate scans of `env` beside it as shipped: the settings a route's table leaves off
+        that change its resources or actions (a licence mode, TLS, a way in), switched on."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +119,9 @@ class Route:
     takes none: its range comes from `network.route_cidrs`, so no deployed VPC moves."""
     runs_licence_proxy: bool = False
     """It runs Cartesia's licence proxy, which `licence upload` feeds (air-gapped)."""
+    licence_reloads: bool = False
+    """Its loader sends a new value of the licence secret to the running proxy by itself (EKS: the CSI
+    driver refreshes the mounted file); without, `licence upload` restarts the proxy (ECS)."""
     ecr_segment: str | None = None
     """The folder its ECR repositories take under `sonic-<env>/` (EKS: `eks`), so that two self-hosted routes
     in one environment never make the same repository (docs/eks.md, section 10). The ECS route, the first,

@@ -53,6 +53,8 @@ REPLACING_EDITS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"ClusterName": "c", "NodeRole": "r", "Subnets": ["s"], "InstanceTypes": ["m7i.xlarge"]},
         {"ClusterName": "c", "NodeRole": "r", "Subnets": ["s"], "InstanceTypes": ["m7i.2xlarge"]},
     ),
+    # The GPU hosts' or nodes' profile under a new path.
+    "AWS::IAM::InstanceProfile": ({"Roles": ["r"], "Path": "/"}, {"Roles": ["r"], "Path": "/sonic/"}),
 }
 # Custom resources are never assumed replaced (test_custom_resources_are_never_assumed_replaced): removed,
 # or under a new logical ID, is how they go (tested below).

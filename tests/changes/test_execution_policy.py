@@ -1,6 +1,6 @@
 """config/bootstrap/cloudformation-execution-policy.json, the policy `make bootstrap` gives CloudFormation's
 execution role in place of AdministratorAccess: it grants what every resource type that any environment's
-stacks (and the closed variant the compliance gate scans) synthesize needs, as the type's CloudFormation resource schema lists
+stacks (and the closed variants the compliance gate scans) synthesize needs, as the type's CloudFormation resource schema lists
 it (handler permissions, from the schemas cfn-lint ships), and nothing account-wide in IAM.
 
 A new resource type in a stack fails here until the policy covers it."""
@@ -10,19 +10,17 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Template
 from cfnlint.schema.manager import PROVIDER_SCHEMA_MANAGER  # type: ignore[import-untyped]
 
 from sonic_deploy.changes.execution_policy import MAX_POLICY_CHARACTERS, policy_size, split_document
-from sonic_deploy.compliance.variants import BRANCHES, fill_placeholders
+from sonic_deploy.compliance.variants import BRANCHES
 from tests.compliance.conftest import VARIANTS
 from tests.compliance.conftest import templates as variant_templates
-from tests.conftest import CONFIG_DIR, EKS_ENV, EXISTING_CLUSTER, synthesize_from
+from tests.conftest import EKS_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = json.loads((REPO / "config/bootstrap/cloudformation-execution-policy.json").read_text())
@@ -91,42 +89,21 @@ IAM_RESOURCES = {
 }
 
 
-# The EKS route on a cluster named in config (tests/conftest.py's eks_existing), beside dev-eks's own cluster.
+# The EKS route on a cluster named in config (the gate's variant, routes/eks/rules.py), beside dev-eks's own.
 EKS_EXISTING = f"{EKS_ENV}-existing"
 
 
-def existing_cluster_templates(workdir: Path) -> dict[str, dict[str, Any]]:
-    """dev-eks as a user deploys it on an existing cluster and VPC: placeholders filled, the cluster named."""
-    config = workdir / "config"
-    shutil.copytree(CONFIG_DIR, config)
-    fill_placeholders(config)
-    env = config / f"environments/{EKS_ENV}.toml"
-    text = env.read_text()
-    for old, new in EXISTING_CLUSTER.items():
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    env.write_text(text)
-    stacks = synthesize_from(config, EKS_ENV)
-    return {
-        f"{EKS_EXISTING}/{stack.node.id}": dict(Template.from_stack(stack).to_json())
-        for stack in stacks.values()
-    }
-
-
 @pytest.fixture(scope="module")
-def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """Every variant the compliance gate scans (each environment, and the closed variant that turns on
-    air-gapped mode, TLS from a Private CA, the fallback AZ, turn hops and the FIS experiments), the
-    branches variant (secrets created, Spot, the canary on ECS, TLS from a certificate ARN) and the EKS route
-    on an existing cluster: every resource type any config can make. The gate's own synth of each, shared
-    with tests/compliance/."""
+def templates() -> dict[str, dict[str, Any]]:
+    """Every variant the compliance gate scans (each environment; the closed variants the routes offer: ECS
+    air-gapped with TLS from a Private CA, the fallback AZ, turn hops and the FIS experiments, EKS air-gapped
+    and on an existing cluster) and the branches variant (secrets created, Spot, the canary on ECS, TLS from a
+    certificate ARN): every resource type any config can make. The gate's own synth of each, shared with
+    tests/compliance/."""
     return {
-        **{
-            f"{variant.slug}/{stack}": body
-            for variant in [*VARIANTS, BRANCHES]
-            for stack, body in variant_templates(variant).items()
-        },
-        **existing_cluster_templates(tmp_path_factory.mktemp("eks-existing")),
+        f"{variant.slug}/{stack}": body
+        for variant in [*VARIANTS, BRANCHES]
+        for stack, body in variant_templates(variant).items()
     }
 
 
@@ -167,6 +144,11 @@ def test_the_variants_switch_on_every_branch(templates: dict[str, dict[str, Any]
     assert resources(templates, EKS_ENV, "AWS::EKS::Cluster")
     assert not resources(templates, EKS_EXISTING, "AWS::EKS::Cluster")
     assert resources(templates, EKS_EXISTING, "AWS::EKS::AccessEntry")
+    # Air-gapped, the EKS route has no NAT gateway and reaches EKS and Lambda through endpoints.
+    assert resources(templates, EKS_ENV, "AWS::EC2::NatGateway")
+    assert not resources(templates, f"{EKS_ENV}-air-gapped", "AWS::EC2::NatGateway")
+    endpoints = json.dumps(resources(templates, f"{EKS_ENV}-air-gapped", "AWS::EC2::VPCEndpoint"))
+    assert ".eks-auth" in endpoints and ".lambda" in endpoints
 
 
 def statements() -> list[dict[str, Any]]:

@@ -26,8 +26,16 @@ from tests.conftest import CONFIG_DIR
 REASON = "a reason long enough to say why the finding does not apply here"
 
 
-def test_every_environment_and_the_closed_variant_are_scanned() -> None:
-    assert [variant.name for variant in VARIANTS] == ["dev", "dev-eks", "prod", "dev (air-gapped, TLS, FIS)"]
+def test_every_environment_and_the_closed_variants_its_routes_offer_are_scanned() -> None:
+    assert [variant.name for variant in VARIANTS] == [
+        "dev",
+        "dev-eks",
+        "prod",
+        "dev (air-gapped, TLS, FIS)",
+        "dev-eks (air-gapped, TLS from a Private CA)",
+        "dev-eks (an existing cluster and VPC)",
+    ]
+    assert len({variant.slug for variant in VARIANTS}) == len(VARIANTS)  # each its own cdk.out and config
 
 
 def _result(*findings: Finding, acks: tuple[Acknowledged, ...] = ()) -> VariantResult:

@@ -124,3 +124,18 @@ def test_eks_system_nodes_in_a_public_subnet_break_an_invariant() -> None:
     assert broken(mutated) == {
         "inference-in-private-subnets": [f"SonicEks/{logical_id} in a public subnet: ['{public}']"]
     }
+
+
+def test_an_existing_vpcs_named_private_subnets_hold_inference_and_no_subnet_breaks_an_invariant() -> None:
+    """On an existing VPC ([network.existing_vpc]) the stack names its private subnets by ID, not by Ref."""
+    existing = next(variant for variant in VARIANTS if variant.slug == "dev-eks-existing")
+    mutated = copy.deepcopy(templates(existing))
+    [(logical_id, nodes)] = [
+        (i, r) for i, r in mutated["SonicEks"]["Resources"].items() if r["Type"] == "AWS::EKS::Nodegroup"
+    ]
+    assert nodes["Properties"]["Subnets"] == ["subnet-0123456789abcdef0"]
+    assert broken(mutated) == {}
+    nodes["Properties"]["Subnets"] = []
+    assert broken(mutated) == {
+        "inference-in-private-subnets": [f"SonicEks/{logical_id}: no subnet of the stack's VPC"]
+    }

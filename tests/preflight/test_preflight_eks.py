@@ -16,7 +16,8 @@ from sonic_deploy.config import Settings, load_settings
 from sonic_deploy.preflight.after_deploy import after_deploy as after_deploy_command
 from sonic_deploy.preflight.results import CheckResult
 from sonic_deploy.preflight.runner import run_preflight
-from sonic_deploy.routes.eks.preflight import after_deploy, before_deploy, checks
+from sonic_deploy.routes.eks.endpoints import AIR_GAPPED
+from sonic_deploy.routes.eks.preflight import after_deploy, before_deploy, check_vpc_endpoints, checks
 from tests.cdk_context import ROOT
 from tests.conftest import EditConfig
 from tests.preflight.deployed_aws import ACCOUNT, REGION, WHEN, Aws, identity, stubbed
@@ -225,8 +226,8 @@ def associations(aws: Aws, *pairs: tuple[str, str]) -> None:
     aws.answer("eks", "list_pod_identity_associations", {"associations": found}, {"clusterName": CLUSTER})
 
 
-def secrets(aws: Aws, missing: tuple[str, ...] = ()) -> None:
-    for name in SECRETS:
+def secrets(aws: Aws, missing: tuple[str, ...] = (), names: tuple[str, ...] = SECRETS) -> None:
+    for name in names:
         if name in missing:
             aws.stubs["secretsmanager"].add_client_error(
                 "describe_secret",
@@ -629,6 +630,18 @@ def test_before_deploy_checks_each_imported_secret(aws: Aws, new_cluster: Settin
     assert results[1].fix.startswith(f"create it: aws secretsmanager create-secret --name {SECRETS[1]}")
 
 
+def test_air_gapped_before_deploy_wants_the_licence_secret_too(aws: Aws, edit_config: EditConfig) -> None:
+    """The proxy's pod mounts it: missing, the pod never starts (`sonic-deploy licence upload` makes it)."""
+    edit_config("environments/dev-eks.toml", 'licence_mode = "connected" ', 'licence_mode = "air-gapped" ')
+    edit_config("environments/dev-eks.toml", "nat_gateways = 1", "nat_gateways = 0")
+    edit_config("environments/dev-eks.toml", "# [eks.mirror]\n# charts", "[eks.mirror]\ncharts")
+    config = edit_config("environments/dev-eks.toml", '# images = "', 'images = "')
+    licence = "sonic/dev-eks/cartesia-licence"
+    secrets(aws, missing=(licence,), names=(*SECRETS, licence))
+    results = before_deploy(load_settings(config, "dev-eks"), aws.clients.secretsmanager)
+    assert [(r.check, r.status) for r in results][-1] == (f"secret {licence}", "fail")
+
+
 def test_before_deploy_asks_nothing_when_the_stack_creates_the_secrets(
     aws: Aws, edit_config: EditConfig
 ) -> None:
@@ -712,3 +725,39 @@ def test_a_controller_already_on_the_cluster_is_refused(aws: Aws, existing: Sett
     assert result.status == "fail"
     assert result.detail.startswith("kube-system/karpenter, sonic/api-server already have one")
     assert "docs/eks.md" in result.fix
+
+
+def test_air_gapped_in_an_existing_vpc_wants_the_vpcs_own_endpoints(
+    aws: Aws, edit_config: EditConfig
+) -> None:
+    """The stack makes no endpoint in a VPC it did not make: each one air-gapped mode needs must be there."""
+    existing_config(edit_config)
+    edit_config("environments/dev-eks.toml", 'licence_mode = "connected" ', 'licence_mode = "air-gapped" ')
+    edit_config("environments/dev-eks.toml", "nat_gateways = 1", "nat_gateways = 0")
+    edit_config("environments/dev-eks.toml", "# [eks.mirror]\n# charts", "[eks.mirror]\ncharts")
+    config = edit_config("environments/dev-eks.toml", '# images = "', 'images = "')
+    present = [name for name in AIR_GAPPED if name not in ("sqs", "lambda")]
+    endpoints = [
+        {"VpcEndpointId": f"vpce-{i:017x}", "VpcId": VPC, "ServiceName": f"com.amazonaws.{REGION}.{name}",
+         "State": "available"}
+        for i, name in enumerate(present)
+    ] + [{"VpcEndpointId": "vpce-0fffffffffffffff0", "VpcId": VPC,
+          "ServiceName": f"com.amazonaws.{REGION}.lambda", "State": "pending"}]  # fmt: skip
+    aws.answer(
+        "ec2",
+        "describe_vpc_endpoints",
+        {"VpcEndpoints": endpoints},
+        {"Filters": [{"Name": "vpc-id", "Values": [VPC]}]},
+    )
+    results = check_vpc_endpoints(aws.clients.ec2, load_settings(config, "dev-eks"))
+    failing = {r.check: r for r in results if r.status == "fail"}
+    assert set(failing) == {f"endpoint sqs in {VPC}", f"endpoint lambda in {VPC}"}
+    assert failing[f"endpoint sqs in {VPC}"].fix.startswith(
+        f"aws ec2 create-vpc-endpoint --vpc-id {VPC} --vpc-endpoint-type Interface "
+        f"--service-name com.amazonaws.{REGION}.sqs"
+    )
+    assert len(results) == len(AIR_GAPPED)
+
+
+def test_connected_or_a_stack_made_vpc_asks_nothing_of_endpoints(aws: Aws, new_cluster: Settings) -> None:
+    assert check_vpc_endpoints(aws.clients.ec2, new_cluster) == []

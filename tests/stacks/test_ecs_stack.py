@@ -17,7 +17,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from sonic_deploy.config import Settings
-from sonic_deploy.routes.ecs.constructs.licence_store import loader_script
+from sonic_deploy.routes.licence_loader import loader_script
 from tests.conftest import EditConfig, rendered, resources_of, synthesize_from
 from tests.snapshot import scrubbed
 

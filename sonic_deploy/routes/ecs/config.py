@@ -11,7 +11,13 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from sonic_deploy.config.base import Email, Percent, Ratio, Strict
-from sonic_deploy.config.cartesia import ApiConfig, SecretsConfig, ServiceConfig, ServiceName
+from sonic_deploy.config.cartesia import (
+    ApiConfig,
+    LicenceSettings,
+    SecretsConfig,
+    ServiceConfig,
+    ServiceName,
+)
 
 # Where the ECS route's services find each other (Cloud Map: <name>.SERVICE_NAMESPACE), and the port NATS
 # servers route to each other on.
@@ -161,11 +167,9 @@ class EcsCapacityConfig(Strict):
         return value
 
 
-class EcsConfig(Strict):
+class EcsConfig(LicenceSettings):
     instance_type: str = "g6e.xlarge"
     availability_zone: str = Field(description="the one AZ of the GPU instances, placement group and NLB")
-    licence_mode: Literal["connected", "air-gapped"] = "connected"
-    nat_gateways: Annotated[int, Field(ge=0, le=1)] = 1
     min_workers: Annotated[int, Field(ge=0, le=1000)] = 2
     max_workers: Annotated[int, Field(ge=0, le=1000)] = 6
     api_server_tasks: Annotated[int, Field(ge=0, le=1000)] = 2
@@ -195,14 +199,6 @@ class EcsConfig(Strict):
     )
     worker_stop_timeout_s: Annotated[int, Field(ge=2, le=600)] = Field(
         default=120, description="SIGTERM to SIGKILL for a GPU worker: how long its in-flight utterances get"
-    )
-    licence_data_path: str = Field(
-        default="/data", description="where the licence proxy keeps its offline licence (air-gapped mode)"
-    )
-    licence_content_type: str = Field(
-        default="application/octet-stream",
-        pattern=r"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$",
-        description="Content-Type of the licence upload (POST /license) in air-gapped mode",
     )
     reuse_repositories: bool = Field(
         default=False,

@@ -68,7 +68,7 @@ def ecs_targets(settings: Settings) -> EcsTargets | None:
         else [(settings.ecr_repository(name, "ecs"), s.tag) for name, s in settings.ecs_services.items()],
         secret_names=([] if ecs.secrets.create else [ecs.secrets.api_key, ecs.secrets.registry_credentials])
         # Air-gapped: the licence secret is always the operator's (`sonic-deploy licence upload` makes it).
-        + ([settings.licence_secret_name] if ecs.licence_mode == "air-gapped" else []),
+        + ([settings.licence_secret_name(ecs.secrets)] if ecs.licence_mode == "air-gapped" else []),
         images_copied_at_deploy=ecs.copy_images,
         secrets_created_at_deploy=ecs.secrets.create,
         more_instance_types=first[1][1:],

@@ -15,6 +15,8 @@ from sonic_deploy.config.cartesia_rules import (
     check_created_secrets,
     check_gpu_type,
     check_idle_timeout,
+    check_licence_mode,
+    check_licence_path,
     check_secret_names,
     check_services,
     check_workers,
@@ -25,26 +27,14 @@ from sonic_deploy.config.fargate import check_fargate_size
 from sonic_deploy.routes.ecs.config import NATS_ROUTE_PORT, SERVICE_NAMESPACE, EcsConfig
 from sonic_deploy.routes.ecs.placeholders import placeholders as ecs_placeholders
 from sonic_deploy.routes.ecs.service_addresses import check_address_variables
+from sonic_deploy.routes.route import PRIVATE_CA_TLS, ClosedVariant
 
 if TYPE_CHECKING:
+    from sonic_deploy.config.cartesia import LicenceSettings, SecretsConfig
     from sonic_deploy.config.schema import EnvironmentConfig
 
 # The first CloudWatch agent release that merges CW_OTEL_CONFIG_CONTENT (the histogram form of worker TTFA).
 OTEL_MERGE_AGENT_VERSION = (1, 300066, 0)
-
-
-# A path inside a container, as ECS takes it in a mount point: absolute, no `..` that could leave the volume.
-CONTAINER_PATH = re.compile(r"/(?:[A-Za-z0-9._@+=-]+/?)*")
-
-
-def _check_container_path(fail: Fail, field: str, path: str) -> None:
-    if not CONTAINER_PATH.fullmatch(path) or ".." in path.split("/") or len(path) > 4096:
-        fail(
-            field,
-            path,
-            "not an absolute path inside the container (starts with /; letters, digits and . _ - @ + = ; no ..)",
-            'write one such as "/data"',
-        )
 
 
 SERVICES = ("api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent")
@@ -133,7 +123,7 @@ def check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue, 
         )
     _check_nats_cluster(fail, ecs)
     check_secret_names(fail, "ecs", ecs.secrets)
-    _check_container_path(fail, "ecs.licence_data_path", ecs.licence_data_path)
+    check_licence_path(fail, "ecs", ecs)
 
     def fargate(name: str, spec: ServiceConfig) -> None:
         if name in FARGATE_SERVICES:
@@ -143,28 +133,7 @@ def check_ecs(fail: Fail, env: EnvironmentConfig, catalogue: InstanceCatalogue, 
     check_address_variables(fail, ecs)
     check_worker_fits(fail, ecs, ecs.instance_type, catalogue)
     check_idle_timeout(fail, "ecs", ecs.nlb_idle_timeout_s, ecs.deregistration_delay_s)
-    if ecs.licence_mode == "air-gapped" and "licence_loader" not in ecs.services:
-        fail(
-            "ecs.services.licence_loader",
-            MISSING,
-            "air-gapped mode loads the licence into the proxy with a small shell image, and none is configured",
-            '[ecs.services.licence_loader] source = "public.ecr.aws/docker/library/busybox", tag = "1.37", '
-            "private_registry = false (any image with sh, wget and base64)",
-        )
-    if ecs.licence_mode == "air-gapped" and ecs.nat_gateways > 0:
-        fail(
-            "ecs.nat_gateways",
-            ecs.nat_gateways,
-            "air-gapped mode must have no egress, but a NAT gateway gives the containers a way out",
-            'set ecs.nat_gateways = 0, or licence_mode = "connected"',
-        )
-    if ecs.licence_mode == "connected" and ecs.nat_gateways == 0:
-        fail(
-            "ecs.nat_gateways",
-            0,
-            "connected mode needs HTTPS egress for licensing and model artifacts",
-            'set ecs.nat_gateways = 1, or licence_mode = "air-gapped"',
-        )
+    check_licence_mode(fail, "ecs", ecs, ecs.services)
     agent_tag = ecs.services["cloudwatch_agent"].tag
     version = re.match(r"(\d+)\.(\d+)\.(\d+)", agent_tag)
     if (
@@ -241,3 +210,34 @@ def alarm_emails(env: EnvironmentConfig) -> list[str] | None:
 
 
 placeholders = ecs_placeholders
+
+
+def licence(env: EnvironmentConfig) -> tuple[LicenceSettings, SecretsConfig] | None:
+    return (env.ecs, env.ecs.secrets) if env.ecs is not None else None
+
+
+# The closed variant's switches in the environment's file (regular expression, replacement), each matched once:
+# air-gapped with no NAT gateway, TLS from a Private CA with deletion protection, the resilience rehearsal, the
+# probe task's turn hops, and [ecs.capacity]'s types, targeted reservations and fallback AZ.
+CLOSED = (
+    (r'(?m)^licence_mode = "connected"', 'licence_mode = "air-gapped"'),
+    (r"(?m)^nat_gateways = \d+", "nat_gateways = 0"),
+    (r"(?m)^tls = false$", PRIVATE_CA_TLS),
+    (r"(?m)^enabled = false$", "enabled = true"),  # [ecs.resilience]
+    (r'(?m)^# turn_hops = \["transcribe", "bedrock"\]$', 'turn_hops = ["transcribe", "bedrock"]'),  # [probe]
+    (r"(?m)^# \[ecs\.capacity\]$", "[ecs.capacity]"),
+    (r"(?m)^# instance_types = ", "instance_types = "),
+    (r'(?m)^# reservations = "targeted"', 'reservations = "targeted"'),
+    (r"(?m)^# \[\[ecs\.capacity\.reservation\]\].*$", "[[ecs.capacity.reservation]]"),
+    (r'(?m)^# id = "cr-0123456789abcdef0"$', 'id = "cr-0123456789abcdef0"'),
+    (r'(?m)^# availability_zone = "us-east-2a"$', 'availability_zone = "us-east-2a"'),
+    (r'(?m)^# instance_type = "g6e.xlarge"$', 'instance_type = "g6e.xlarge"'),
+    (r"(?m)^# \[ecs\.capacity\.fallback\].*$", "[ecs.capacity.fallback]"),
+    (r'(?m)^# availability_zone = "us-east-2b"$', 'availability_zone = "us-east-2b"'),
+)
+
+
+def closed_variants(env: EnvironmentConfig) -> list[ClosedVariant]:
+    if env.ecs is None or env.ecs.licence_mode != "connected":
+        return []
+    return [ClosedVariant("closed", "air-gapped, TLS, FIS", CLOSED)]

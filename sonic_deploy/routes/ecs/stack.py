@@ -56,7 +56,7 @@ class EcsStack(SonicStack):
             base,
             fleet,
             log_retention=retention,
-            licence_secret_name=settings.licence_secret_name,
+            licence_secret_name=settings.licence_secret_name(cfg.secrets),
             vpc_cidr=settings.route_cidr("ecs"),
             listener_port=settings.ecs_listener_port,
             tls=settings.ecs_tls,

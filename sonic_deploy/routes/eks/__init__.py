@@ -15,5 +15,7 @@ ROUTE = Route(
     probe_outputs=outputs.FOR_PROBE,
     preflight="sonic_deploy.routes.eks.preflight",
     rules="sonic_deploy.routes.eks.rules",
+    runs_licence_proxy=True,
+    licence_reloads=True,
     ecr_segment="eks",
 )

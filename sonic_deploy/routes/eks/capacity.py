@@ -31,6 +31,8 @@ class Capacity:
             system_node_selector=SYSTEM_NODES,
             # The stack gives vpc-cni no Pod Identity of its own: on Karpenter's nodes it runs on the node role.
             vpc_cni_uses_node_role=True,
+            mirror=cfg.mirror,
+            isolated_vpc=cfg.licence_mode == "air-gapped",
         )
         self.karpenter.node.add_dependency(*cluster.ready)
         self.manifest = eks.KubernetesManifest(
@@ -41,7 +43,7 @@ class Capacity:
                 GpuNodes(
                     name=GPU_NODES,
                     ami_alias=cfg.capacity.ami,
-                    node_role=self.karpenter.node_role.role_name,
+                    instance_profile=self.karpenter.instance_profile.instance_profile_name,
                     subnet_id=base.placement.subnet.subnet_id,
                     security_group_ids=(cluster.cluster.cluster_security_group_id,),
                     placement_group_name=base.placement.placement_group.placement_group_name,

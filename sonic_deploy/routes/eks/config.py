@@ -10,7 +10,13 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from sonic_deploy.config.base import Email, Ratio, Strict
-from sonic_deploy.config.cartesia import ApiConfig, SecretsConfig, ServiceConfig, ServiceName
+from sonic_deploy.config.cartesia import (
+    ApiConfig,
+    LicenceSettings,
+    SecretsConfig,
+    ServiceConfig,
+    ServiceName,
+)
 
 # The kubectl Lambda layer the stack applies objects with (aws-cdk.lambda-layer-kubectl-v36) runs kubectl 1.36,
 # which supports clusters one minor either side (aws_eks_v2's README, "Runtime"); aws-cdk-lib 2.275 creates
@@ -28,6 +34,9 @@ DEFAULT_AMI_ALIAS = "al2023@v20260714"
 CLUSTER_NAME = r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$"
 # An IAM role's ARN (CreateAccessEntry's principalArn), path and name as IAM takes them.
 IAM_ROLE_ARN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
+# A registry path in private ECR (an OCI registry host and repository prefix), as Helm's `oci://` and an image
+# reference take it: <account>.dkr.ecr.<region>.amazonaws.com[/<prefix>].
+ECR_PATH = r"^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(?:\.cn)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$"
 # A Kubernetes namespace: an RFC 1123 label.
 NAMESPACE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 
@@ -86,6 +95,20 @@ class EksCapacityConfig(Strict):
         return value
 
 
+class EksMirrorConfig(Strict):
+    """`[eks.mirror]`: the controllers' charts and images in your ECR, for a cluster without egress (docs/eks.md,
+    section 12). `sonic-deploy mirror --env NAME` lists what goes where."""
+
+    charts: Annotated[str, Field(pattern=ECR_PATH)] = Field(
+        description="where the charts are, as Helm's oci:// takes it without the scheme: chart <name> at "
+        "<charts>/<name>:<version> (helm push <chart>.tgz oci://<charts>)",
+    )
+    images: Annotated[str, Field(pattern=ECR_PATH)] = Field(
+        description="where the controllers' images are: <registry>/<path> upstream at <images>/<registry>/<path>, "
+        "same tag and digest",
+    )
+
+
 class EksAlarmConfig(Strict):
     email: list[Email] = []
     worker_ttfa_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = 200.0
@@ -94,7 +117,7 @@ class EksAlarmConfig(Strict):
     )
 
 
-class EksConfig(Strict):
+class EksConfig(LicenceSettings):
     availability_zone: str = Field(
         description="the one AZ of the GPU and system nodes, placement group and NLB"
     )
@@ -148,6 +171,11 @@ class EksConfig(Strict):
     api: ApiConfig = ApiConfig()
     cluster: EksClusterConfig = EksClusterConfig()
     capacity: EksCapacityConfig = EksCapacityConfig()
+    mirror: EksMirrorConfig | None = Field(
+        default=None,
+        description="the controllers' charts and images from your ECR instead of their public registries: "
+        "required in air-gapped mode",
+    )
 
     @property
     def instance_types(self) -> list[str]:

@@ -1,33 +1,23 @@
-"""The EKS route's foundation: the network, the placement group, the secrets, the image registry and the
-cluster, on the stack's key (docs/eks.md, sections 1, 2 and 8)."""
+"""The EKS route's foundation: the network (network.py), the placement group, the secrets, the image registry
+and the cluster, on the stack's key (docs/eks.md, sections 1, 2, 8 and 12)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Stack
-from aws_cdk import aws_ec2 as ec2
+from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 
-from sonic_deploy.constructs.endpoint_policies import al2023_packages, ecr_image_layers
-from sonic_deploy.constructs.network import Network
 from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.registry import ImageRegistry, ImageSource
 from sonic_deploy.constructs.sonic_secrets import SonicSecrets
 from sonic_deploy.routes.eks.config import EksConfig
 from sonic_deploy.routes.eks.constructs.cluster import SonicCluster
+from sonic_deploy.routes.eks.network import eks_network
 
-# What nodes and pods call most, kept off the NAT gateway (connected mode has one for the rest: licensing,
-# model artefacts, the charts' images, EKS, STS and Pod Identity's eks-auth): images, secrets, metrics, logs.
-EKS_ENDPOINTS = [
-    ec2.InterfaceVpcEndpointAwsService.ECR,
-    ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
-    ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
-    ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_MONITORING,
-    ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
-]
+ISOLATED_KUBECTL_WARNING = "@aws-cdk/aws-eks:isolatedSubnetsForKubectlPrivateSubnets"
 
 
 class Foundation:
@@ -47,17 +37,8 @@ class Foundation:
         cluster_name: str,
     ) -> None:
         self.key = key
-        self.network = Network(
-            stack,
-            "Network",
-            key=key,
-            flow_log_retention=flow_log_retention,
-            interface_services=EKS_ENDPOINTS,
-            egress=True,
-            nat_gateways=1,
-            endpoint_zones=[cfg.availability_zone],
-            s3_reads=[ecr_image_layers(stack), al2023_packages(stack)],
-            **placement,
+        self.network = eks_network(
+            stack, cfg, key=key, flow_log_retention=flow_log_retention, placement=placement
         )
         self.placement = SingleAzPlacement(
             stack, "Placement", subnets=self.network.private_subnets, availability_zone=cfg.availability_zone
@@ -96,3 +77,14 @@ class Foundation:
             system_nodes=cfg.cluster.system_nodes,
             admins=cfg.cluster.admins,
         )
+        if cfg.licence_mode == "air-gapped":
+            # aws_eks_v2 orders the cluster after the VPC only: its kubectl functions reach AWS by the endpoints.
+            self.cluster.node.add_dependency(self.network.s3_endpoint, *self.network.endpoints.values())
+            # aws_eks_v2 warns of isolated subnets for the kubectl handler (aws-eks-v2/lib/cluster.js, 2.275).
+            Validations.of(self.cluster.cluster).acknowledge(
+                Acknowledgment(
+                    id=f"Annotation::{ISOLATED_KUBECTL_WARNING}",
+                    reason="air-gapped on purpose: the kubectl handler and its provider reach EKS, ECR, S3 and "
+                    "Lambda through the VPC's endpoints (routes/eks/network.py); STS only serves IRSA",
+                )
+            )

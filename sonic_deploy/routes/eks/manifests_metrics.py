@@ -17,6 +17,7 @@ APP_NAMES = {
     "api_server": "api-server",
     "gpu_worker": "gpu-worker",
     "nats": "nats",
+    "licence_proxy": "licence-proxy",
     "cloudwatch_agent": "cloudwatch-agent",
 }
 NAME_LABEL = "app.kubernetes.io/name"

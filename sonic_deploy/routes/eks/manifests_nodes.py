@@ -41,7 +41,9 @@ class GpuNodes:
 
     name: str  # the EC2NodeClass's name and the NodePools' prefix, e.g. "sonic-gpu"
     ami_alias: str  # Karpenter's amiSelectorTerms alias, pinned: "al2023@v20260820"
-    node_role: str  # the IAM role (name) the nodes run as
+    instance_profile: (
+        str  # the IAM instance profile (name) the nodes run with: the stack's, for its node role
+    )
     subnet_id: str
     security_group_ids: tuple[str, ...]
     placement_group_name: str  # an existing cluster placement group (Karpenter >= 1.11)
@@ -70,7 +72,8 @@ def _node_class(n: GpuNodes) -> Manifest:
     node_class["spec"] = {
         # An alias pins the AMI release; Karpenter picks the family's NVIDIA variant for NVIDIA types.
         "amiSelectorTerms": [{"alias": n.ami_alias}],
-        "role": n.node_role,
+        # Not spec.role: Karpenter would make a profile through IAM, which has no VPC endpoint (docs/eks.md 12).
+        "instanceProfile": n.instance_profile,
         "subnetSelectorTerms": [{"id": n.subnet_id}],
         "securityGroupSelectorTerms": [{"id": group} for group in n.security_group_ids],
         # ec2nodeclass.go PlacementGroupSelector: a name or an id, not both.

@@ -1,19 +1,23 @@
 """Checks for the EKS route (docs/eks.md, section 7): the G and VT vCPU quota and each GPU type in the route's
-AZ (shared with the ECS route: sonic_deploy/preflight/), then the cluster (preflight_cluster.py) and the
-secrets the stack imports. `before_deploy`: those secrets; `after_deploy`: the deployed stack."""
+AZ (shared with the ECS route: sonic_deploy/preflight/), then the cluster (preflight_cluster.py), the charts
+and images in [eks.mirror] (preflight_mirror.py) and the secrets the stack imports. `before_deploy`: those
+secrets; `after_deploy`: the deployed stack."""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
+from botocore.exceptions import ClientError
+
 from sonic_deploy.config import Settings
 from sonic_deploy.preflight.deployed_stack import check_route_stack
 from sonic_deploy.preflight.gpu_quota import GpuGroup, check_g_and_vt_quota
 from sonic_deploy.preflight.offerings import Placement, check_types_offered
-from sonic_deploy.preflight.results import CheckResult, passed, skipped
+from sonic_deploy.preflight.results import CheckResult, aws_error, failed, passed, skipped
 from sonic_deploy.preflight.secrets import check_named_secrets
 from sonic_deploy.routes.eks import outputs
+from sonic_deploy.routes.eks.endpoints import AIR_GAPPED
 from sonic_deploy.routes.eks.preflight_cluster import (
     check_addons,
     check_existing_cluster,
@@ -21,6 +25,7 @@ from sonic_deploy.routes.eks.preflight_cluster import (
     check_version_support,
     eks_table,
 )
+from sonic_deploy.routes.eks.preflight_mirror import check_mirror
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -56,10 +61,50 @@ def check_instance_offered(ec2: EC2Client, settings: Settings) -> list[CheckResu
     return check_types_offered(ec2, [placement])
 
 
+def check_vpc_endpoints(ec2: EC2Client, settings: Settings) -> list[CheckResult]:
+    """Air-gapped in an existing VPC: each interface endpoint the route needs (endpoints.py) is the VPC's own,
+    available (the stack makes none there: a second with private DNS would be refused)."""
+    eks, vpc = eks_table(settings), settings.environment.network.existing_vpc
+    if vpc is None or eks.licence_mode != "air-gapped":
+        return []
+    region = settings.environment.region
+    try:
+        pages = ec2.get_paginator("describe_vpc_endpoints").paginate(
+            Filters=[{"Name": "vpc-id", "Values": [vpc.vpc_id]}]
+        )
+        found = {
+            str(e.get("ServiceName"))
+            for page in pages
+            for e in page["VpcEndpoints"]
+            if str(e.get("State", "")).lower() == "available"
+        }
+    except ClientError as error:
+        return [aws_error(f"VPC endpoints of {vpc.vpc_id}", error, "ec2:DescribeVpcEndpoints")]
+    results = []
+    for name in AIR_GAPPED:
+        service, check = f"com.amazonaws.{region}.{name}", f"endpoint {name} in {vpc.vpc_id}"
+        if service in found:
+            results.append(passed(check, "available"))
+        else:
+            results.append(
+                failed(
+                    check,
+                    f"none available: air-gapped, the cluster's nodes and controllers reach {name} only through it",
+                    f"aws ec2 create-vpc-endpoint --vpc-id {vpc.vpc_id} --vpc-endpoint-type Interface "
+                    f"--service-name {service} --private-dns-enabled --subnet-ids <a subnet in "
+                    f"{eks.availability_zone}> --security-group-ids <a group open to the VPC on 443>",
+                )
+            )
+    return results
+
+
 def secret_names(settings: Settings) -> list[str]:
-    """The secrets the stack imports: none when it creates them (`secrets.create = true`)."""
-    secrets = eks_table(settings).secrets
-    return [] if secrets.create else [secrets.api_key, secrets.registry_credentials]
+    """The secrets the stack imports: none when it creates them (`secrets.create = true`); air-gapped, the
+    licence's always (`sonic-deploy licence upload` makes it before the first deploy)."""
+    eks = eks_table(settings)
+    secrets = eks.secrets
+    offline = [settings.licence_secret_name(secrets)] if eks.licence_mode == "air-gapped" else []
+    return ([] if secrets.create else [secrets.api_key, secrets.registry_credentials]) + offline
 
 
 def checks(
@@ -70,6 +115,7 @@ def checks(
     eks = eks_table(settings)
     results = [check_gpu_vcpu_quota(clients.service_quotas, clients.ec2, settings)]
     results.extend(check_instance_offered(clients.ec2, settings))
+    results.extend(check_vpc_endpoints(clients.ec2, settings))
     existing, found = eks.cluster.existing, False
     if existing is not None:  # a new cluster: the stack makes it as configured, nothing of it to ask
         cluster_results, found = check_existing_cluster(clients.eks, settings)
@@ -78,6 +124,7 @@ def checks(
     if found:
         results.extend(check_addons(clients.eks, settings))
         results.append(check_no_identity_clash(clients.eks, settings))
+    results.extend(check_mirror(clients.ecr, settings, account))
     if eks.secrets.create:
         results.append(
             skipped("secrets", "secrets.create = true: the stack creates them (replace the placeholders)")

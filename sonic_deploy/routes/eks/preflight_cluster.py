@@ -26,6 +26,8 @@ NEAR_END_DAYS = 90
 # What the route's pods need of the cluster (docs/eks.md, section 2): the CNI, DNS, Services, and the agent
 # behind the Pod Identity associations the stack makes.
 REQUIRED_ADDONS = ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent")
+# Air-gapped, the licence proxy's volume (a cluster the stack makes gets it from the stack).
+VOLUME_ADDON = "aws-ebs-csi-driver"
 # The stack's kubectl Lambda grants itself cluster-admin with an access entry (docs/eks.md, section 2).
 ACCESS_ENTRY_MODES = ("API", "API_AND_CONFIG_MAP")
 
@@ -228,7 +230,8 @@ def _subnets(check: str, vpc: Mapping[str, Any], settings: Settings) -> CheckRes
 
 
 def check_addons(eks: EKSClient, settings: Settings) -> list[CheckResult]:
-    """Each of REQUIRED_ADDONS installed as an EKS add-on and ACTIVE (an existing cluster's)."""
+    """Each of REQUIRED_ADDONS (and VOLUME_ADDON, air-gapped) installed as an EKS add-on and ACTIVE (an
+    existing cluster's)."""
     name, region = eks_table(settings).cluster.existing, settings.environment.region
     assert name is not None, "add-ons are asked of an existing cluster only"
     try:
@@ -238,7 +241,8 @@ def check_addons(eks: EKSClient, settings: Settings) -> list[CheckResult]:
     except ClientError as error:
         return [aws_error(f"add-ons of cluster {name}", error, "eks:ListAddons")]
     results = []
-    for addon in REQUIRED_ADDONS:
+    air_gapped = eks_table(settings).licence_mode == "air-gapped"
+    for addon in (*REQUIRED_ADDONS, *((VOLUME_ADDON,) if air_gapped else ())):
         check = f"add-on {addon} on {name}"
         install = f"aws eks create-addon --cluster-name {name} --addon-name {addon} --region {region}"
         missing = failed(

@@ -13,25 +13,30 @@ from sonic_deploy.config.cartesia_rules import (
     check_created_secrets,
     check_gpu_type,
     check_idle_timeout,
+    check_licence_mode,
+    check_licence_path,
     check_secret_names,
     check_services,
     check_workers,
 )
 from sonic_deploy.config.errors import MISSING, ConfigError, Fail
 from sonic_deploy.config.placeholders import PLACEHOLDER_MARK, example_emails, image_placeholders
+from sonic_deploy.routes.eks.addon_registry import ADD_ON_REGISTRY_ACCOUNTS
+from sonic_deploy.routes.eks.charts import registry_region
 from sonic_deploy.routes.eks.config import EksConfig
+from sonic_deploy.routes.eks.manifests_pods import SECRETS_MOUNT
+from sonic_deploy.routes.route import PRIVATE_CA_TLS, ClosedVariant
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from sonic_deploy.config.cartesia import LicenceSettings, SecretsConfig
     from sonic_deploy.config.catalogue import InstanceCatalogue
     from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
 
-SERVICES = ("api_server", "gpu_worker", "nats", "cloudwatch_agent")
+SERVICES = ("api_server", "gpu_worker", "licence_proxy", "nats", "cloudwatch_agent")
 # Kubernetes' own namespaces and the controllers' (constructs/add_ons.py: kube-system, keda).
 RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease", "keda"})
-# Air-gapped mode (the licence proxy and its loader) comes later to this route (docs/eks.md, section 12).
-NOT_YET = ("licence_proxy", "licence_loader")
 # What the GPU node keeps for itself and its DaemonSets (kubelet, the device plugin, DCGM exporter, the CNI):
 # the worker's request must leave it free, or the pod never schedules.
 NODE_RESERVED_SHARE = 0.1
@@ -87,6 +92,30 @@ def _check_cluster(fail: Fail, env: EnvironmentConfig, eks: EksConfig) -> None:
         )
 
 
+def _check_mirror(fail: Fail, env: EnvironmentConfig, eks: EksConfig) -> None:
+    mirror = eks.mirror
+    if mirror is None:
+        if eks.licence_mode == "air-gapped":
+            fail(
+                "eks.mirror",
+                MISSING,
+                "air-gapped, the cluster cannot fetch the controllers' charts and images from their public "
+                "registries",
+                "copy them into your ECR (`sonic-deploy mirror --env NAME` lists them) and add [eks.mirror] "
+                "charts and images",
+            )
+        return
+    for field, path in (("charts", mirror.charts), ("images", mirror.images)):
+        region = registry_region(path)
+        if region != env.region:
+            fail(
+                f"eks.mirror.{field}",
+                path,
+                f"a registry in {region}: the cluster reaches ECR in {env.region} only (its VPC endpoints)",
+                f"copy them into ECR in {env.region} and name that registry",
+            )
+
+
 def _check_capacity(fail: Fail, name: str, eks: EksConfig, catalogue: InstanceCatalogue) -> None:
     seen: set[str] = set()
     for index, instance_type in enumerate(eks.instance_types):
@@ -131,6 +160,15 @@ def check(
     fail: Fail, name: str, env: EnvironmentConfig, catalogue: InstanceCatalogue, zones: list[str]
 ) -> None:
     eks = _table(fail, env)
+    if env.region not in ADD_ON_REGISTRY_ACCOUNTS:
+        fail(
+            "region",
+            env.region,
+            "the EKS guide names no registry of EKS add-on images here, which the nodes' ECR endpoints must "
+            "let them pull from",
+            "use another Region, or add its registry account to sonic_deploy/routes/eks/addon_registry.py from "
+            "the EKS guide's 'View Amazon container image registries for Amazon EKS add-ons'",
+        )
     if eks.availability_zone not in zones:
         fail(
             "eks.availability_zone",
@@ -152,24 +190,18 @@ def check(
         )
     check_secret_names(fail, "eks", eks.secrets)
     check_created_secrets(fail, "eks", eks.secrets, eks.copy_images)
-    for service in NOT_YET:
-        if service in eks.services:
-            fail(
-                f"eks.services.{service}",
-                "(a table)",
-                "the EKS route runs in connected mode only so far: there is no licence proxy to run",
-                f"remove [eks.services.{service}] (air-gapped mode: the ECS route)",
-            )
+    check_licence_path(fail, "eks", eks)
+    if (eks.licence_data_path.rstrip("/") + "/").startswith(SECRETS_MOUNT + "/"):
+        fail(
+            "eks.licence_data_path",
+            eks.licence_data_path,
+            f"inside {SECRETS_MOUNT}, where the proxy's pod mounts its secrets: the two volumes would collide",
+            'use a path of its own, e.g. "/data"',
+        )
     check_services(fail, "eks", eks.services, SERVICES, "Deployment in the stack's template")
-    for name, spec in eks.services.items():
-        if spec.licence_proxy_url_variable is not None:
-            fail(
-                f"eks.services.{name}.licence_proxy_url_variable",
-                spec.licence_proxy_url_variable,
-                "the EKS route runs no licence proxy (connected mode only so far): the variable would name nothing",
-                "remove it",
-            )
     check_idle_timeout(fail, "eks", eks.nlb_idle_timeout_s, eks.deregistration_delay_s)
+    check_licence_mode(fail, "eks", eks, eks.services)
+    _check_mirror(fail, env, eks)
     _check_cluster(fail, env, eks)
     _check_capacity(fail, name, eks, catalogue)
     check_api(fail, "eks", name, env, eks.api, eks.deregistration_delay_s)
@@ -181,11 +213,16 @@ def check_limits(fail: Fail, env: EnvironmentConfig) -> None:
 
 
 def public_subnets(env: EnvironmentConfig) -> bool:
-    return True  # connected mode: NAT gateways for licensing, model artefacts and the charts' images
+    # Connected mode: a NAT gateway for licensing, model artefacts and the charts' images; air-gapped, none.
+    return env.eks is not None and env.eks.nat_gateways > 0
 
 
 def alarm_emails(env: EnvironmentConfig) -> list[str] | None:
     return env.eks.alarms.email if env.eks is not None else None
+
+
+def licence(env: EnvironmentConfig) -> tuple[LicenceSettings, SecretsConfig] | None:
+    return (env.eks, env.eks.secrets) if env.eks is not None else None
 
 
 def placeholders(
@@ -199,13 +236,50 @@ def placeholders(
         return
     yield from image_placeholders(env_file, "eks", env.eks.services)
     for name, service in env.eks.services.items():
-        variable = service.nats_url_variable
-        if variable is not None and PLACEHOLDER_MARK.lower() in variable.lower():
-            yield ConfigError(
-                file=env_file,
-                field=f"eks.services.{name}.nats_url_variable",
-                value=variable,
-                problem="still the shipped placeholder: the image would not be told where NATS is",
-                fix="write the variable it reads NATS's address from, from Cartesia's deployment bundle",
-            )
+        for kind, variable in (
+            ("nats_url_variable", service.nats_url_variable),
+            ("licence_proxy_url_variable", service.licence_proxy_url_variable),
+        ):
+            if variable is not None and PLACEHOLDER_MARK.lower() in variable.lower():
+                yield ConfigError(
+                    file=env_file,
+                    field=f"eks.services.{name}.{kind}",
+                    value=variable,
+                    problem="still the shipped placeholder: the image would not be told where its peer is",
+                    fix="write the variable it reads the address from, from Cartesia's deployment bundle",
+                )
     yield from example_emails(env_file, "eks.alarms.email", env.eks.alarms.email)
+
+
+# The compliance gate's variants of an environment that deploys the route connected on a cluster it makes
+# (regular expression, replacement, each matched once in its file): air-gapped, and on an existing cluster.
+AIR_GAPPED = (
+    (r'(?m)^licence_mode = "connected"', 'licence_mode = "air-gapped"'),
+    (r"(?m)^nat_gateways = \d+", "nat_gateways = 0"),
+    (r"(?m)^# \[eks\.mirror\]$", "[eks.mirror]"),
+    (r"(?m)^# charts = ", "charts = "),
+    (r"(?m)^# images = ", "images = "),
+    (r"(?m)^tls = false\nallow_plaintext_outside_dev = true$", PRIVATE_CA_TLS),
+    # The canary trusts public CAs only (config/cartesia_api_rules.py): off beside a Private CA's listener.
+    (r"(?m)^\[tags\]$", "[canary]\nenabled = false\n\n[tags]"),
+)
+EXISTING_CLUSTER = (
+    (r'(?m)^# existing = "', 'existing = "'),
+    (r"(?m)^# security_group_id = ", "security_group_id = "),
+    (r"(?m)^# \[network\.existing_vpc\]$", "[network.existing_vpc]"),
+    (r'(?m)^# vpc_id = "vpc-', 'vpc_id = "vpc-'),
+    (r'(?m)^# vpc_cidr = "', 'vpc_cidr = "'),
+    (r"(?m)^# private_subnet_ids = ", "private_subnet_ids = "),
+    (r"(?m)^# availability_zones = \[", "availability_zones = ["),
+    (r"(?m)^# private_route_table_ids = ", "private_route_table_ids = "),
+)
+
+
+def closed_variants(env: EnvironmentConfig) -> list[ClosedVariant]:
+    eks = env.eks
+    if eks is None or eks.licence_mode != "connected" or eks.cluster.existing is not None:
+        return []
+    return [
+        ClosedVariant("air-gapped", "air-gapped, TLS from a Private CA", AIR_GAPPED),
+        ClosedVariant("existing", "an existing cluster and VPC", EXISTING_CLUSTER),
+    ]

@@ -11,16 +11,17 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 
-from sonic_deploy.config.cartesia import Listener
+from sonic_deploy.config.cartesia import Listener, services_run
 from sonic_deploy.constructs.api_load_balancer import AccessLogs, ApiCertificate, ApiLoadBalancer
 from sonic_deploy.constructs.findings import acknowledge_compliance
 from sonic_deploy.routes.eks.config import EksConfig
 from sonic_deploy.routes.eks.constructs.add_on_policies import pod_identity_role
-from sonic_deploy.routes.eks.constructs.add_ons import ClusterAddOns
+from sonic_deploy.routes.eks.constructs.add_ons import SYSTEM_NAMESPACE, ClusterAddOns
 from sonic_deploy.routes.eks.constructs.cluster import SYSTEM_NODES
+from sonic_deploy.routes.eks.constructs.licence_storage import EbsCsiDriver
 from sonic_deploy.routes.eks.constructs.operations import METRICS_NAMESPACE
 from sonic_deploy.routes.eks.foundation import Foundation
-from sonic_deploy.routes.eks.manifests import SERVICE_ACCOUNTS, Workloads, workloads
+from sonic_deploy.routes.eks.manifests import SERVICE_ACCOUNTS, OfflineLicence, Workloads, workloads
 
 # Kinds whose definitions the add-ons' charts install: applied once those are in.
 CUSTOM_KINDS = frozenset(
@@ -45,8 +46,10 @@ class Services:
         metrics_log_retention: logs.RetentionDays,
         region: str,
         gpu_nodes: str,
+        licence_secret: str,
     ) -> None:
-        """`gpu_nodes`: the NodePools' name (Capacity's)."""
+        """`gpu_nodes`: the NodePools' name (Capacity's); `licence_secret`: the offline licence's secret name
+        (air-gapped mode)."""
         cluster = base.cluster.cluster
         api_server = cfg.services["api_server"]
         assert api_server.port is not None  # the config's rules require it
@@ -86,6 +89,7 @@ class Services:
             target_group_arns=[self.load_balancer.target_group.target_group_arn],
             dcgm_namespace=cfg.namespace,
             cluster_name=base.cluster.name,
+            mirror=cfg.mirror,
         )
         self.add_ons.node.add_dependency(*base.cluster.ready)
         secrets: dict[str, secretsmanager.ISecret] = {
@@ -94,6 +98,33 @@ class Services:
         }
         used = {ref for name in ("api_server", "gpu_worker") for ref in cfg.services[name].secrets.values()}
         identity = {"cluster": base.cluster.name, "namespace": cfg.namespace}
+        self.licence_proxy_role = pod_identity_role(
+            stack,
+            "LicenceProxyRole",
+            description="reads the secrets Cartesia's licence proxy mounts (its offline licence, air-gapped)",
+            accounts=[SERVICE_ACCOUNTS["licence_proxy"]],
+            **identity,
+        )
+        for ref in sorted(set(cfg.services["licence_proxy"].secrets.values())):
+            secrets[ref].grant_read(self.licence_proxy_role)
+        licence: OfflineLicence | None = None
+        self.ebs_csi_driver: EbsCsiDriver | None = None
+        if cfg.licence_mode == "air-gapped":
+            licence = OfflineLicence(licence_secret, cfg.licence_data_path, cfg.licence_content_type)
+            secretsmanager.Secret.from_secret_name_v2(stack, "Licence", licence_secret).grant_read(
+                self.licence_proxy_role
+            )
+            if cfg.cluster.existing is None:  # an existing cluster's own driver: preflight checks it is there
+                self.ebs_csi_driver = EbsCsiDriver(
+                    stack, "EbsCsiDriver", cluster_name=base.cluster.name, namespace=SYSTEM_NAMESPACE
+                )
+                self.ebs_csi_driver.node.add_dependency(*base.cluster.ready)
+        acknowledge_compliance(
+            self.licence_proxy_role,
+            "IAMNoInlinePolicy",
+            reason="the licence proxy's role may only read the secrets it mounts (CDK's grant_read), in an "
+            "inline policy that lives and goes with the role",
+        )
         self.secrets_role = pod_identity_role(
             stack,
             "SecretsRole",
@@ -127,6 +158,7 @@ class Services:
             "inline policy that lives and goes with the role",
         )
         roles = {
+            "licence_proxy": self.licence_proxy_role,
             "api_server": self.secrets_role,
             "gpu_worker": self.secrets_role,
             "cloudwatch_agent": self.metrics_role,
@@ -142,11 +174,12 @@ class Services:
             )
             for name, role in roles.items()
         ]
+        run = services_run(cfg.services, cfg.licence_mode)
         objects = workloads(
             Workloads(
                 namespace=cfg.namespace,
-                services={name: spec for name, spec in cfg.services.items() if name in SERVICE_ACCOUNTS},
-                images={name: base.registry.uri(name) for name in SERVICE_ACCOUNTS},
+                services=run,
+                images={name: base.registry.uri(name) for name in run},
                 api_server_replicas=cfg.api_server_replicas,
                 nats_replicas=cfg.nats_replicas,
                 min_workers=cfg.min_workers,
@@ -168,6 +201,7 @@ class Services:
                 metrics_log_group=self.metrics_log_group.log_group_name,
                 gpu_nodes_name=gpu_nodes,
                 system_node_selector=SYSTEM_NODES,
+                licence=licence,
             )
         )
         # overwrite: `kubectl apply`, not `create`: an object already there (a namespace on your cluster) is
@@ -180,7 +214,9 @@ class Services:
             overwrite=True,
         )
         self.workloads.node.add_dependency(*base.cluster.ready, *self.associations)
-        for name in SERVICE_ACCOUNTS:
+        if self.ebs_csi_driver is not None:
+            self.workloads.node.add_dependency(self.ebs_csi_driver)
+        for name in run:
             base.registry.before_use(name, self.workloads)
         # The DCGM exporter runs in the workloads' namespace (their agent scrapes it): after the namespace.
         self.add_ons.dcgm_exporter.node.add_dependency(self.workloads)

@@ -9,7 +9,7 @@ from aws_cdk import CfnOutput
 from constructs import Construct
 
 from sonic_deploy.config import Settings
-from sonic_deploy.config.cartesia import listener
+from sonic_deploy.config.cartesia import listener, services_run
 from sonic_deploy.constructs.encryption import EncryptionKey
 from sonic_deploy.constructs.naming import id_from_name
 from sonic_deploy.constructs.registry import ImageSource
@@ -47,7 +47,7 @@ class EksStack(SonicStack):
                 name: ImageSource(
                     s.source, s.tag, settings.ecr_repository(name, "eks"), s.private_registry, digest=s.digest
                 )
-                for name, s in cfg.services.items()
+                for name, s in services_run(cfg.services, cfg.licence_mode).items()
             },
         )
         Capacity(self, cfg, base, tags=env.tags)
@@ -61,6 +61,7 @@ class EksStack(SonicStack):
             metrics_log_retention=log_retention(env.log_retention_days),
             region=self.region,
             gpu_nodes=GPU_NODES,
+            licence_secret=settings.licence_secret_name(cfg.secrets),
         )
         operate(self, settings, base, services, api, model_id=model_id)
 

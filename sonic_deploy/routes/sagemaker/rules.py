@@ -14,7 +14,9 @@ from sonic_deploy.config.placeholders import example_emails
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from sonic_deploy.config.cartesia import LicenceSettings, SecretsConfig
     from sonic_deploy.config.schema import EnvironmentConfig, ModelPackages
+    from sonic_deploy.routes.route import ClosedVariant
 
 
 # A training plan's ARN (CreateEndpointConfig, MlReservationArn: arn:aws[a-z-]*:sagemaker:REGION:ACCOUNT:...).
@@ -157,6 +159,10 @@ def alarm_emails(env: EnvironmentConfig) -> list[str] | None:
     return env.sagemaker.alarms.email
 
 
+def licence(env: EnvironmentConfig) -> tuple[LicenceSettings, SecretsConfig] | None:
+    return None  # no licence proxy: the model package's licence is the Marketplace subscription
+
+
 def placeholders(
     env_file: Path,
     packages_file: Path,
@@ -174,3 +180,7 @@ def placeholders(
             "remove it from `unconfirmed` (or write your own ARN)",
         )
     yield from example_emails(env_file, "sagemaker.alarms.email", env.sagemaker.alarms.email)
+
+
+def closed_variants(env: EnvironmentConfig) -> list[ClosedVariant]:
+    return []  # isolated as shipped: private subnets only, the model network-isolated

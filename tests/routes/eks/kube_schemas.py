@@ -26,7 +26,7 @@ CUSTOM_KINDS = {
         "SecretProviderClass",
     )
 }
-CLUSTER_SCOPED_BUILT_INS = frozenset({"Namespace", "ClusterRole", "ClusterRoleBinding"})
+CLUSTER_SCOPED_BUILT_INS = frozenset({"Namespace", "ClusterRole", "ClusterRoleBinding", "StorageClass"})
 
 
 class UnknownKindError(Exception):

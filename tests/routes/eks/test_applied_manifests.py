@@ -1,6 +1,6 @@
-"""The Kubernetes objects the EKS stack applies, read back out of its templates (both ways in), validate against
-Kubernetes' schemas at the configured version and the custom resources' (docs/eks.md, section 5). The
-template's tokens become values of the kind AWS would put there."""
+"""The Kubernetes objects the EKS stack applies, read back out of its templates (both ways in, and air-gapped),
+validate against Kubernetes' schemas at the configured version and the custom resources' (docs/eks.md, section
+5). The template's tokens become values of the kind AWS would put there."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ ACCOUNT, REGION = "123456789012", "us-east-2"
 # What a Ref or a GetAtt of each type resolves to when the stack is deployed: a value of the right form.
 REF = {
     "AWS::IAM::Role": "sonic-dev-eks-KarpenterNodeRole-0123",
+    "AWS::IAM::InstanceProfile": "sonic-dev-eks-eks-KarpenterNodeInstanceProfile-0123",
     "AWS::EC2::Subnet": "subnet-0123456789abcdef0",
     "AWS::ECR::Repository": "sonic-dev-eks/eks/gpu-worker",
     "AWS::Logs::LogGroup": "sonic-dev-eks-MetricsLogs-0123",
@@ -58,7 +59,7 @@ def applied(template: Template) -> list[dict[str, Any]]:
     return objects
 
 
-@pytest.mark.parametrize("way_in", ["eks_template", "eks_existing"])
+@pytest.mark.parametrize("way_in", ["eks_template", "eks_existing", "eks_air_gapped"])
 def test_every_object_the_stack_applies_validates(way_in: str, request: pytest.FixtureRequest) -> None:
     objects = applied(request.getfixturevalue(way_in))
     kinds = {o["kind"] for o in objects}

@@ -72,7 +72,7 @@ def dev_nodes(**changes: Any) -> GpuNodes:
     base = GpuNodes(
         name="sonic-gpu",
         ami_alias="al2023@v20260820",
-        node_role="sonic-dev-gpu-node",
+        instance_profile="sonic-dev-eks-eks-KarpenterNodeInstanceProfile",
         subnet_id="subnet-0123456789abcdef0",
         security_group_ids=("sg-0123456789abcdef0", "sg-0fedcba9876543210"),
         placement_group_name="sonic-dev-gpu",
@@ -321,12 +321,12 @@ def test_node_pools_follow_the_config_order_in_the_placement_group() -> None:
 def test_token_strings_are_placed_as_they_are() -> None:
     token = "${Token[TOKEN.123]}"
     nodes = gpu_nodes(
-        dev_nodes(subnet_id=token, placement_group_name=token, kms_key_arn=token, node_role=token)
+        dev_nodes(subnet_id=token, placement_group_name=token, kms_key_arn=token, instance_profile=token)
     )
     node_class = nodes[0]["spec"]
     assert node_class["subnetSelectorTerms"] == [{"id": token}]
     assert node_class["placementGroupSelector"] == {"name": token}
-    assert node_class["role"] == token
+    assert node_class["instanceProfile"] == token
     w = workloads(dev_workloads(target_group_arn=token, api_key_secret=token, cluster_name=token))
     assert token in json.dumps(w)
 

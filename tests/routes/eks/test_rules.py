@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sonic_deploy.config import ConfigError, load_settings
-from tests.conftest import EKS_ENV, EXISTING_CLUSTER, EditConfig
+from tests.conftest import EKS_ENV, EditConfig
 
 FILE = f"environments/{EKS_ENV}.toml"
 
@@ -58,17 +58,35 @@ def _refusal(edit_config: EditConfig, old: str, new: str) -> ConfigError:
             "eks.availability_zone",
             "us-east-2a, us-east-2b",
         ),
+        ('licence_mode = "connected"', 'licence_mode = "air-gapped"', "eks.nat_gateways", "nat_gateways = 0"),
+        ("nat_gateways = 1", "nat_gateways = 0", "eks.nat_gateways", 'licence_mode = "air-gapped"'),
         (
-            'nats_url_variable = "REPLACE-ME_NATS_URL"',
-            'licence_proxy_url_variable = "PROXY"',
-            "eks.services.api_server.licence_proxy_url_variable",
-            "remove it",
+            "nat_gateways = 1",
+            'nat_gateways = 1\nlicence_data_path = "/mnt/secrets-store/licence"',
+            "eks.licence_data_path",
+            '"/data"',
+        ),
+        ("nat_gateways = 1", 'nat_gateways = 1\nlicence_data_path = "/"', "eks.licence_data_path", '"/data"'),
+        (
+            '"connected"            # "air-gapped": no egress, an offline licence; needs [eks.mirror]\n'
+            "nat_gateways = 1",
+            '"air-gapped"\nnat_gateways = 0',
+            "eks.mirror",
+            "sonic-deploy mirror --env NAME",
         ),
         (
-            "[eks.services.nats]",
-            '[eks.services.licence_proxy]\nsource = "a.example/proxy"\ntag = "1"\nport = 8080\n\n[eks.services.nats]',
+            '# [eks.mirror]\n# charts = "123456789012.dkr.ecr.us-east-2.amazonaws.com/sonic-mirror/charts"',
+            '[eks.mirror]\ncharts = "123456789012.dkr.ecr.us-east-1.amazonaws.com/charts"\n'
+            'images = "123456789012.dkr.ecr.us-east-2.amazonaws.com/m"',
+            "eks.mirror.charts",
+            "ECR in us-east-2",
+        ),
+        (
+            '[eks.services.licence_proxy]\nsource = "REPLACE-ME.pkg.dev/cartesia/self-hosted/license-proxy"\n'
+            'tag = "REPLACE-ME"\nport = 8080\ncpu = 512\nmemory_mib = 1024\nsecrets = { CARTESIA_API_KEY = "api_key" }\n',
+            "",
             "eks.services.licence_proxy",
-            "the ECS route",
+            "add an",
         ),
         ("tls = false\n", "", "eks.api.allow_plaintext_outside_dev", "remove it"),
     ],
@@ -82,8 +100,7 @@ def test_refused_with_the_field_and_the_fix(
 
 
 def test_an_existing_cluster_needs_its_vpc_and_security_group(edit_config: EditConfig) -> None:
-    (old, new), *_ = EXISTING_CLUSTER.items()
-    error = _refusal(edit_config, old, new)
+    error = _refusal(edit_config, '# existing = "my-cluster"', 'existing = "my-cluster"')
     assert error.field == "network.existing_vpc"
     assert "describe-cluster" in error.fix
     edit_config(FILE, "# [network.existing_vpc]", "[network.existing_vpc]")
@@ -111,3 +128,14 @@ def test_the_shipped_environment_loads_with_the_eks_repositories(edit_config: Ed
     assert settings.environment.eks.instance_types == ["g6e.xlarge", "g6.2xlarge"]
     assert settings.ecr_repository("gpu_worker", "eks") == "sonic-dev-eks/eks/gpu-worker"
     assert settings.route_cidr("eks") == "10.61.0.0/16"
+
+
+def test_a_region_without_an_eks_add_on_registry_is_refused(edit_config: EditConfig) -> None:
+    """The nodes' ECR endpoints must let the add-ons' images through from that registry's account."""
+    config = edit_config(FILE, "", "")
+    path = config / FILE
+    path.write_text(path.read_text().replace("us-east-2", "mx-central-1"))
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config, EKS_ENV)
+    assert caught.value.field == "region"
+    assert "addon_registry.py" in caught.value.fix

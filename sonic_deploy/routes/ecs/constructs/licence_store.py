@@ -20,39 +20,7 @@ from sonic_deploy.constructs.placement import SingleAzPlacement
 from sonic_deploy.constructs.retention import KEEP_ONCE_CREATED
 from sonic_deploy.routes.ecs.constructs.sonic_metrics import SONIC_NAMESPACE
 from sonic_deploy.routes.ecs.constructs.sonic_service import SonicService
-
-LOADER_TRIES, LOADER_PAUSE_S = 60, 5
-# One try's limit: a proxy that accepts and never answers would hold wget (which has no timeout of its own)
-# for good. BusyBox's `timeout` applet, not `wget -T`: a BusyBox built without FEATURE_WGET_TIMEOUT (Debian's
-# 1.35) takes -T and segfaults.
-LOADER_TRY_TIMEOUT_S = 10
-# The loader's line when it gives up: a metric filter counts it (`load_failures`), an alarm pages on it.
-LOADER_GAVE_UP = "the licence proxy did not accept the licence"
-
-
-def loader_script(*, port: int, content_type: str) -> str:
-    """The loader's shell script (BusyBox sh and wget): wait for the proxy, POST the licence once, exit 0;
-    exit 1 if the proxy never took it (`sonic-deploy licence upload` reads that exit code).
-
-    The secret holds the licence file base64-encoded (the upload command writes it so). BusyBox wget sends a
-    --post-file only up to its first NUL byte, so the upload command refuses files that contain one.
-    """
-    return "\n".join(
-        [
-            "set -eu",
-            'printf %s "$SONIC_LICENCE" | base64 -d > /tmp/licence',
-            "n=0",
-            f"while [ $n -lt {LOADER_TRIES} ]; do",
-            f"  if timeout {LOADER_TRY_TIMEOUT_S} wget -q -O /dev/null --header 'Content-Type: {content_type}' "
-            f"--post-file /tmp/licence http://127.0.0.1:{port}/license; then",
-            "    echo 'licence uploaded to the licence proxy'; exit 0",
-            "  fi",
-            f"  n=$((n + 1)); sleep {LOADER_PAUSE_S}",
-            "done",
-            f"echo '{LOADER_GAVE_UP} after {LOADER_TRIES} tries' >&2",
-            "exit 1",
-        ]
-    )
+from sonic_deploy.routes.licence_loader import LOADER_GAVE_UP, loader_script
 
 
 class LicenceStore(Construct):

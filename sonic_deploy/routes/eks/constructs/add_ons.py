@@ -5,58 +5,31 @@ OIDC provider to keep)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.constructs.findings import acknowledge, as_nag_prints
+from sonic_deploy.routes.eks.charts import (
+    DCGM_EXPORTER,
+    DEVICE_PLUGIN,
+    KEDA,
+    LOAD_BALANCER_CONTROLLER,
+    SECRETS_PROVIDER_AWS,
+    SECRETS_STORE_CSI_DRIVER,
+    ChartPin,
+    chart_source,
+    merged,
+)
+from sonic_deploy.routes.eks.config import EksMirrorConfig
 from sonic_deploy.routes.eks.constructs.add_on_policies import (
     keda_statements,
     load_balancer_controller_statements,
     pod_identity_role,
     security_groups_arn,
-)
-
-
-@dataclass(frozen=True)
-class ChartPin:
-    """A chart, the Helm repository it is fetched from at deploy, and its version."""
-
-    chart: str
-    repository: str
-    version: str
-
-
-# v3.5.0, the design's (section 3): helm/aws-load-balancer-controller/Chart.yaml in
-# kubernetes-sigs/aws-load-balancer-controller@225f445 (tag v3.5.0 = 11eb202); published in
-# aws/eks-charts@c7f9ea5 (gh-pages), index.yaml and aws-load-balancer-controller-3.5.0.tgz.
-LOAD_BALANCER_CONTROLLER = ChartPin(
-    "aws-load-balancer-controller", "https://aws.github.io/eks-charts", "3.5.0"
-)
-# 2.20.2, the newest 2.20 (design section 4): keda/Chart.yaml at kedacore/charts tag v2.20.2 (cbb9bb8), the
-# operator kedacore/keda@8b4f083 (v2.20.2). The published index (gh-pages) was not in the snapshot.
-KEDA = ChartPin("keda", "https://kedacore.github.io/charts", "2.20.2")
-# 0.20.0, the newest: deployments/helm/nvidia-device-plugin/Chart.yaml at NVIDIA/k8s-device-plugin tag
-# v0.20.0 (1b826ac); index.yaml on its gh-pages (bf58428) lists stable/nvidia-device-plugin-0.20.0.tgz.
-DEVICE_PLUGIN = ChartPin("nvidia-device-plugin", "https://nvidia.github.io/k8s-device-plugin", "0.20.0")
-# 4.8.2, the design's (section 4): deployment/Chart.yaml in NVIDIA/dcgm-exporter@d5e5f51 (image
-# 4.5.3-4.8.2); helm-charts/index.yaml on its gh-pages (ecd340d) lists dcgm-exporter-4.8.2.tgz.
-DCGM_EXPORTER = ChartPin("dcgm-exporter", "https://nvidia.github.io/dcgm-exporter/helm-charts", "4.8.2")
-# 1.6.0, the newest, and the one ASCP 3.1.1's Chart.lock pins: charts/secrets-store-csi-driver/Chart.yaml
-# at kubernetes-sigs/secrets-store-csi-driver tag v1.6.0 (4960f96); charts/index.yaml on gh-pages (e355a41).
-SECRETS_STORE_CSI_DRIVER = ChartPin(
-    "secrets-store-csi-driver", "https://kubernetes-sigs.github.io/secrets-store-csi-driver/charts", "1.6.0"
-)
-# 3.1.1, the newest: charts/secrets-store-csi-driver-provider-aws/Chart.yaml at aws/secrets-store-csi-driver-
-# provider-aws tag 3.1.1 (5f47771); index.yaml on gh-pages (1986b33). Its bundled driver is off: ours above.
-SECRETS_PROVIDER_AWS = ChartPin(
-    "secrets-store-csi-driver-provider-aws",
-    "https://aws.github.io/secrets-store-csi-driver-provider-aws",
-    "3.1.1",
 )
 
 SYSTEM_NAMESPACE = "kube-system"
@@ -104,11 +77,14 @@ class ClusterAddOns(Construct):
         target_group_arns: Sequence[str] = (),
         dcgm_namespace: str = SYSTEM_NAMESPACE,
         cluster_name: str | None = None,
+        mirror: EksMirrorConfig | None = None,
     ) -> None:
         """`cluster_name`: the cluster's name as a plain string, when the stack knows it (no CfnJson for the
-        tag condition); else the cluster's own, a token for a cluster the stack makes."""
+        tag condition); else the cluster's own, a token for a cluster the stack makes. `mirror`: the charts
+        and their images from your ECR (charts.py); None, from their public registries."""
         super().__init__(scope, construct_id)
         self._cluster = cluster
+        self._mirror = mirror
         name = cluster_name or cluster.cluster_name
         region = Stack.of(self).region
 
@@ -137,7 +113,7 @@ class ClusterAddOns(Construct):
         )
         acknowledge(
             lbc_policy,
-            f"AwsSolutions-IAM5[Resource::{_nag(security_groups_arn(self))}]",
+            f"AwsSolutions-IAM5[Resource::{as_nag_prints(security_groups_arn(self))}]",
             reason="OpenTheClustersTaggedGroupsToTheLoadBalancer: ingress rules only, on whichever group the "
             "target ENI has, known at run time; held to groups tagged kubernetes.io/cluster/<this cluster> in "
             "this VPC by its Null and ec2:Vpc conditions",
@@ -265,6 +241,10 @@ class ClusterAddOns(Construct):
             SYSTEM_NAMESPACE,
             {
                 "syncSecret": {"enabled": True},
+                # A secret's new value reaches the mounted files (the air-gapped licence loader's) within a
+                # poll (charts/secrets-store-csi-driver/values.yaml:222-225 at v1.6.0; the binary's default 2m).
+                "enableSecretRotation": True,
+                "rotationPollInterval": "2m",
                 # ASCP needs both audiences' tokens (main.go:61; utils/token_parser.go:10-12, the second Pod
                 # Identity's), as its own chart's bundled driver sets them (values.yaml, tokenRequests). The
                 # driver's default toleration (`operator: Exists`) already puts it on GPU nodes.
@@ -325,26 +305,20 @@ class ClusterAddOns(Construct):
         """A pinned release named after its chart. `after`: what its pods need first; a Pod Identity
         association and its policy before the pods start, as the agent's webhook injects the credentials'
         environment at pod creation (manage-access/aws-access/service-accounts.adoc:290-300)."""
+        source = chart_source(pin, self._mirror)
         release = eks.HelmChart(
             self,
             construct_id,
             cluster=self._cluster,
             chart=pin.chart,
-            repository=pin.repository,
+            repository=source.repository,
             version=pin.version,
             release=pin.chart,
             namespace=namespace,
-            values=values,
+            values=merged(values, source.values),
             wait=wait,
             timeout=_WAIT if wait else None,
         )
         for dependency in after:
             release.node.add_dependency(dependency)
         return release
-
-
-def _nag(arn: str) -> str:
-    """An ARN as cdk-nag prints it in a finding: each pseudo parameter CDK left a token as <AWS::Name>."""
-    for token, name in ((Aws.PARTITION, "Partition"), (Aws.REGION, "Region"), (Aws.ACCOUNT_ID, "AccountId")):
-        arn = arn.replace(token, f"<AWS::{name}>")
-    return arn

@@ -360,7 +360,8 @@ def _acknowledge_kubectl_handler(handler: lambda_.Function) -> None:
         "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly]",
         f"AwsSolutions-IAM4[Policy::{ecr_public}]",
         reason="read-only registry access aws_eks_v2 attaches to every kubectl handler for Helm charts kept in "
-        "ECR or ECR Public (OCI); it pushes nothing, and the charts here come from HTTPS repositories",
+        "ECR or ECR Public (OCI): Karpenter's from ECR Public, every chart from [eks.mirror]'s ECR in air-gapped "
+        "mode; it pushes nothing",
     )
     acknowledge(
         role,

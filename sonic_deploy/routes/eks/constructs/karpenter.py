@@ -1,6 +1,6 @@
-"""Self-managed Karpenter's AWS side: the GPU nodes' role and access entry, the controller's role (Pod Identity)
-and policy, the interruption queue and its rules, and the two Helm releases (CRDs, controller).
-The controller's policy is karpenter_policy.py's."""
+"""Self-managed Karpenter's AWS side: the GPU nodes' role, instance profile and access entry, the controller's
+role (Pod Identity) and policy, the interruption queue and its rules, and the two Helm releases (CRDs,
+controller). The controller's policy is karpenter_policy.py's."""
 
 from __future__ import annotations
 
@@ -19,14 +19,13 @@ from constructs import Construct
 
 from sonic_deploy.constructs.encryption import allow_use_through
 from sonic_deploy.constructs.findings import acknowledge
+from sonic_deploy.routes.eks.charts import KARPENTER, KARPENTER_CRD, KARPENTER_VERSION, chart_source
+from sonic_deploy.routes.eks.config import EksMirrorConfig
 from sonic_deploy.routes.eks.constructs.karpenter_policy import WILDCARDS, controller_statements
 
-# The newest release at 1d92708: tag v1.14.1 (bde0065), charts/karpenter{,-crd}/Chart.yaml 1.14.1, published to
+# The pins, the newest release's (charts.py: branch release-v1.14.1, not tag v1.14.1), published to
 # public.ecr.aws/karpenter by hack/release/common.sh. 1.13 is the first for Kubernetes 1.36 (compatibility.md).
-KARPENTER_VERSION = "1.14.1"
 OLDEST_VERSION = (1, 13)
-CHART_REPOSITORY = "oci://public.ecr.aws/karpenter/karpenter"
-CRD_CHART_REPOSITORY = "oci://public.ecr.aws/karpenter/karpenter-crd"
 SERVICE_ACCOUNT = "karpenter"
 # AWS's managed policies for a node (EKS guide, security/iam-reference/create-node-role.adoc at 4d52b4d), less
 # AmazonSSMManagedInstanceCore: the permissions boundary cuts its Session Manager actions (docs/deploy.md).
@@ -71,9 +70,10 @@ class KarpenterController(Construct):
     """Karpenter installed by us on `cluster`, running on the nodes `system_node_selector` picks (never on
     nodes it launches), with its role through Pod Identity (no OIDC provider, no IRSA annotation).
 
-    Exposes `node_role` (the EC2NodeClass's `spec.role`), `access_entry`, `queue`, `rules`, `controller_role`,
-    `launch_policy`, `integration_policy`, `pod_identity`, `crd_chart` and `chart`. NodePool and EC2NodeClass
-    manifests must depend on `chart`: it comes after the CRDs and waits for the controller."""
+    Exposes `node_role`, `instance_profile` (the EC2NodeClass's `spec.instanceProfile`), `access_entry`,
+    `queue`, `rules`, `controller_role`, `launch_policy`, `integration_policy`, `pod_identity`, `crd_chart` and
+    `chart`. NodePool and EC2NodeClass manifests must depend on `chart`: it comes after the CRDs and waits for
+    the controller."""
 
     def __init__(
         self,
@@ -85,18 +85,26 @@ class KarpenterController(Construct):
         key: kms.IKey,
         system_node_selector: Mapping[str, str],
         vpc_cni_uses_node_role: bool,
+        isolated_vpc: bool = False,
         chart_version: str = KARPENTER_VERSION,
         namespace: str = "kube-system",
+        mirror: EksMirrorConfig | None = None,
     ) -> None:
         """`cluster_name`: the cluster's name as a plain string (IAM condition keys carry it, and a key cannot be
         a token). `key` encrypts the interruption queue. `vpc_cni_uses_node_role`: True unless the vpc-cni add-on
         has a Pod Identity (or IRSA) role of its own; then the node role gets AmazonEKS_CNI_Policy, which aws-node
-        on Karpenter's nodes needs for their pod IPs (create-node-role.adoc:22 at 4d52b4d)."""
+        on Karpenter's nodes needs for their pod IPs (create-node-role.adoc:22 at 4d52b4d). `mirror`: both
+        charts and the controller's image from your ECR (charts.py), which lists them for KARPENTER_VERSION.
+        `isolated_vpc`: no egress (air-gapped), the chart's settings.isolatedVPC: no pricing API, no
+        instance-profile clean-up."""
         super().__init__(scope, construct_id)
         if Token.is_unresolved(cluster_name):
             raise ValueError("cluster_name must be the cluster's name as written, not a token")
         if tuple(int(part) for part in chart_version.split(".")[:2]) < OLDEST_VERSION:
             raise ValueError(f"Karpenter {chart_version} is older than 1.13, the first for Kubernetes 1.36")
+        if mirror is not None and chart_version != KARPENTER_VERSION:
+            raise ValueError(f"the mirror holds Karpenter {KARPENTER_VERSION}'s image, not {chart_version}'s")
+        self._mirror = mirror
         stack = Stack.of(self)
         self.namespace = namespace
         self.service_account_name = SERVICE_ACCOUNT
@@ -120,6 +128,10 @@ class KarpenterController(Construct):
             reason="AWS's policies for an EKS node (EKS User Guide, 'Amazon EKS node IAM role'), as Karpenter's "
             "reference attaches them; the CNI policy only while vpc-cni has no role of its own",
         )
+        # The nodes' profile is the stack's, named in the EC2NodeClass (spec.instanceProfile), not one Karpenter
+        # makes from spec.role: IAM has no VPC endpoint (docs/eks.md, section 12), and the controller then
+        # needs no IAM writes in either mode.
+        self.instance_profile = iam.InstanceProfile(self, "NodeInstanceProfile", role=self.node_role)
         # EC2_LINUX: EKS maps the role to system:nodes itself; such an entry takes no access policy.
         self.access_entry = eks.AccessEntry(
             self,
@@ -153,7 +165,9 @@ class KarpenterController(Construct):
         )
         # Two policies, as the reference splits its own: one managed policy holds at most 6,144 characters (IAM
         # quotas), and these statements together come to about 6,200 once the ARNs are filled in.
-        launch, integration = controller_statements(stack, cluster_name, self.node_role, self.queue, key)
+        launch, integration = controller_statements(
+            stack, cluster_name, self.node_role, self.queue, key, isolated_vpc=isolated_vpc
+        )
         self.launch_policy = iam.ManagedPolicy(
             self,
             "LaunchPolicy",
@@ -164,7 +178,7 @@ class KarpenterController(Construct):
         self.integration_policy = iam.ManagedPolicy(
             self,
             "IntegrationPolicy",
-            description=f"Karpenter in {cluster_name}: its node role and instance profiles, discovery, its queue",
+            description=f"Karpenter in {cluster_name}: its node role, discovery, its queue",
             roles=[self.controller_role],
             statements=integration,
         )
@@ -172,8 +186,8 @@ class KarpenterController(Construct):
         acknowledge(
             self.integration_policy,
             "AwsSolutions-IAM5[Resource::*]",
-            reason="ec2:Describe* (held to this Region), pricing:GetProducts and iam:ListInstanceProfiles have "
-            "no resource type to scope to",
+            reason="ec2:Describe* (held to this Region) and, outside an isolated VPC, pricing:GetProducts and "
+            "iam:ListInstanceProfiles have no resource type to scope to",
         )
         for policy in (self.launch_policy, self.integration_policy):
             acknowledge(
@@ -195,7 +209,9 @@ class KarpenterController(Construct):
             role_arn=self.controller_role.role_arn,
         )
 
-        self.crd_chart, self.chart = self._charts(cluster, cluster_name, chart_version, system_node_selector)
+        self.crd_chart, self.chart = self._charts(
+            cluster, cluster_name, chart_version, system_node_selector, isolated_vpc
+        )
         for needed in (
             self.pod_identity,
             self.launch_policy,
@@ -276,19 +292,23 @@ class KarpenterController(Construct):
         cluster_name: str,
         chart_version: str,
         system_node_selector: Mapping[str, str],
+        isolated_vpc: bool,
     ) -> tuple[eks.HelmChart, eks.HelmChart]:
         """karpenter-crd, then karpenter. Helm installs a chart's crds/ once and never upgrades them; Karpenter
         recommends its CRD chart for that (website/content/en/v1.14/upgrading/upgrade-guide.md, "CRD Upgrades").
         The controller's first install finds the CRDs present and skips its own copies (Helm docs, "Custom
         Resource Definitions"). The kubectl Lambda logs in to public.ecr.aws to pull both: its role has
         AmazonElasticContainerRegistryPublicReadOnly in the aws partition (aws-cdk-lib 2.275,
-        aws-eks-v2/lib/kubectl-provider.js)."""
+        aws-eks-v2/lib/kubectl-provider.js); or to the mirror's ECR (docs/eks.md, "The mirror")."""
+        crds, source = chart_source(KARPENTER_CRD, self._mirror), chart_source(KARPENTER, self._mirror)
+        # The one image is the controller's (charts.py), under `controller` with the resources below.
+        assert set(source.values) <= {"controller"}
         crd_chart = eks.HelmChart(
             self,
             "CrdChart",
             cluster=cluster,
             chart="karpenter-crd",
-            repository=CRD_CHART_REPOSITORY,
+            repository=crds.repository,
             version=chart_version,
             release="karpenter-crd",
             namespace=self.namespace,
@@ -299,7 +319,7 @@ class KarpenterController(Construct):
             "Chart",
             cluster=cluster,
             chart="karpenter",
-            repository=CHART_REPOSITORY,
+            repository=source.repository,
             version=chart_version,
             release="karpenter",
             namespace=self.namespace,
@@ -307,17 +327,24 @@ class KarpenterController(Construct):
             # Ready before the deploy goes on: NodePools applied after it have a controller to act on them.
             wait=True,
             values={
-                "settings": {"clusterName": cluster_name, "interruptionQueue": self.queue.queue_name},
+                # isolatedVPC: "assume we can't reach AWS services which don't have a VPC endpoint" (pricing,
+                # IAM: charts/karpenter/values.yaml, pkg/controllers/controllers.go:119-123 at 1d92708).
+                "settings": {
+                    "clusterName": cluster_name,
+                    "interruptionQueue": self.queue.queue_name,
+                    **({"isolatedVPC": True} if isolated_vpc else {}),
+                },
                 # The chart's own service account, named for the Pod Identity association; no role annotation.
                 "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
                 "replicas": 2,
                 "nodeSelector": {"kubernetes.io/os": "linux", **system_node_selector},
                 # As Karpenter's getting-started (scripts/step08-apply-helm-chart.sh): requests equal limits.
                 "controller": {
+                    **source.values.get("controller", {}),
                     "resources": {
                         "requests": {"cpu": "1", "memory": "1Gi"},
                         "limits": {"cpu": "1", "memory": "1Gi"},
-                    }
+                    },
                 },
             },
         )

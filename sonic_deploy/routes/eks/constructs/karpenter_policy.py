@@ -4,8 +4,9 @@ getting-started-with-karpenter/cloudformation.yaml), narrowed where Karpenter's 
 Every create, tag and delete is held to the tags Karpenter writes on what it makes for this cluster.
 
 Narrower than the reference: SSM to EKS's AMI parameters, the account's own subnets, groups, reservations and
-placement groups (RAM-shared ones from another account would be refused), and no zonal-shift statement
-(`settings.enableZonalShift` stays false, charts/karpenter/values.yaml)."""
+placement groups (RAM-shared ones from another account would be refused), no zonal-shift statement
+(`settings.enableZonalShift` stays false, charts/karpenter/values.yaml), and no IAM writes: the EC2NodeClass
+names the stack's instance profile (spec.instanceProfile), so Karpenter makes none (docs/eks.md, section 12)."""
 
 from __future__ import annotations
 
@@ -58,10 +59,17 @@ WILDCARDS = (
 
 
 def controller_statements(
-    stack: Stack, cluster_name: str, node_role: iam.IRole, queue: sqs.IQueue, key: kms.IKey
+    stack: Stack,
+    cluster_name: str,
+    node_role: iam.IRole,
+    queue: sqs.IQueue,
+    key: kms.IKey,
+    *,
+    isolated_vpc: bool = False,
 ) -> tuple[list[iam.PolicyStatement], list[iam.PolicyStatement]]:
     """Karpenter's permissions, each scoped as far as its resource types and the tags Karpenter writes allow:
-    those on EC2's launches, and the rest."""
+    those on EC2's launches, and the rest. `isolated_vpc`: the chart's settings.isolatedVPC, under which
+    Karpenter calls neither the pricing API nor IAM."""
     region, account = Aws.REGION, Aws.ACCOUNT_ID
 
     def ec2(*kinds: str, owner: str = account) -> list[str]:
@@ -77,13 +85,6 @@ def controller_statements(
         "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
     }
     profiles = [f"arn:{Aws.PARTITION}:iam::{account}:instance-profile/*"]
-    # Karpenter tags an instance profile with the cluster, its Region and its EC2NodeClass.
-    profile_tags = {
-        f"aws:ResourceTag/{owned}": "owned",
-        "aws:ResourceTag/topology.kubernetes.io/region": region,
-    }
-    new_profile_tags = {**request_tags, "aws:RequestTag/topology.kubernetes.io/region": region}
-    nodeclass = "karpenter.k8s.aws/ec2nodeclass"
 
     def allow(
         sid: str, actions: Sequence[str], resources: Sequence[str], **conditions: Any
@@ -140,6 +141,14 @@ def controller_statements(
             **its_own,
         ),
     ]
+    # Outside an isolated VPC the node class's finalizer and garbage collector still read profiles (nodeclass/
+    # controller.go:176-206 at 1d92708; none made, none deleted); in one, neither runs (controllers.go:119-123),
+    # nor do price look-ups (pricing/pricing.go:193).
+    outside_isolated_vpc = [
+        allow("ReadInstanceProfiles", ["iam:GetInstanceProfile"], profiles),
+        allow("ListInstanceProfiles", ["iam:ListInstanceProfiles"], ["*"]),
+        allow("ReadPrices", ["pricing:GetProducts"], ["*"]),
+    ]
     return launching, [
         allow(
             "PassOnlyTheNodeRoleToEc2",
@@ -147,33 +156,7 @@ def controller_statements(
             [node_role.role_arn],
             StringEquals={"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]},
         ),
-        allow(
-            "CreateTaggedInstanceProfiles",
-            ["iam:CreateInstanceProfile"],
-            profiles,
-            StringEquals=new_profile_tags,
-            StringLike={f"aws:RequestTag/{nodeclass}": "*"},
-        ),
-        allow(
-            "TagItsInstanceProfiles",
-            ["iam:TagInstanceProfile"],
-            profiles,
-            StringEquals={**profile_tags, **new_profile_tags},
-            StringLike={f"aws:ResourceTag/{nodeclass}": "*", f"aws:RequestTag/{nodeclass}": "*"},
-        ),
-        allow(
-            "ManageItsInstanceProfiles",
-            [
-                "iam:AddRoleToInstanceProfile",
-                "iam:RemoveRoleFromInstanceProfile",
-                "iam:DeleteInstanceProfile",
-            ],
-            profiles,
-            StringEquals=profile_tags,
-            StringLike={f"aws:ResourceTag/{nodeclass}": "*"},
-        ),
-        allow("ReadInstanceProfiles", ["iam:GetInstanceProfile"], profiles),
-        allow("ListInstanceProfiles", ["iam:ListInstanceProfiles"], ["*"]),
+        *([] if isolated_vpc else outside_isolated_vpc),
         allow("DiscoverInThisRegion", DISCOVERY, ["*"], StringEquals={"aws:RequestedRegion": region}),
         # The reference allows /aws/service/*; Karpenter reads only EKS's AMI parameters for AL2023 (al2023.go:88).
         allow(
@@ -181,7 +164,6 @@ def controller_statements(
             ["ssm:GetParameter"],
             [f"arn:{Aws.PARTITION}:ssm:{region}::parameter/aws/service/eks/optimized-ami/*"],
         ),
-        allow("ReadPrices", ["pricing:GetProducts"], ["*"]),
         allow(
             "FindThisCluster",
             ["eks:DescribeCluster"],

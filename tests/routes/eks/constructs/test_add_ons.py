@@ -13,19 +13,17 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Template
 from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
 
-from sonic_deploy.routes.eks.constructs.add_on_policies import load_balancer_controller_statements
-from sonic_deploy.routes.eks.constructs.add_ons import (
+from sonic_deploy.routes.eks.charts import (
     DCGM_EXPORTER,
     DEVICE_PLUGIN,
-    GPU_NODE_SELECTOR,
-    GPU_TOLERATION,
     KEDA,
     LOAD_BALANCER_CONTROLLER,
     SECRETS_PROVIDER_AWS,
     SECRETS_STORE_CSI_DRIVER,
     ChartPin,
-    ClusterAddOns,
 )
+from sonic_deploy.routes.eks.constructs.add_on_policies import load_balancer_controller_statements
+from sonic_deploy.routes.eks.constructs.add_ons import GPU_NODE_SELECTOR, GPU_TOLERATION, ClusterAddOns
 from tests.cdk_context import cli_context
 from tests.conftest import resources_of
 

@@ -1,6 +1,7 @@
-"""KarpenterController on a bare stack with an imported cluster: the node role and its EC2_LINUX access entry,
-the encrypted interruption queue and its rules, the controller's Pod Identity role and scoped policy, and the
-two Helm releases. One synth for the module, with every cdk-nag pack, as `make compliance` runs them."""
+"""KarpenterController on a bare stack with an imported cluster: the node role, its instance profile and its
+EC2_LINUX access entry, the encrypted interruption queue and its rules, the controller's Pod Identity role and
+scoped policy, and the two Helm releases; in an isolated VPC too. One synth for the module, with every cdk-nag
+pack, as `make compliance` runs them."""
 
 from __future__ import annotations
 
@@ -15,14 +16,12 @@ from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
 
 from sonic_deploy.compliance.scan import Synthesized, nag_app, synth_and_report
 from sonic_deploy.constructs.encryption import EncryptionKey
-from sonic_deploy.routes.eks.constructs.karpenter import (
-    INTERRUPTION_EVENTS,
-    KARPENTER_VERSION,
-    KarpenterController,
-)
+from sonic_deploy.routes.eks.charts import KARPENTER_VERSION
+from sonic_deploy.routes.eks.constructs.karpenter import INTERRUPTION_EVENTS, KarpenterController
 from tests.conftest import rendered, resources_of
 
 CLUSTER = "sonic-test"
+ISOLATED = "sonic-other"
 SYSTEM = {"sonic.cartesia.ai/pool": "system"}
 
 
@@ -40,11 +39,11 @@ def _imported_cluster(stack: Stack, name: str) -> eks.ICluster:
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Synthesized]:
     """`Karpenter` on sonic-test, the node role serving vpc-cni; `OwnCni` on sonic-other, vpc-cni with a role of
-    its own. Both in one stack: one synth."""
+    its own, in an isolated VPC (air-gapped). Both in one stack: one synth."""
     app = nag_app(tmp_path_factory.mktemp("karpenter"))
     stack = Stack(app, "Test", env=Environment(account="111111111111", region="us-east-2"))
     key = EncryptionKey(stack, "Key", alias="alias/sonic-test").key
-    for construct_id, name, cni in (("Karpenter", CLUSTER, True), ("OwnCni", "sonic-other", False)):
+    for construct_id, name, cni in (("Karpenter", CLUSTER, True), ("OwnCni", ISOLATED, False)):
         KarpenterController(
             stack,
             construct_id,
@@ -53,6 +52,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Syn
             key=key,
             system_node_selector=SYSTEM,
             vpc_cni_uses_node_role=cni,
+            isolated_vpc=not cni,
         )
     report = synth_and_report(app)
     template = json.loads((report.assembly / "Test.template.json").read_text())
@@ -74,12 +74,14 @@ def _one(template: Template, type_name: str, prefix: str = "Karpenter") -> tuple
     return logical_id, resource
 
 
-def _controller_statements(template: Template) -> dict[str, dict[str, Any]]:
+def _controller_statements(template: Template, prefix: str = "Karpenter") -> dict[str, dict[str, Any]]:
     """The statements of the policies on the controller role, by Sid."""
-    role, _ = next((k, v) for k, v in _of(template, "AWS::IAM::Role").items() if "ControllerRole" in k)
+    role, _ = next(
+        (k, v) for k, v in _of(template, "AWS::IAM::Role", prefix).items() if "ControllerRole" in k
+    )
     return {
         statement["Sid"]: statement
-        for policy in _of(template, "AWS::IAM::ManagedPolicy").values()
+        for policy in _of(template, "AWS::IAM::ManagedPolicy", prefix).values()
         if {"Ref": role} in policy["Properties"]["Roles"]
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     }
@@ -206,12 +208,7 @@ def test_every_change_is_conditioned_and_only_reads_are_on_everything(template: 
     assert statements["DiscoverInThisRegion"]["Condition"]["StringEquals"]["aws:RequestedRegion"] == {
         "Ref": "AWS::Region"
     }
-    changes = (
-        "ec2:CreateTags",
-        "ec2:TerminateInstances",
-        "iam:CreateInstanceProfile",
-        "iam:DeleteInstanceProfile",
-    )
+    changes = ("ec2:CreateTags", "ec2:TerminateInstances", "ec2:DeleteLaunchTemplate")
     for sid, statement in statements.items():
         if set(changes) & set(_listed(statement["Action"])):
             assert "Condition" in statement, sid
@@ -220,6 +217,47 @@ def test_every_change_is_conditioned_and_only_reads_are_on_everything(template: 
     assert rendered(statements["FindThisCluster"]["Resource"]).endswith(f":cluster/{CLUSTER}")
     queue_id, _ = _one(template, "AWS::SQS::Queue")
     assert statements["ReadTheInterruptionQueue"]["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+
+
+def test_the_nodes_run_with_the_stacks_instance_profile_and_karpenter_writes_nothing_in_iam(
+    template: Template,
+) -> None:
+    """The EC2NodeClass names the stack's profile (spec.instanceProfile): Karpenter creates, tags, fills and
+    deletes none. Outside an isolated VPC it still reads and lists profiles (its finalizer and garbage
+    collector); inside, it calls IAM and the pricing API not at all."""
+    for prefix in ("Karpenter", "OwnCni"):
+        node_role = next(k for k in _of(template, "AWS::IAM::Role", prefix) if "NodeRole" in k)
+        _, profile = _one(template, "AWS::IAM::InstanceProfile", prefix)
+        assert profile["Properties"]["Roles"] == [{"Ref": node_role}]
+    iam = {
+        prefix: {
+            action
+            for statement in _controller_statements(template, prefix).values()
+            for action in _listed(statement["Action"])
+            if action.startswith(("iam:", "pricing:"))
+        }
+        for prefix in ("Karpenter", "OwnCni")
+    }
+    assert iam["Karpenter"] == {
+        "iam:PassRole",
+        "iam:GetInstanceProfile",
+        "iam:ListInstanceProfiles",
+        "pricing:GetProducts",
+    }
+    assert iam["OwnCni"] == {"iam:PassRole"}
+
+
+def test_in_an_isolated_vpc_the_chart_says_so(template: Template) -> None:
+    charts = {
+        c["Properties"]["Release"]: c
+        for c in _of(template, "Custom::AWSCDK-EKS-HelmChart", "OwnCni").values()
+    }
+    values = json.loads(rendered(charts["karpenter"]["Properties"]["Values"]))
+    assert values["settings"] == {
+        "clusterName": ISOLATED,
+        "interruptionQueue": "CFN_Fn_GetAtt",
+        "isolatedVPC": True,
+    }
 
 
 def test_the_controller_role_trusts_pod_identity_for_its_service_account_only(template: Template) -> None:

@@ -1,0 +1,1 @@
+"""`sonic-deploy mirror`: what to copy into your ECR for an EKS cluster without egress (no aws_cdk here)."""
