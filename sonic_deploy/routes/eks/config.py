@@ -115,6 +115,11 @@ class EksAlarmConfig(Strict):
     capacity_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
         default=5, description="worker load above worker capacity for this long: capacity exhausted"
     )
+    provisioning_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
+        default=15,
+        description="a pod of the namespace not ready this long (a GPU worker waiting for a node): capacity, "
+        "quota or the pod itself is wrong",
+    )
 
 
 class EksConfig(LicenceSettings):

@@ -38,6 +38,11 @@ API_METRICS = ("api_queue_size", "api_unserviceable_requests_size")
 DCGM_JOB, DCGM_PORT = "dcgm-exporter", 9400
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 GPU_METRICS = (GPU_UTIL, "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")
+# Karpenter's controller (its chart's pod label and metrics port, charts/karpenter at c88abbbad), and how long
+# each pod not yet ready has waited since it was made (website/content/en/v1.14/reference/metrics.md): the
+# GPU worker waiting for a node, or any pod of the namespace. Its series name the pod's namespace.
+KARPENTER_JOB, KARPENTER_PORT, KARPENTER_NAMESPACE = "karpenter", 8080, "kube-system"
+PODS_WAITING = "karpenter_pods_unstarted_time_seconds"
 COLLECTION_INTERVAL_S = 10
 DIMENSION = "ClusterName"  # the one dimension, as on ECS: the agent adds it from cluster_name
 
@@ -46,22 +51,27 @@ def app_labels(service: str) -> dict[str, str]:
     return {NAME_LABEL: APP_NAMES[service], **PART_OF}
 
 
-def _scrape_targets(w: Workloads) -> list[tuple[str, int, tuple[str, ...]]]:
-    """(job, metrics port, metrics to publish) for each scraped workload."""
+def _scrape_targets(w: Workloads) -> list[tuple[str, str, int, tuple[str, ...]]]:
+    """(job, namespace, metrics port, metrics to publish) for each scraped workload."""
     targets = []
     for service, published in (("gpu_worker", WORKER_METRICS), ("api_server", API_METRICS)):
         port = w.services[service].metrics_port if service in w.services else None
         if port is not None:
-            targets.append((APP_NAMES[service], int(port), published))
-    return [*targets, (DCGM_JOB, DCGM_PORT, GPU_METRICS)]
+            targets.append((APP_NAMES[service], w.namespace, int(port), published))
+    return [
+        *targets,
+        (DCGM_JOB, w.namespace, DCGM_PORT, GPU_METRICS),
+        (KARPENTER_JOB, KARPENTER_NAMESPACE, KARPENTER_PORT, (PODS_WAITING,)),
+    ]
 
 
 def prometheus_config(w: Workloads) -> str:
-    """A scrape job per workload: the namespace's pods carrying its name label, at its metrics port."""
-    jobs = [
+    """A scrape job per workload: its namespace's pods carrying its name label, at its metrics port.
+    Karpenter's series are kept for this namespace's pods only."""
+    jobs: list[dict[str, Any]] = [
         {
             "job_name": job,
-            "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [w.namespace]}}],
+            "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [namespace]}}],
             "relabel_configs": [
                 {
                     "source_labels": ["__meta_kubernetes_pod_label_app_kubernetes_io_name"],
@@ -76,7 +86,15 @@ def prometheus_config(w: Workloads) -> str:
                 {"source_labels": ["__meta_kubernetes_pod_phase"], "regex": "Running", "action": "keep"},
             ],
         }
-        for job, port, _ in _scrape_targets(w)
+        for job, namespace, port, _ in _scrape_targets(w)
+    ]
+    (karpenter,) = [job for job in jobs if job["job_name"] == KARPENTER_JOB]
+    karpenter["metric_relabel_configs"] = [
+        {
+            "source_labels": ["__name__", "namespace"],
+            "regex": f"{PODS_WAITING};{w.namespace}",
+            "action": "keep",
+        }
     ]
     interval = f"{COLLECTION_INTERVAL_S}s"
     # JSON is YAML: the agent reads this as Prometheus's own scrape configuration.
@@ -95,7 +113,7 @@ def agent_config(w: Workloads) -> str:
             "dimensions": [[DIMENSION]],
             "metric_selectors": [f"^{name}$" for name in published],
         }
-        for job, _, published in _scrape_targets(w)
+        for job, _, _, published in _scrape_targets(w)
     ]
     config = {
         # The Region named: pods on a one-hop IMDSv2 node cannot ask the instance metadata for it.
@@ -130,22 +148,26 @@ def agent_environment() -> list[dict[str, Any]]:
 
 
 def agent_objects(w: Workloads, service_account: str) -> list[Manifest]:
-    """The agent's ConfigMap, and a Role (bound to its ServiceAccount) to find the namespace's pods."""
+    """The agent's ConfigMap, and a Role (bound to its ServiceAccount) in each namespace it scrapes pods of
+    (this one's, and Karpenter's) to find them."""
     labels = app_labels("cloudwatch_agent")
     config_map = header("v1", "ConfigMap", AGENT_CONFIG, w.namespace, labels)
     config_map["data"] = {"agent.json": agent_config(w), "prometheus.yaml": prometheus_config(w)}
-    role = header("rbac.authorization.k8s.io/v1", "Role", "cloudwatch-agent-discovery", w.namespace, labels)
-    role["rules"] = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
-    binding = header(
-        "rbac.authorization.k8s.io/v1", "RoleBinding", "cloudwatch-agent-discovery", w.namespace, labels
-    )
-    binding["roleRef"] = {
-        "apiGroup": "rbac.authorization.k8s.io",
-        "kind": "Role",
-        "name": role["metadata"]["name"],
-    }
-    binding["subjects"] = [{"kind": "ServiceAccount", "name": service_account, "namespace": w.namespace}]
-    return [config_map, role, binding]
+    discovery = []
+    for namespace in sorted({namespace for _, namespace, _, _ in _scrape_targets(w)}):
+        role = header("rbac.authorization.k8s.io/v1", "Role", "cloudwatch-agent-discovery", namespace, labels)
+        role["rules"] = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+        binding = header(
+            "rbac.authorization.k8s.io/v1", "RoleBinding", "cloudwatch-agent-discovery", namespace, labels
+        )
+        binding["roleRef"] = {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": role["metadata"]["name"],
+        }
+        binding["subjects"] = [{"kind": "ServiceAccount", "name": service_account, "namespace": w.namespace}]
+        discovery += [role, binding]
+    return [config_map, *discovery]
 
 
 def _number(value: float) -> str:

@@ -282,17 +282,44 @@ def test_the_agent_scrapes_the_namespace_into_the_metrics_namespace() -> None:
     )
     scrape = json.loads(data["prometheus.yaml"])
     jobs = {job["job_name"]: job for job in scrape["scrape_configs"]}
-    assert set(jobs) == {"gpu-worker", "api-server", "dcgm-exporter"}
-    for job in jobs.values():
-        assert job["kubernetes_sd_configs"] == [{"role": "pod", "namespaces": {"names": ["sonic"]}}]
+    assert set(jobs) == {"gpu-worker", "api-server", "dcgm-exporter", "karpenter"}
+    for name, job in jobs.items():
+        namespace = "kube-system" if name == "karpenter" else "sonic"
+        assert job["kubernetes_sd_configs"] == [{"role": "pod", "namespaces": {"names": [namespace]}}]
     (container,) = pod_spec("Deployment", "cloudwatch-agent")["containers"]
     assert {e["name"] for e in container["env"]} == {"CW_CONFIG_CONTENT", "PROMETHEUS_CONFIG_CONTENT"}
-    role = the("Role")
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
-    assert (
-        the("RoleBinding")["subjects"][0]["name"]
-        == pod_spec("Deployment", "cloudwatch-agent")["serviceAccountName"]
-    )
+    roles = [o for o in objects() if o["kind"] == "Role"]
+    assert {r["metadata"]["namespace"] for r in roles} == {"sonic", "kube-system"}
+    for role in roles:
+        assert role["rules"] == [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}
+        ]
+    for binding in (o for o in objects() if o["kind"] == "RoleBinding"):
+        assert binding["subjects"] == [
+            {
+                "kind": "ServiceAccount",
+                "name": pod_spec("Deployment", "cloudwatch-agent")["serviceAccountName"],
+                "namespace": "sonic",
+            }
+        ]
+
+
+def test_karpenters_waiting_pods_are_kept_for_the_namespace_alone() -> None:
+    """Karpenter's pod gauge names every namespace's pods: only this one's reach CloudWatch (each series a
+    cost), and only that metric."""
+    data = the("ConfigMap", "cloudwatch-agent")["data"]
+    (job,) = [
+        j for j in json.loads(data["prometheus.yaml"])["scrape_configs"] if j["job_name"] == "karpenter"
+    ]
+    (keep,) = job["metric_relabel_configs"]
+    assert keep == {
+        "source_labels": ["__name__", "namespace"],
+        "regex": "karpenter_pods_unstarted_time_seconds;sonic",
+        "action": "keep",
+    }
+    declarations = json.loads(data["agent.json"])["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
+    (karpenter,) = [d for d in declarations["metric_declaration"] if d["label_matcher"] == "^karpenter$"]
+    assert karpenter["metric_selectors"] == ["^karpenter_pods_unstarted_time_seconds$"]
 
 
 def test_node_pools_follow_the_config_order_in_the_placement_group() -> None:

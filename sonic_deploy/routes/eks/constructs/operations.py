@@ -16,7 +16,7 @@ from sonic_deploy.constructs.operations import agent_for, canary_alarms_for, pag
 from sonic_deploy.constructs.probe_canary import ProbeCanary
 
 # The DCGM exporter's GPU use, as the agent republishes it (manifests_metrics.py's scrape).
-from sonic_deploy.routes.eks.manifests_metrics import GPU_UTIL
+from sonic_deploy.routes.eks.manifests_metrics import GPU_UTIL, PODS_WAITING
 
 METRICS_NAMESPACE = "Sonic/EKS"
 ONE_MINUTE = Duration.minutes(1)
@@ -122,6 +122,16 @@ class EksOperations(Construct):
             description=f"Worker load at worker capacity for {alarms.capacity_minutes} minutes: requests queue; "
             "scaling is not keeping up (eks.max_workers, pending GPU nodes, the G and VT quota).",
         )
+        minutes = alarms.provisioning_minutes
+        waiting = alerting.alarm(
+            "PodsWaiting",
+            metric=metrics.metric(PODS_WAITING, statistic="Maximum"),
+            threshold=minutes * 60,
+            evaluation_periods=2,
+            description=f"A pod of the namespace has not been ready for {minutes} minutes (Karpenter's "
+            f"{PODS_WAITING}): a GPU worker waiting for a node (the G and VT quota, capacity in the AZ, "
+            "kubectl get nodeclaims), or a pod that cannot start (kubectl -n <namespace> describe pod).",
+        )
         gpu_missing = alerting.alarm(
             "GpuMetricsMissing",
             metric=metrics.metric(GPU_UTIL, statistic="SampleCount"),
@@ -159,7 +169,9 @@ class EksOperations(Construct):
         agent = agent_for(self, settings, alerting, "eks")
         if agent is not None:
             callers += agent.alarms.caller_facing
-        paged = page_composites(alerting, callers=callers, capacity=[exhausted, unhealthy], blind=blind)
+        paged = page_composites(
+            alerting, callers=callers, capacity=[exhausted, waiting, unhealthy], blind=blind
+        )
         streams = metrics.streams()
         self.dashboard = OperationsDashboard(
             self,

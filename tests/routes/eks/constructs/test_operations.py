@@ -17,6 +17,7 @@ ALARMS = (
     "UnserviceableRequests",
     "WorkerTtfaP95",
     "WorkerCapacityExhausted",
+    "PodsWaiting",
     "GpuMetricsMissing",
     "NoHealthyApiTargets",
     "UnhealthyApiTargets",
@@ -54,3 +55,14 @@ def test_the_canary_publishes_under_the_eks_route(eks_template: Template) -> Non
 def test_one_dashboard_for_the_route(eks_template: Template) -> None:
     (dashboard,) = _by_id(eks_template, "AWS::CloudWatch::Dashboard").values()
     assert dashboard["Properties"]["DashboardName"] == "sonic-dev-eks-eks"  # type: ignore[index]
+
+
+def test_a_pod_waiting_past_the_provisioning_minutes_is_a_capacity_page(eks_template: Template) -> None:
+    """Karpenter's gauge of a pod's wait (seconds), against eks.alarms.provisioning_minutes (default 15)."""
+    alarms = _by_id(eks_template, "AWS::CloudWatch::Alarm")
+    (waiting,) = [a for logical, a in alarms.items() if logical.startswith("AlertingPodsWaiting")]
+    props: dict[str, object] = waiting["Properties"]  # type: ignore[assignment]
+    assert props["MetricName"] == "karpenter_pods_unstarted_time_seconds" and props["Statistic"] == "Maximum"
+    assert props["Threshold"] == 15 * 60
+    composites = json.dumps(_by_id(eks_template, "AWS::CloudWatch::CompositeAlarm"))
+    assert "PodsWaiting" in composites
