@@ -16,9 +16,8 @@ from aws_cdk.assertions import Template
 from hypothesis import HealthCheck, settings
 
 from sonic_deploy.compliance.variants import DEPLOYABLE_ACCOUNT as DEPLOYABLE_ACCOUNT
-from sonic_deploy.compliance.variants import fill_placeholders, switch
+from sonic_deploy.compliance.variants import fill_placeholders
 from sonic_deploy.config import Settings, load_settings
-from sonic_deploy.routes.eks import rules as eks_rules
 from sonic_deploy.stacks import add_stacks
 from tests.cdk_context import ROOT, cli_context
 from tests.fuzz import EXPLORE_SCALE
@@ -115,12 +114,13 @@ def ecs_stack() -> Stack:
 EKS_ENV = "dev-eks"
 
 
-def eks_variant(tmp_path_factory: pytest.TempPathFactory, switches: tuple[tuple[str, str], ...]) -> Template:
-    """dev-eks with a closed variant's switches (routes/eks/rules.py), synthesized."""
-    config = tmp_path_factory.mktemp("eks-variant") / "config"
-    shutil.copytree(CONFIG_DIR, config)
-    switch(config, EKS_ENV, switches, "test")
-    return Template.from_stack(synthesize_from(config, EKS_ENV)["eks"])
+def eks_variant(kind: str) -> Template:
+    """dev-eks as the compliance gate's closed variant `kind` (routes/eks/rules.py, `closed_variants`): its one
+    synth of the session (tests/compliance/conftest.py), which the invariants read too."""
+    from tests.compliance.conftest import VARIANTS, templates  # it imports this module
+
+    (variant,) = [v for v in VARIANTS if v.environment == EKS_ENV and v.kind == kind]
+    return Template.from_json(templates(variant)["SonicEks"])
 
 
 @pytest.fixture(scope="session")
@@ -134,15 +134,15 @@ def eks_template() -> Template:
 
 
 @pytest.fixture(scope="session")
-def eks_existing(tmp_path_factory: pytest.TempPathFactory) -> Template:
-    """dev-eks on an existing cluster and its VPC, named in config."""
-    return eks_variant(tmp_path_factory, eks_rules.EXISTING_CLUSTER)
+def eks_existing() -> Template:
+    """dev-eks on an existing cluster and its VPC, named in config (placeholders filled, as a user deploys)."""
+    return eks_variant("existing")
 
 
 @pytest.fixture(scope="session")
-def eks_air_gapped(tmp_path_factory: pytest.TempPathFactory) -> Template:
+def eks_air_gapped() -> Template:
     """dev-eks air-gapped: no NAT gateway, [eks.mirror], TLS from a Private CA (docs/eks.md, section 12)."""
-    return eks_variant(tmp_path_factory, eks_rules.AIR_GAPPED)
+    return eks_variant("air-gapped")
 
 
 @pytest.fixture(scope="session")
