@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from sonic_deploy.config.cartesia import ServiceConfig, ServiceName
 from sonic_deploy.config.errors import ConfigError
@@ -108,4 +109,27 @@ def image_placeholders(
                     value=value,
                     problem="still the shipped placeholder",
                     fix=f"write the image {field} from Cartesia's deployment bundle",
+                )
+
+
+# The variables a service's image reads its peers' addresses from, and how an error names each peer.
+ADDRESS_VARIABLES = {"nats_url_variable": "nats", "licence_proxy_url_variable": "licence_proxy"}
+SHOWN = {"nats": "NATS", "licence_proxy": "the licence proxy"}
+
+
+def address_placeholders(
+    env_file: Path, table: str, services: Mapping[Any, ServiceConfig], guide: str
+) -> Iterator[ConfigError]:
+    """Each peer-address variable still the shipped placeholder: the image would not find its peer."""
+    for name, service in services.items():
+        for field, peer in ADDRESS_VARIABLES.items():
+            variable = getattr(service, field)
+            if variable is not None and PLACEHOLDER_MARK.lower() in variable.lower():
+                yield ConfigError(
+                    file=env_file,
+                    field=f"{table}.services.{name}.{field}",
+                    value=variable,
+                    problem=f"still the shipped placeholder: the image would not be told where {SHOWN[peer]} is",
+                    fix=f"write the variable {name} reads for {SHOWN[peer]}'s address, from Cartesia's deployment "
+                    f"bundle ({guide})",
                 )

@@ -39,24 +39,25 @@ def loader_script(*, port: int, content_type: str) -> str:
 
 
 def watching_loader_script(
-    *, port: int, content_type: str, licence_file: str, loaded_mark: str, every_s: int
+    *, port: int, content_type: str, licence_file: str, loaded_mark: str, every_s: int, workdir: str = "/tmp"
 ) -> str:
     """The loader of a pod that outlives its licence (EKS): every `every_s`, when the mounted secret
     `licence_file` (base64, as the upload command writes it) differs from the one last accepted, POST it as
-    `loader_script` does; touch `loaded_mark` once one is in (the pod's readiness), never exit."""
+    `loader_script` does; touch `loaded_mark` once one is in (the pod's readiness), never exit. `workdir` holds
+    its copies (the container's own /tmp; a test's folder)."""
     return "\n".join(
         [
             "set -u",
             # PID 1 ignores a signal it has no handler for: without this, each stop waits out the grace period.
             "trap 'exit 0' TERM INT",
             "while true; do",
-            f"  if [ -s {licence_file} ] && ! cmp -s {licence_file} /tmp/accepted; then",
-            f"    if base64 -d {licence_file} > /tmp/licence; then",
+            f"  if [ -s {licence_file} ] && ! cmp -s {licence_file} {workdir}/accepted; then",
+            f"    if base64 -d {licence_file} > {workdir}/licence; then",
             "      n=0",
             f"      while [ $n -lt {LOADER_TRIES} ]; do",
             f"        if timeout {LOADER_TRY_TIMEOUT_S} wget -q -O /dev/null --header 'Content-Type: {content_type}' "
-            f"--post-file /tmp/licence http://127.0.0.1:{port}/license; then",
-            f"          cp {licence_file} /tmp/accepted; touch {loaded_mark}",
+            f"--post-file {workdir}/licence http://127.0.0.1:{port}/license; then",
+            f"          cp {licence_file} {workdir}/accepted; touch {loaded_mark}",
             "          echo 'licence uploaded to the licence proxy'; break",
             "        fi",
             f"        n=$((n + 1)); sleep {LOADER_PAUSE_S}",

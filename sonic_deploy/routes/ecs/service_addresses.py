@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from sonic_deploy.config.cartesia import ServiceConfig
 from sonic_deploy.config.errors import MISSING
+from sonic_deploy.config.placeholders import SHOWN
 from sonic_deploy.routes.ecs.config import EcsConfig
 
 # The services that dial the peers (the security groups open NATS and the licence proxy to them only).
@@ -23,7 +24,6 @@ ADDRESS_FIELDS = {
     "nats_url_variable": ("nats", "REPLACE-ME_NATS_URL"),
     "licence_proxy_url_variable": ("licence_proxy", "REPLACE-ME_LICENSE_PROXY_URL"),
 }
-SHOWN = {"nats": "NATS", "licence_proxy": "the licence proxy"}
 
 
 def peer_variables(spec: ServiceConfig) -> dict[str, str]:

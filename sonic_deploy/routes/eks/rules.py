@@ -20,7 +20,7 @@ from sonic_deploy.config.cartesia_rules import (
     check_workers,
 )
 from sonic_deploy.config.errors import MISSING, ConfigError, Fail
-from sonic_deploy.config.placeholders import PLACEHOLDER_MARK, example_emails, image_placeholders
+from sonic_deploy.config.placeholders import address_placeholders, example_emails, image_placeholders
 from sonic_deploy.routes.eks.addon_registry import ADD_ON_REGISTRY_ACCOUNTS
 from sonic_deploy.routes.eks.charts import registry_region
 from sonic_deploy.routes.eks.config import EksConfig
@@ -235,19 +235,7 @@ def placeholders(
     if env.eks is None:
         return
     yield from image_placeholders(env_file, "eks", env.eks.services)
-    for name, service in env.eks.services.items():
-        for kind, variable in (
-            ("nats_url_variable", service.nats_url_variable),
-            ("licence_proxy_url_variable", service.licence_proxy_url_variable),
-        ):
-            if variable is not None and PLACEHOLDER_MARK.lower() in variable.lower():
-                yield ConfigError(
-                    file=env_file,
-                    field=f"eks.services.{name}.{kind}",
-                    value=variable,
-                    problem="still the shipped placeholder: the image would not be told where its peer is",
-                    fix="write the variable it reads the address from, from Cartesia's deployment bundle",
-                )
+    yield from address_placeholders(env_file, "eks", env.eks.services, "docs/eks.md, section 8")
     yield from example_emails(env_file, "eks.alarms.email", env.eks.alarms.email)
 
 

@@ -112,7 +112,8 @@ def test_the_loader_sends_each_new_licence_once_under_busybox(tmp_path: Path) ->
     applets.mkdir()
     for applet in ("sh", "base64", "wget", "sleep", "echo", "timeout", "cmp", "cp", "touch"):
         (applets / applet).symlink_to(str(shutil.which("busybox")))
-    secret, mark = tmp_path / "licence", tmp_path / "loaded"
+    secret, mark, work = tmp_path / "licence", tmp_path / "loaded", tmp_path / "work"
+    work.mkdir()  # the container's /tmp: a run's copies never meet another's
     secret.write_text(base64.b64encode(b"first licence\n").decode())
     script = watching_loader_script(
         port=server.server_address[1],
@@ -120,6 +121,7 @@ def test_the_loader_sends_each_new_licence_once_under_busybox(tmp_path: Path) ->
         licence_file=str(secret),
         loaded_mark=str(mark),
         every_s=1,
+        workdir=str(work),
     ).replace("sleep 5", "sleep 0")
     loader = subprocess.Popen(
         [str(applets / "sh"), "-c", script], env={"PATH": str(applets)}, stdout=subprocess.PIPE, text=True
