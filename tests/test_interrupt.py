@@ -17,17 +17,12 @@ import pytest
 
 from sonic_deploy.interrupt import quiet_ctrl_c
 from tests.cdk_context import ROOT, cli_context
+from tests.foreground import foreground
 
 
 def interrupted_after(seconds: float, command: list[str], **env: str) -> tuple[int, str]:
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=os.environ | env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    process = foreground(
+        command, cwd=ROOT, env=os.environ | env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
         time.sleep(seconds)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from tests.cdk_context import ROOT
+from tests.foreground import foreground
 
 BOUND_S = 60  # a hang becomes a failure after this long; the run itself takes a second or two
 
@@ -39,7 +40,7 @@ def test_ctrl_c_with_workers_prints_no_traceback(tmp_path: Path) -> None:
         str(out),
     ]
     # A session of its own, so that the signal goes to the group, as a terminal's Ctrl-C does.
-    probe = subprocess.Popen(argv, cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    probe = foreground(argv, cwd=ROOT, stderr=subprocess.PIPE)
     try:
         waited_until = time.monotonic() + BOUND_S
         samples = out / "samples.jsonl"
