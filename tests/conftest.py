@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
+import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -101,7 +103,7 @@ def air_gapped(tmp_path_factory: pytest.TempPathFactory) -> Template:
     dev = config / "environments/dev.toml"
     text = dev.read_text().replace('licence_mode = "connected"', 'licence_mode = "air-gapped"')
     dev.write_text(text.replace("nat_gateways = 1", "nat_gateways = 0"))
-    return Template.from_stack(synthesize_from(config)["ecs"])
+    return Template.from_stack(synthesize_from(config, routes=["ecs"])["ecs"])
 
 
 @pytest.fixture(scope="session")
@@ -158,6 +160,20 @@ def documented(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Template]:
     return {route: Template.from_stack(stack) for route, stack in stacks.items()}
 
 
+# Under pytest-xdist, the folder where the compliance variants are synthesized once for every worker of the
+# run (tests/compliance/conftest.py): xdist's recipe, the parent of the workers' basetemps, and the run's id.
+SHARED_SYNTHS: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _variants_shared_by_the_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run:
+        folder = tmp_path_factory.getbasetemp().parent / f"sonic-variants-{run}"
+        folder.mkdir(exist_ok=True)
+        SHARED_SYNTHS[:] = [folder]
+
+
 @cache
 def cloudformation_validate() -> CloudFormationValidatePlugin:
     """CDK's template checks, for the synths that must still run them with CDK_VALIDATION=false (the shipped
@@ -165,12 +181,19 @@ def cloudformation_validate() -> CloudFormationValidatePlugin:
     return CloudFormationValidatePlugin()
 
 
-def synthesize_from(config_dir: Path, env_name: str = "dev", *, validate: bool = False) -> dict[str, Stack]:
-    """Stacks from another config directory (variants the shipped config does not use)."""
+def synthesize_from(
+    config_dir: Path, env_name: str = "dev", *, validate: bool = False, routes: Sequence[str] | None = None
+) -> dict[str, Stack]:
+    """Stacks from another config directory (variants the shipped config does not use); with `routes`, only
+    those routes' (a route's template does not depend on the others': tests/stacks/test_environments.py)."""
     app = App(context=cli_context())
     if validate:
         Validations.of(app).add_plugins(cloudformation_validate())
-    stacks = add_stacks(app, load_settings(config_dir, env_name))
+    settings = load_settings(config_dir, env_name)
+    if routes is not None:
+        environment = settings.environment.model_copy(update={"routes": list(routes)})
+        settings = dataclasses.replace(settings, environment=environment)
+    stacks = add_stacks(app, settings)
     app.synth()
     return stacks
 

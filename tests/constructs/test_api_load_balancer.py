@@ -105,7 +105,7 @@ def private_ca_stack(tmp_path_factory: pytest.TempPathFactory) -> Stack:
     config = _environment(tmp_path_factory.mktemp("private-ca"), "stage", table)
     stage = config / "environments/stage.toml"
     stage.write_text(stage.read_text().replace("# enabled = true", "enabled = false", 1))
-    return synthesize_from(config, "stage")["ecs"]
+    return synthesize_from(config, "stage", routes=["ecs"])["ecs"]
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,9 @@ def private_ca(private_ca_stack: Stack) -> Template:
 def plain_stage(tmp_path_factory: pytest.TempPathFactory) -> Stack:
     """Outside dev, plain text accepted on purpose."""
     table = "[ecs.api]\ntls = false\nallow_plaintext_outside_dev = true\n"
-    return synthesize_from(_environment(tmp_path_factory.mktemp("plain"), "stage", table), "stage")["ecs"]
+    return synthesize_from(
+        _environment(tmp_path_factory.mktemp("plain"), "stage", table), "stage", routes=["ecs"]
+    )["ecs"]
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +129,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Template:
         "access_logs = false\ndeletion_protection = false\n"
     )
     config = _environment(tmp_path_factory.mktemp("imported"), "stage", table)
-    return Template.from_stack(synthesize_from(config, "stage")["ecs"])
+    return Template.from_stack(synthesize_from(config, "stage", routes=["ecs"])["ecs"])
 
 
 def _listener(template: Template) -> dict[str, Any]:

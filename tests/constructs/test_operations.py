@@ -145,7 +145,7 @@ def test_ecs_alarm_thresholds_follow_config(edit_config: EditConfig) -> None:
         13,
         0.65,
     )
-    template = Template.from_stack(synthesize_from(config)["ecs"])
+    template = Template.from_stack(synthesize_from(config, routes=["ecs"])["ecs"])
     alarms = _named(template, "AWS::CloudWatch::Alarm")
     exhausted = alarms["WorkerCapacityExhausted"]
     # Full is load == capacity: the ratio is not expected to pass 1 (worker_alarms.py, UNVERIFIED).

@@ -580,7 +580,7 @@ def test_an_existing_vpc_gets_no_task_endpoints_from_the_sagemaker_stack(edit_co
     config = edit_config(
         "environments/dev.toml", "flow_log_retention_days = 30\n", "flow_log_retention_days = 30\n" + existing
     )
-    template = Template.from_stack(synthesize_from(config)["sagemaker"])
+    template = Template.from_stack(synthesize_from(config, routes=["sagemaker"])["sagemaker"])
     endpoints = _interface_endpoints(template)
     assert set(endpoints) == {"sagemaker.runtime"}
     assert endpoints["sagemaker.runtime"]["SubnetIds"] == [
@@ -890,7 +890,7 @@ def air_gapped_hops(tmp_path_factory: pytest.TempPathFactory) -> Template:
         ('licence_mode = "connected"', 'licence_mode = "air-gapped"'),
         ("nat_gateways = 1", "nat_gateways = 0"),
     )
-    return Template.from_stack(synthesize_from(config)["ecs"])
+    return Template.from_stack(synthesize_from(config, routes=["ecs"])["ecs"])
 
 
 def _hop_statements(template: Template) -> dict[str, dict[str, Any]]:
@@ -1004,7 +1004,7 @@ def test_an_existing_vpc_gets_no_hop_endpoints_from_the_sagemaker_stack(
         '["transcribe", "bedrock"]',
         ("flow_log_retention_days = 30\n", "flow_log_retention_days = 30\n" + existing),
     )
-    template = Template.from_stack(synthesize_from(config)["sagemaker"])
+    template = Template.from_stack(synthesize_from(config, routes=["sagemaker"])["sagemaker"])
     assert set(_interface_endpoints(template)) == {"sagemaker.runtime"}
     assert set(_hop_statements(template)) == {"TranscribeTheCallersSpeech", "StreamTheModelsReply"}
 

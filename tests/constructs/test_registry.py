@@ -181,7 +181,7 @@ def test_a_digest_pins_the_copy_and_the_task(edit_config: EditConfig) -> None:
         'source = "REPLACE-ME.pkg.dev/cartesia/self-hosted/gpu-worker"\ntag = "REPLACE-ME"',
         f'source = "REPLACE-ME.pkg.dev/cartesia/self-hosted/gpu-worker"\ntag = "REPLACE-ME"\ndigest = "{DIGEST}"',
     )
-    template = Template.from_stack(synthesize_from(config)["ecs"])
+    template = Template.from_stack(synthesize_from(config, routes=["ecs"])["ecs"])
     (copy,) = [c for k, c in resources_of(template, "Custom::CDKECRDeployment").items() if "GpuWorker" in k]
     assert (
         copy["Properties"]["SrcImage"]

@@ -250,7 +250,9 @@ def test_a_task_that_never_becomes_ready_times_out_and_is_stopped(
     _expect_run_task(stubber, 0)
     _expect_describe(stubber, task(0, "PROVISIONING"))
     _expect_stop(stubber, 0)
-    impatient = Timing(poll_s=0.01, describe_every_s=3600, ready_timeout_s=0.2, start_delay_s=0.05)
+    impatient = Timing(
+        poll_s=0.01, describe_every_s=3600, ready_timeout_s=0.2, start_delay_s=0.05, relist_after_s=0.01
+    )
     with pytest.raises(InVpcError, match=r"only 0 of 1 tasks ready after 0.2 s \(1 PROVISIONING"):
         _session(client, DirectoryStore(tmp_path / "run"), 1, impatient).run(lambda conversation: None)
 
@@ -281,7 +283,9 @@ def test_a_task_stopped_by_ecs_mid_level_stops_the_run(ecs: tuple[Any, Stubber],
     _expect_stop(stubber, 0)
     store = DirectoryStore(tmp_path / "run")
     put_json(store, ready_key(0), {"index": 0})  # ready, then silent: it never reports the level
-    watchful = Timing(poll_s=0.01, describe_every_s=0.0, ready_timeout_s=30, start_delay_s=0.05)
+    watchful = Timing(
+        poll_s=0.01, describe_every_s=0.0, ready_timeout_s=30, start_delay_s=0.05, relist_after_s=0.01
+    )
     with pytest.raises(InVpcError, match=r"task 0 .* stopped: Task stopped by user"):
         _session(client, store, 1, watchful).run(
             lambda conversation: run_schedule_in_vpc(

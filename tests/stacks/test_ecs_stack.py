@@ -63,7 +63,7 @@ def test_model_id_and_api_version_come_from_config(edit_config: EditConfig) -> N
         'cartesia_version = "2025-04-16"',
         'model_id = "sonic-3-selfhosted"\ncartesia_version = "2026-03-01"',
     )
-    outputs = Template.from_stack(synthesize_from(config)["ecs"]).to_json()["Outputs"]
+    outputs = Template.from_stack(synthesize_from(config, routes=["ecs"])["ecs"]).to_json()["Outputs"]
     assert outputs["ModelId"]["Value"] == "sonic-3-selfhosted"
     assert outputs["CartesiaVersion"]["Value"] == "2026-03-01"
 

@@ -13,6 +13,7 @@ from tests.conftest import (
     resources_of,
     synthesize_from,
     synthesized,
+    template,
 )
 
 
@@ -43,6 +44,14 @@ def test_existing_vpc_synthesizes_both_routes_without_a_new_vpc(edit_config: Edi
     Template.from_stack(stacks["ecs"]).has_resource_properties(
         "AWS::AutoScaling::AutoScalingGroup", {"VPCZoneIdentifier": ["subnet-0aaaaaaaaaaaaaaa0"]}
     )
+
+
+@pytest.mark.parametrize("route", ["sagemaker", "ecs"])
+def test_a_routes_template_is_the_same_without_the_other_routes(route: str) -> None:
+    """What lets a test synthesize only the route it reads (`synthesize_from(..., routes=[route])`)."""
+    alone = synthesize_from(CONFIG_DIR, routes=[route])
+    assert list(alone) == [route]
+    assert Template.from_stack(alone[route]).to_json() == template("dev", route).to_json()
 
 
 KEPT_TYPES = {

@@ -68,7 +68,7 @@ def staging_ecs(tmp_path_factory: pytest.TempPathFactory) -> Template:
     staging = staging.replace("tls = false\n", "tls = false\nallow_plaintext_outside_dev = true\n", 1)
     staging += '\n[ecs.alarms]\nemail = ["oncall@sonic.test"]\n'
     (config / f"environments/{STAGING}.toml").write_text(staging, encoding="utf-8")
-    return Template.from_stack(synthesize_from(config, STAGING)["ecs"])
+    return Template.from_stack(synthesize_from(config, STAGING, routes=["ecs"])["ecs"])
 
 
 def _names(template: Template) -> set[tuple[str, str, str]]:

@@ -35,7 +35,7 @@ def pooled(tmp_path_factory: pytest.TempPathFactory) -> Template:
         text
         + f"\n[sagemaker.capacity]\nfallback_types = {json.dumps(TYPES[1:])}\nprovision_timeout_s = 900\n"
     )
-    return Template.from_stack(synthesize_from(config)["sagemaker"])
+    return Template.from_stack(synthesize_from(config, routes=["sagemaker"])["sagemaker"])
 
 
 def _variant(template: Template) -> dict[str, Any]:

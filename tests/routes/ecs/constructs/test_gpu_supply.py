@@ -53,7 +53,7 @@ def _variant(tmp_path_factory: pytest.TempPathFactory, name: str, table: str) ->
     shutil.copytree(CONFIG_DIR, config)
     dev = config / "environments/dev.toml"
     dev.write_text(dev.read_text() + table)
-    return Template.from_stack(synthesize_from(Path(config))["ecs"])
+    return Template.from_stack(synthesize_from(Path(config), routes=["ecs"])["ecs"])
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ def _enabled(root: Path) -> Template:
         text, found = re.subn(rf"(?m)^{key} = \S+", f"{key} = {value}", text)
         assert found == 1, f"{key} not in the shipped dev.toml"
     dev.write_text(text)
-    return Template.from_stack(synthesize_from(config)["ecs"])
+    return Template.from_stack(synthesize_from(config, routes=["ecs"])["ecs"])
 
 
 @pytest.fixture(scope="module")

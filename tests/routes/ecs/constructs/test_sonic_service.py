@@ -193,7 +193,7 @@ def test_connected_mode_has_nat_egress(ecs_template: Template) -> None:
 
 def test_scraper_reaches_each_metrics_port(edit_config: EditConfig) -> None:
     config = edit_config("environments/dev.toml", "metrics_port = 5000 ", "metrics_port = 9100 ")
-    template = Template.from_stack(synthesize_from(config)["ecs"])
+    template = Template.from_stack(synthesize_from(config, routes=["ecs"])["ecs"])
     template.has_resource_properties(
         "AWS::EC2::SecurityGroupIngress",
         {
@@ -209,7 +209,7 @@ def test_reusing_repositories_left_by_an_earlier_deploy(edit_config: EditConfig)
     config = edit_config(
         "environments/dev.toml", "copy_images = true", "copy_images = false\nreuse_repositories = true"
     )
-    template = Template.from_stack(synthesize_from(config)["ecs"])
+    template = Template.from_stack(synthesize_from(config, routes=["ecs"])["ecs"])
     assert _not_the_probes(template, "AWS::ECR::Repository") == {}
     assert _not_the_probes(template, "Custom::CDKECRDeployment") == {}
     worker = next(

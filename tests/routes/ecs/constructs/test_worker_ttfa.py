@@ -107,7 +107,7 @@ def _alarm_value(alarm: dict[str, Any], published: CloudWatch) -> float:
 
 def _stack_parts(config_root: Path) -> tuple[list[str], dict[str, Any] | None, dict[str, Any]]:
     """(the scraper's worker selectors, its OpenTelemetry pipeline, the WorkerTtfaP95 alarm) of a synth."""
-    template = Template.from_stack(synthesize_from(config_root)["ecs"])
+    template = Template.from_stack(synthesize_from(config_root, routes=["ecs"])["ecs"])
     (scraper,) = [
         task["Properties"]["ContainerDefinitions"][0]
         for key, task in resources_of(template, "AWS::ECS::TaskDefinition").items()
