@@ -79,15 +79,18 @@ typecheck: setup
 # One pytest worker per core, at most four (pytest-xdist): most tests wait on a server, a socket or a subprocess,
 # so two workers on two cores halve the wall time (CONTRIBUTING.md, "Tests"). PYTEST_WORKERS=0: one process.
 PYTEST_WORKERS ?= auto
+# Byte-code caches even where the environment turns them off: each worker would compile the package and
+# rewrite the test modules again on every run, ~5 CPU-seconds a worker (CONTRIBUTING.md, "Tests").
+UNIT_ENV = PATH="$(NODE_HOME)/bin:$$PATH" PYTHONDONTWRITEBYTECODE=
 unit: setup checkov
-	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m pytest -n $(PYTEST_WORKERS) --maxprocesses=4
+	$(UNIT_ENV) $(PY) -m pytest -n $(PYTEST_WORKERS) --maxprocesses=4
 
 test: lint typecheck unit
 
 # What the suite exercises: lines and branches of sonic_deploy/ (pyproject.toml, [tool.coverage]), with the
 # Python processes the tests start. A measurement, not part of `make test` (the suite takes twice as long).
 coverage: setup checkov
-	PATH="$(NODE_HOME)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --maxprocesses=4 --cov --cov-report=term
+	$(UNIT_ENV) $(PY) -m pytest -q -n $(PYTEST_WORKERS) --maxprocesses=4 --cov --cov-report=term
 
 # The full scan (cdk-nag's packs, checkov, cfn-lint, the invariants) of every variant, and the docs it writes
 # checked current; .ci/run runs it after `make test`, whose tests/compliance/ runs the invariants only.
