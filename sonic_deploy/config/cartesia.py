@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from sonic_deploy.config.base import DEFAULT_ENVIRONMENT, Strict
+from sonic_deploy.config.base import DEFAULT_ENVIRONMENT, Email, Strict
 
 # The OCI distribution reference grammar (github.com/distribution/reference, reference.go), which ECR and
 # every registry apply: tag := /[\w][\w.-]{0,127}/ (ASCII \w here: pydantic's \w would take any letter).
@@ -138,6 +138,17 @@ class SecretsConfig(Strict):
         default=None,
         description="air-gapped mode: the secret with the offline licence (default sonic/<env>/cartesia-licence); "
         "`sonic-deploy licence upload` creates and writes it, before the first deploy",
+    )
+
+
+class WorkerAlarmConfig(Strict):
+    """`[<route>.alarms]` of a route that runs the GPU workers itself: who is told, the workers' TTFA p95, how
+    long load may sit at capacity. Each route adds how it sees a worker waiting for capacity."""
+
+    email: list[Email] = []
+    worker_ttfa_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = 200.0
+    capacity_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
+        default=5, description="worker load above worker capacity for this long: capacity exhausted"
     )
 
 

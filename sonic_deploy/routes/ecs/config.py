@@ -10,13 +10,14 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from sonic_deploy.config.base import Email, Percent, Ratio, Strict
+from sonic_deploy.config.base import Percent, Ratio, Strict
 from sonic_deploy.config.cartesia import (
     ApiConfig,
     LicenceSettings,
     SecretsConfig,
     ServiceConfig,
     ServiceName,
+    WorkerAlarmConfig,
 )
 
 # Where the ECS route's services find each other (Cloud Map: <name>.SERVICE_NAMESPACE), and the port NATS
@@ -25,14 +26,9 @@ SERVICE_NAMESPACE = "sonic.internal"
 NATS_ROUTE_PORT = 6222
 
 
-class EcsAlarmConfig(Strict):
-    email: list[Email] = []
-    worker_ttfa_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = 200.0
+class EcsAlarmConfig(WorkerAlarmConfig):
     gpu_pinned_percent: Percent = 95.0
     gpu_pinned_minutes: Annotated[int, Field(ge=1, le=1440)] = 15
-    capacity_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
-        default=5, description="worker load above worker capacity for this long: capacity exhausted"
-    )
     provisioning_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
         default=15,
         description="a worker task waiting this long for a GPU instance (PROVISIONING, or PENDING): capacity or "

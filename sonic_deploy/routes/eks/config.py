@@ -9,13 +9,14 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from sonic_deploy.config.base import Email, Ratio, Strict
+from sonic_deploy.config.base import Ratio, Strict
 from sonic_deploy.config.cartesia import (
     ApiConfig,
     LicenceSettings,
     SecretsConfig,
     ServiceConfig,
     ServiceName,
+    WorkerAlarmConfig,
 )
 
 # The kubectl Lambda layer the stack applies objects with (aws-cdk.lambda-layer-kubectl-v36) runs kubectl 1.36,
@@ -109,12 +110,7 @@ class EksMirrorConfig(Strict):
     )
 
 
-class EksAlarmConfig(Strict):
-    email: list[Email] = []
-    worker_ttfa_p95_ms: Annotated[float, Field(gt=0, le=60_000)] = 200.0
-    capacity_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
-        default=5, description="worker load above worker capacity for this long: capacity exhausted"
-    )
+class EksAlarmConfig(WorkerAlarmConfig):
     provisioning_minutes: Annotated[int, Field(ge=1, le=1440)] = Field(
         default=15,
         description="a pod of the namespace not ready this long (a GPU worker waiting for a node): capacity, "
