@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -132,9 +131,3 @@ def test_an_unknown_environment_is_a_config_error(capsys: pytest.CaptureFixture[
     code, out, err = _mirror(capsys, "--env", "staging", "--config-dir", str(ROOT / "config"))
     assert (code, out) == (2, "")
     assert "env = 'staging': unknown environment. Fix: use one of dev, dev-eks, prod" in err
-
-
-def test_mirror_never_imports_aws_cdk() -> None:
-    code = "import sys, sonic_deploy.cli, sonic_deploy.mirror.command; print('aws_cdk' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"

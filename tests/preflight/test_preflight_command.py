@@ -163,13 +163,16 @@ def test_unknown_environment_is_a_config_error(capsys: pytest.CaptureFixture[str
     )
 
 
-def test_planner_preflight_and_changes_never_import_aws_cdk() -> None:
+def test_the_operator_commands_never_import_aws_cdk() -> None:
+    """One interpreter for every command that must run without the CDK (planner, preflight, changes, connect,
+    mirror)."""
     import subprocess
     import sys
 
     code = (
         "import sys, sonic_deploy.cli, sonic_deploy.planner.price_refresh, sonic_deploy.planner.chart;"
-        "import sonic_deploy.preflight.runner, sonic_deploy.changes.cli; print('aws_cdk' in sys.modules)"
+        "import sonic_deploy.preflight.runner, sonic_deploy.changes.cli, sonic_deploy.connect.command;"
+        "import sonic_deploy.mirror.command; print('aws_cdk' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
