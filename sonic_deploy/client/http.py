@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping, MutableMapping
@@ -138,8 +139,9 @@ ERROR_BODY_BYTES = 64 * 1024
 DRAIN_S = 5.0
 
 
-def request_error(error: Exception, what: str) -> SonicError | None:
-    """The typed error for an aiohttp failure to reach `what` or to send to it, or None if it is not one."""
+def request_error(error: Exception, what: str, bound_s: float | None = None) -> SonicError | None:
+    """The typed error for an aiohttp failure to reach `what` or to send to it, or None if it is not one;
+    a timeout names `bound_s`, the request's own bound, when it has one."""
     if isinstance(error, aiohttp.ClientConnectorCertificateError):
         return error_for(
             "tls",
@@ -149,20 +151,24 @@ def request_error(error: Exception, what: str) -> SonicError | None:
     if isinstance(error, aiohttp.ClientConnectorError):
         refused = isinstance(error.os_error, ConnectionRefusedError)
         return error_for("refused" if refused else "connect", repr(error))
+    within = "" if bound_s is None else f" within {bound_s:g} s"
+    if isinstance(error, aiohttp.ConnectionTimeoutError):
+        return error_for("timeout", f"no connection to {what}{within} ({error!r})")
     if isinstance(error, (TimeoutError, aiohttp.ServerTimeoutError)):
-        return error_for("timeout", repr(error))
+        return error_for("timeout", f"no response from {what}{within} ({error!r})")
     if isinstance(error, aiohttp.ClientError):
         return error_for("cut", repr(error))
     return None
 
 
-def read_error(error: Exception) -> SonicError:
+def read_error(error: Exception, bound_s: float | None = None) -> SonicError:
     """The typed error for a failure while a response body streams in: bytes that are not AWS event-stream
-    frames, no bytes within the read timeout, or a broken connection."""
+    frames, no bytes within the read timeout (`bound_s`, when known), or a broken connection."""
     if isinstance(error, FrameError):
         return error_for("malformed", f"bad event-stream frame: {error}")
     if isinstance(error, (TimeoutError, aiohttp.ServerTimeoutError)):
-        return error_for("timeout", f"no bytes within the read timeout ({error!r})")
+        within = "the read timeout" if bound_s is None else f"{bound_s:g} s"
+        return error_for("timeout", f"no bytes within {within} ({error!r})")
     return error_for("cut", repr(error))
 
 
@@ -255,14 +261,28 @@ class PooledClient:
         what: str,
         trace: Trace | None,
         proxy: str | None = None,
+        wait_timeout_s: float | None = None,
     ) -> aiohttp.ClientResponse:
-        """POST on the pool; a typed error (`request_error`) if `what` cannot be reached or written to."""
+        """POST on the pool; a typed error (`request_error`) if `what` cannot be reached or written to.
+        `wait_timeout_s` bounds this request's wait for a connection (pooled or new: by default a wait for
+        a pooled one has no bound) and each wait for its next bytes, in place of the client's read bound."""
+        timeout = self._timeout
+        if wait_timeout_s is not None:
+            if not (math.isfinite(wait_timeout_s) and wait_timeout_s > 0):
+                raise ValueError(f"wait_timeout_s={wait_timeout_s!r}: not a positive number of seconds")
+            timeout = aiohttp.ClientTimeout(
+                total=timeout.total,
+                connect=wait_timeout_s,
+                sock_connect=timeout.sock_connect,
+                sock_read=wait_timeout_s,
+                ceil_threshold=timeout.ceil_threshold,
+            )
         try:
             return await self._pool().post(
-                url, data=payload, headers=headers, proxy=proxy, trace_request_ctx=trace
+                url, data=payload, headers=headers, proxy=proxy, trace_request_ctx=trace, timeout=timeout
             )
         except (TimeoutError, aiohttp.ClientError) as error:
-            typed = request_error(error, what)
+            typed = request_error(error, what, wait_timeout_s)
             assert typed is not None
             raise typed from error
 

@@ -38,7 +38,6 @@ from livekit.agents import (
 from livekit.agents.llm import ChatMessage
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, TimedString
 
-from sonic_deploy.client.idle import IdleTimeout
 from sonic_deploy.client.metric_names import LLM_FIRST_TOKEN, STT_FINAL, TTS_FIRST_BYTE
 from sonic_deploy.client.sagemaker import (
     EndpointUnreachableError,
@@ -71,10 +70,10 @@ class SonicSageMakerTTS(tts.TTS[Never]):  # no events beyond the base's
     `SageMakerClient`; or `client=` to share one client and its pool between agents, which this TTS then
     leaves open. `tokenizer` cuts a stream's text into sentences (default: LiveKit's blingfire sentence
     tokenizer, as its Cartesia plugin's: livekit/plugins/cartesia/tts.py:183-185). `conn_options.timeout`
-    bounds the wait for each next chunk, the first included; `max_retry` applies to each sentence alone.
-    `max_retry_silence_s` bounds the silence a refused sentence's retries may cost in `stream()`: LiveKit's
-    default spacing (0.1 s, then 2 s each) would hold a caller 4 s; past the bound the error is raised
-    (docs/connect.md, "Retries").
+    bounds each request's wait for a connection and each wait for its next bytes; `max_retry` applies to
+    each sentence alone. `max_retry_silence_s` bounds the silence a refused sentence's retries may cost in
+    `stream()`: LiveKit's default spacing (0.1 s, then 2 s each) would hold a caller 4 s; past the bound the
+    error is raised (docs/connect.md, "Retries").
     """
 
     def __init__(
@@ -172,29 +171,22 @@ class SonicSageMakerTTS(tts.TTS[Never]):  # no events beyond the base's
         """One request's audio as it arrives, with the client's typed errors as LiveKit's. A cancel
         (LiveKit's `aclose()`) reaches the client inside `aclosing`, which closes the HTTP stream: no
         more of this request's audio is read, let alone pushed."""
+        # LiveKit leaves conn_options.timeout to the plugin (types.py:141-144, tts.py:410-419): the
+        # request's own bound on each wait for bytes, not a second timer around every chunk.
         chunks = self._client.speak(
             text,
             voice=self._voice,
             sample_rate=self.sample_rate,
             language=self._language,
             context_id=context_id,
+            wait_timeout_s=timeout or None,
         )
-        # LiveKit leaves conn_options.timeout to the plugin (types.py:141-144, tts.py:410-419).
-        idle = IdleTimeout(timeout or None)
         try:
             async with contextlib.aclosing(chunks):
-                while True:
-                    with idle:
-                        chunk = await anext(chunks, None)
-                    if chunk is None:
-                        return
+                async for chunk in chunks:
                     yield chunk.data
         except SageMakerError as error:
             raise _api_error(error, context_id) from error
-        except TimeoutError:
-            raise APITimeoutError(f"no audio within {timeout} s (conn_options.timeout)") from None
-        finally:
-            idle.close()
 
 
 def _api_error(error: SageMakerError, context_id: str) -> APIError:

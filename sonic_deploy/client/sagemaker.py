@@ -150,8 +150,11 @@ class SageMakerClient(StreamingClient):
         language: str | None = "en",
         context_id: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        wait_timeout_s: float | None = None,
     ) -> AsyncGenerator[AudioChunk]:
-        """One utterance's audio, chunk by chunk as it arrives; a typed `SageMakerError` if it fails."""
+        """One utterance's audio, chunk by chunk as it arrives; a typed `SageMakerError` if it fails.
+        `wait_timeout_s` bounds its wait for a connection and each wait for its next bytes (default: the
+        client's `read_timeout_s` for bytes, and no bound on a wait for a pooled connection)."""
         body = request_body(
             transcript,
             voice=voice,
@@ -162,7 +165,7 @@ class SageMakerClient(StreamingClient):
             extra=extra,
         )
         request = None if self.telemetry is None else self.telemetry.request(encoding, sample_rate)
-        events = self.events(body)
+        events = self.events(body, wait_timeout_s=wait_timeout_s)
         try:
             async for at, event in events:
                 if event.get("type") == "chunk" and event.get("data"):
@@ -181,12 +184,12 @@ class SageMakerClient(StreamingClient):
             await events.aclose()
 
     async def events(
-        self, body: Mapping[str, Any], *, trace: Trace | None = None
+        self, body: Mapping[str, Any], *, trace: Trace | None = None, wait_timeout_s: float | None = None
     ) -> AsyncGenerator[tuple[float, dict[str, Any]]]:
         """Every JSON event of one request's stream, each with when its bytes arrived, up to and including
         the one that ends it (`done`, or a chunk with `done: true`). `trace` (aiohttp's per-request
         context) gets `connect_s` for a new connection and `sent_at` when the request was written."""
-        response = await self._send(body, trace)
+        response = await self._send(body, trace, wait_timeout_s)
         finished = False
         try:
             if response.status != 200:
@@ -203,19 +206,22 @@ class SageMakerClient(StreamingClient):
             if not finished:
                 raise error_for("cut", "stream ended without a done event")
         except READ_ERRORS as error:
-            raise read_error(error) from error
+            raise read_error(error, wait_timeout_s or self._timeout.sock_read) from error
         finally:
             if finished:  # whatever follows `done` is not the caller's concern, nor any error in it
                 self._recycle(response)
             else:  # the rest of the utterance is not wanted: drop the connection with it
                 response.close()
 
-    async def _send(self, body: Mapping[str, Any], trace: Trace | None = None) -> aiohttp.ClientResponse:
+    async def _send(
+        self, body: Mapping[str, Any], trace: Trace | None = None, wait_timeout_s: float | None = None
+    ) -> aiohttp.ClientResponse:
         """One signed invocation, its body not yet read (`events` reads it; so does bench/adapter_cost.py's
         floor, `raw-http`)."""
         payload = orjson.dumps(body)
         headers = self._signer.sign(payload, await self._credentials_here().get())
-        return await self._post(self.url, payload, headers, "the runtime endpoint", trace, self._proxy)
+        where = "the runtime endpoint"
+        return await self._post(self.url, payload, headers, where, trace, self._proxy, wait_timeout_s)
 
     def error_response(self, status: int, headers: Iterable[tuple[str, str]], raw: bytes) -> SageMakerError:
         """An error response, parsed by botocore's own parser with its modelled fields (`OriginalStatusCode`),

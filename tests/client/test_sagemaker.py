@@ -18,6 +18,7 @@ from sonic_deploy.client import (
     AccessError,
     EndpointUnreachableError,
     InvalidRequestError,
+    RequestTimeoutError,
     SageMakerClient,
     StreamError,
     ThrottledError,
@@ -156,6 +157,45 @@ def test_cancelling_the_task_ends_the_stream(reference_server: ServerFactory) ->
     asyncio.run(run())
     stats = wait_for_stats(server, lambda s: s.get("interrupted", 0) == 1 and s.get("active") == 0)
     assert (stats.get("interrupted"), stats["active"]) == (1, 0)
+
+
+def test_an_utterances_wait_bound_ends_a_stall_and_a_wait_for_a_connection(
+    reference_server: ServerFactory,
+) -> None:
+    """`wait_timeout_s` (the LiveKit service's `conn_options.timeout`): a stream that stalls mid-way ends
+    at it, and so does a wait for the one pooled connection the stalled stream holds; each error names the
+    bound. The client's own read bound is longer than the stall: only the utterance's can end it in time."""
+    server = reference_server(*FAST, "--fault", "stall:1", "--stall-ms", "60000")
+
+    async def run() -> tuple[str, str]:
+        async with _client(server, max_connections=1, read_timeout_s=120) as client, asyncio.timeout(10):
+            stalled = client.speak("This one stalls half-way.", voice=VOICE, wait_timeout_s=0.3)
+            async with contextlib.aclosing(stalled):
+                await anext(stalled)  # the pool's one connection is this stream's
+                queued = client.speak("Waits for the connection.", voice=VOICE, wait_timeout_s=0.3)
+                with pytest.raises(RequestTimeoutError) as no_connection:
+                    await anext(queued)
+                with pytest.raises(RequestTimeoutError) as no_bytes:
+                    async for _ in stalled:
+                        pass
+        return str(no_connection.value), str(no_bytes.value)
+
+    no_connection, no_bytes = asyncio.run(run())
+    assert "no connection to the runtime endpoint within 0.3 s" in no_connection
+    assert "no bytes within 0.3 s" in no_bytes
+
+
+def test_a_wait_bound_is_a_positive_number_of_seconds(reference_server: ServerFactory) -> None:
+    server = reference_server(*FAST)
+    for bound in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match=r"wait_timeout_s=.*: not a positive number of seconds"):
+            asyncio.run(_speak_bounded(_client(server), bound))
+
+
+async def _speak_bounded(client: SageMakerClient, bound: float) -> None:
+    async with client:
+        async for _ in client.speak("Hi.", voice=VOICE, wait_timeout_s=bound):
+            pass
 
 
 def test_credentials_are_refreshed_once_off_the_loop_before_they_expire(
