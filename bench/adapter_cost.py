@@ -3,10 +3,14 @@ in one process and one run (issue 31).
 
 One reference server (`probe serve`, another process, so its CPU is not counted) speaks both protocols on
 one port: SageMaker's invocation stream and Cartesia's WebSocket API, 50 ms to the first byte, 20 ms chunks
-at half real time, 60 ms of audio a character (2.8 s for the sentence). Seven callers speak the same
+at half real time, 60 ms of audio a character (2.8 s for the sentence). Eight callers speak the same
 sentence, voice and sample rate (24 kHz, 16-bit PCM):
 
-- `raw-http`: the floor under `bare-sm`: the same signed request, its body read by aiohttp, nothing decoded;
+- `raw-http`: the floor under `bare-sm` on aiohttp: the same signed request, its body read by aiohttp,
+  nothing decoded;
+- `plain-http`: the same request and decoders as `bare-sm` on a plain asyncio Protocol instead of aiohttp,
+  without the client's own work above them (bench/plain_http.py: the most a transport of our own could
+  save; a measurement, not a client);
 - `bare-sm`: `SageMakerClient.speak()`, one client for the level's calls;
 - `bare-ws`: `WebSocketClient.speak()`, one client, one context per utterance on its pooled sockets;
 - `pipecat-ours`: `SonicSageMakerTTSService` in a real pipecat pipeline `[before, service, after]`, from
@@ -61,6 +65,7 @@ from typing import TYPE_CHECKING
 
 from agent_calls import (
     RATE,
+    SAMPLE_BYTES,
     TEXT,
     VOICE,
     Clock,
@@ -128,6 +133,22 @@ async def raw_http(base: str, count: int) -> tuple[list[Speak], Close]:
         return clock.spoken()
 
     return [speak] * count, client.close
+
+
+async def plain_http(base: str, count: int) -> tuple[list[Speak], Close]:
+    from plain_http import PlainHttp
+
+    from sonic_deploy.client import SageMakerClient
+
+    plain = PlainHttp(SageMakerClient("bench", region="us-east-2", endpoint_url=base), TEXT, VOICE, RATE)
+
+    async def speak() -> Spoken:
+        clock = Clock()
+        async for piece in plain.speak():
+            clock.heard(len(piece) / (SAMPLE_BYTES * RATE))
+        return clock.spoken()
+
+    return [speak] * count, plain.close
 
 
 async def bare_ws(base: str, count: int) -> tuple[list[Speak], Close]:
@@ -201,6 +222,7 @@ async def livekit_cartesia(base: str, count: int) -> tuple[list[Speak], Close]:
 
 CALLERS: dict[str, Callable[[str, int], Awaitable[tuple[list[Speak], Close]]]] = {
     "raw-http": raw_http,
+    "plain-http": plain_http,
     "bare-sm": bare_sm,
     "bare-ws": bare_ws,
     "pipecat-ours": pipecat_ours,
@@ -317,7 +339,7 @@ def report(levels: list[Level], rounds: int, warmup: int) -> None:
     print(f"# goal: the bare client's CPU per audio second halves (last round: {LAST_BARE_MS_PER_UTTERANCE} ms "
           "an utterance, its length not recorded: measured here, not compared)")  # fmt: skip
     for level in levels:
-        for name in ("raw-http", "bare-sm", "bare-ws"):
+        for name in ("raw-http", "plain-http", "bare-sm", "bare-ws"):
             if name not in level.figures:
                 continue
             figures = level.figures[name]
