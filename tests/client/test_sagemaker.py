@@ -40,6 +40,13 @@ def _client(server: ReferenceServer, **options: Any) -> SageMakerClient:
     return SageMakerClient("sonic-test", region="us-east-2", endpoint_url=server.base, **options)
 
 
+async def _speak_once(client: SageMakerClient, text: str) -> bytes:
+    """One utterance on a client made for it, closed after it (an unclosed pool is aiohttp's "Unclosed
+    client session" once collected)."""
+    async with client:
+        return await _speak(client, text)
+
+
 async def _speak(client: SageMakerClient, text: str, rate: int = 24000, voice: str = VOICE) -> bytes:
     audio = bytearray()
     async for chunk in client.speak(text, voice=voice, sample_rate=rate):
@@ -78,7 +85,7 @@ def test_no_free_capacity_is_a_throttled_error_with_the_models_status(
 ) -> None:
     server = reference_server(*FAST, "--capacity", "0")
     with pytest.raises(ThrottledError) as raised:
-        asyncio.run(_speak(_client(server), "Busy?"))
+        asyncio.run(_speak_once(_client(server), "Busy?"))
     assert (raised.value.kind, raised.value.status, raised.value.retryable) == ("model_error_429", 429, True)
 
 
@@ -104,7 +111,7 @@ def test_a_stream_that_breaks_is_a_stream_error(
 ) -> None:
     server = reference_server(*FAST, "--fault", f"{fault}:1")
     with pytest.raises(StreamError) as raised:
-        asyncio.run(_speak(_client(server), "This one breaks."))
+        asyncio.run(_speak_once(_client(server), "This one breaks."))
     assert raised.value.kind == kind
 
 
@@ -282,12 +289,12 @@ def test_an_untrusted_certificate_is_named_and_not_retried(
     ca = make_private_ca(tmp_path)
     server = reference_server(*FAST, "--tls-cert", str(ca.cert), "--tls-key", str(ca.key), ca_file=ca.ca)
     with pytest.raises(EndpointUnreachableError) as raised:
-        asyncio.run(_speak(_client(server, session=botocore.session.Session()), "Untrusted."))
+        asyncio.run(_speak_once(_client(server, session=botocore.session.Session()), "Untrusted."))
     assert (raised.value.kind, raised.value.retryable) == ("tls", False)
     assert "AWS_CA_BUNDLE" in raised.value.message
     monkeypatch.setenv("AWS_CA_BUNDLE", str(ca.ca))  # boto3's own setting, read by the client too
     client = _client(server, session=botocore.session.Session())
-    assert len(asyncio.run(_speak(client, "Trusted."))) == stream_bytes("Trusted.")
+    assert len(asyncio.run(_speak_once(client, "Trusted."))) == stream_bytes("Trusted.")
 
 
 def test_no_credentials_is_an_access_error_with_the_fix(
@@ -310,7 +317,7 @@ def test_nothing_listening_is_an_unreachable_endpoint() -> None:
         port = placeholder.getsockname()[1]
     client = SageMakerClient("sonic-test", region="us-east-2", endpoint_url=f"http://127.0.0.1:{port}")
     with pytest.raises(EndpointUnreachableError) as raised:
-        asyncio.run(_speak(client, "Anyone?"))
+        asyncio.run(_speak_once(client, "Anyone?"))
     assert raised.value.kind == "refused"
 
 
