@@ -1,26 +1,23 @@
 """What the SageMaker wire costs without aiohttp: the client's signed request on a plain asyncio Protocol,
 for bench/adapter_cost.py's `plain-http` caller (issue 31). A measurement, not a client: plain HTTP to the
 stand-in only (no TLS, no proxy, no timeouts), keep-alive connections reused, a chunked 200 response
-expected. The body goes through the decoders `SageMakerClient.speak()` uses (`FrameDecoder`,
-`LineAssembler`, `decode_message`, base64) as it comes off the socket, and the caller's task wakes once
-per read; none of the client's work above them (per-read stamps, error checks, `AudioChunk`s, its
-generators): its saving is an upper bound on what a transport of our own would save.
+expected. The body goes through the decoding and checks `SageMakerClient.speak()` uses (`FrameDecoder`,
+`sagemaker._payload_events`, `_audio`) as it comes off the socket, and the caller's task wakes once per
+read; none of the client's work above them (per-read stamps, `AudioChunk`s, its generators): its saving is
+an upper bound on what a transport of our own would save.
 """
 
 from __future__ import annotations
 
 import asyncio
-import binascii
 import urllib.parse
 from collections.abc import AsyncIterator
-from typing import Any
 
 import orjson
 
-from sonic_deploy.client import SageMakerClient
-from sonic_deploy.client.cartesia_ws import decode_message
-from sonic_deploy.client.eventstream import FrameDecoder, LineAssembler
-from sonic_deploy.client.sagemaker import request_body
+from sonic_deploy.client import SageMakerClient, SonicError
+from sonic_deploy.client.eventstream import FrameDecoder, FrameError, LineAssembler
+from sonic_deploy.client.sagemaker import _audio, _payload_events, request_body
 
 
 class _Response(asyncio.Protocol):
@@ -98,13 +95,14 @@ class _Response(asyncio.Protocol):
         return b""
 
     def _body(self, data: bytes) -> None:
-        for headers, payload in self._frames.feed(data):
-            if headers.get(":event-type") != "PayloadPart":
-                continue
-            for line in self._lines.feed(payload):
-                event: dict[str, Any] = decode_message(line)
-                if event.get("type") == "chunk" and event.get("data"):
-                    self.audio.append(binascii.a2b_base64(event["data"], strict_mode=True))
+        """The client's own decoding and checks of each event (`sagemaker._payload_events`, `_audio`)."""
+        try:
+            for headers, payload in self._frames.feed(data):
+                for event in _payload_events(headers, payload, self._lines):
+                    if event.get("type") == "chunk" and event.get("data"):
+                        self.audio.append(_audio(event["data"]))
+        except (SonicError, FrameError) as error:
+            raise SystemExit(f"plain-http: the stand-in's stream is broken: {error}") from None
 
     def _wake(self) -> None:
         waiter, self._waiter = self._waiter, None
